@@ -1,0 +1,31 @@
+# mrcemu: two commands on a fresh machine, `make demo` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+MRCEMU := $(VENV)/bin/mrcemu
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: install test unit demo bench lint clean
+
+install:
+	@bash scripts/install-deps.sh
+
+test: install
+	$(SUDO) $(PY) -m pytest -q tests
+
+unit: install
+	$(PY) -m pytest -q tests/unit
+
+demo: install
+	$(SUDO) $(MRCEMU) up topologies/default.yaml
+	$(SUDO) $(MRCEMU) check || { $(SUDO) $(MRCEMU) down; exit 1; }
+	$(SUDO) $(MRCEMU) down
+
+bench: install
+	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md
+
+lint: install
+	$(VENV)/bin/ruff check mrcemu tests scripts
+
+clean:
+	$(SUDO) $(MRCEMU) clean

@@ -1,0 +1,3 @@
+from mrcemu.cli import main
+
+main()

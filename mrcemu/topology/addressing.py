@@ -1,0 +1,97 @@
+"""The SRv6 uSID addressing plan (DESIGN.md section 3).
+
+Block fcbb:bb00::/32 in F3216 format: a 32-bit block, then 16-bit uSIDs.
+A uSID is plane(4) | kind(2) | index(10), kinds leaf=1, spine=2, host port=3. Every address in the emulator comes
+from the functions here.
+"""
+
+from __future__ import annotations
+
+import enum
+from ipaddress import IPv6Address, IPv6Network
+
+BLOCK = 0xFCBB_BB00
+BLOCK_BITS = 32
+USID_BITS = 16
+USIDS_PER_ADDRESS = (128 - BLOCK_BITS) // USID_BITS  # 6
+
+
+class Kind(enum.IntEnum):
+    # DESIGN.md numbers these 0, 1, 2. We start at 1 so that no uSID is 0x0000,
+    # which RFC 9800 reserves as End-of-Carrier (plane 0 leaf 0 would be 0x0000).
+    LEAF = 1
+    SPINE = 2
+    HOST = 3
+
+
+def usid(plane: int, kind: Kind, index: int) -> int:
+    if not 0 <= plane < 16:
+        raise ValueError(f"plane {plane} does not fit the 4-bit uSID field")
+    if not 0 <= index < 1024:
+        raise ValueError(f"index {index} does not fit the 10-bit uSID field")
+    return (plane << 12) | (int(kind) << 10) | index
+
+
+def split_usid(value: int) -> tuple[int, Kind, int]:
+    return value >> 12, Kind((value >> 10) & 0x3), value & 0x3FF
+
+
+def container(*usids: int) -> IPv6Address:
+    """The address fcbb:bb00:<u1>:<u2>:...:: carrying these uSIDs in order."""
+    if not 1 <= len(usids) <= USIDS_PER_ADDRESS:
+        raise ValueError(f"a container holds 1..{USIDS_PER_ADDRESS} uSIDs, not {len(usids)}")
+    value = BLOCK << (128 - BLOCK_BITS)
+    for i, u in enumerate(usids):
+        value |= u << (128 - BLOCK_BITS - USID_BITS * (i + 1))
+    return IPv6Address(value)
+
+
+def container_usids(addr: IPv6Address) -> list[int]:
+    """The uSIDs in a container, stopping at the first empty (end-of-carrier) slot."""
+    value = int(addr)
+    out = []
+    for i in range(USIDS_PER_ADDRESS):
+        u = (value >> (128 - BLOCK_BITS - USID_BITS * (i + 1))) & 0xFFFF
+        if u == 0:
+            break
+        out.append(u)
+    return out
+
+
+def in_block(addr: IPv6Address) -> bool:
+    return int(addr) >> (128 - BLOCK_BITS) == BLOCK
+
+
+def shift(addr: IPv6Address) -> IPv6Address:
+    """What `End` with next-csid (lblen 32, nflen 16) does to the destination:
+    drop the first uSID after the block and shift the rest left."""
+    value = int(addr)
+    block = value >> (128 - BLOCK_BITS) << (128 - BLOCK_BITS)
+    rest = value & ((1 << (128 - BLOCK_BITS)) - 1)
+    rest = (rest << USID_BITS) & ((1 << (128 - BLOCK_BITS)) - 1)
+    return IPv6Address(block | rest)
+
+
+def usid_prefix(u: int) -> IPv6Network:
+    """The /48 owned by a uSID: one End route or one static route."""
+    return IPv6Network((container(u), BLOCK_BITS + USID_BITS))
+
+
+def plane_prefix(plane: int) -> IPv6Network:
+    """The /36 of every uSID in a plane: a host's route out of its plane-p port."""
+    return IPv6Network((IPv6Address((BLOCK << 96) | (plane << 92)), BLOCK_BITS + 4))
+
+
+def host_address(plane: int, host: int) -> IPv6Address:
+    return container(usid(plane, Kind.HOST, host))
+
+
+def mac_address(own: int, peer: int) -> str:
+    """Locally administered MAC for the interface of uSID `own` facing uSID `peer`."""
+    b = bytes([0x02, 0x00]) + own.to_bytes(2, "big") + peer.to_bytes(2, "big")
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def link_local(own: int, peer: int) -> IPv6Address:
+    """Link-local next-hop address of that interface; static neighbours point at it."""
+    return IPv6Address(f"fe80::{own:x}:{peer:x}")

@@ -1,0 +1,162 @@
+"""Topology files: load, validate, and hold the numbers everything else derives from.
+
+A topology is pure data. Every address, name and route in the emulator is
+computed from it (see `addressing`, `paths`, `routes`), so nothing else
+invents an address.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mrcemu.errors import ConfigError
+
+# The uSID is plane(4) | kind(2) | index(10): these bounds come from that layout.
+MAX_PLANES = 16
+MAX_INDEX = 1023
+# Spine index 1023 is reserved: it marks the same-leaf path in an EV.
+MAX_SPINES = 1023
+
+TOPOLOGY_DIR = Path(__file__).resolve().parents[2] / "topologies"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A multi-plane leaf-spine fabric. Planes share no switches."""
+
+    planes: int
+    leaves_per_plane: int
+    spines_per_plane: int
+    hosts: int
+    host_link_mbps: float = 20.0
+    fabric_link_mbps: float = 20.0
+    mtu: int = 1500
+    buffer_bytes: int = 200_000
+    ecn_threshold_bytes: int = 30_000
+    trim_threshold_bytes: int = 60_000
+    name: str = "topology"
+    source: str = "<memory>"
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def hosts_per_leaf(self) -> int:
+        return self.hosts // self.leaves_per_plane
+
+    def leaf_of(self, host: int) -> int:
+        return host // self.hosts_per_leaf
+
+    def hosts_of_leaf(self, leaf: int) -> range:
+        return range(leaf * self.hosts_per_leaf, (leaf + 1) * self.hosts_per_leaf)
+
+    @property
+    def switch_count(self) -> int:
+        return self.planes * (self.leaves_per_plane + self.spines_per_plane)
+
+    @property
+    def link_count(self) -> int:
+        return self.planes * (self.hosts + self.leaves_per_plane * self.spines_per_plane)
+
+    def paths_between(self, a: int, b: int) -> int:
+        if a == b:
+            return 0
+        return self.planes * (1 if self.leaf_of(a) == self.leaf_of(b) else self.spines_per_plane)
+
+
+_USER_FIELDS = {f.name: f for f in fields(Topology) if f.name not in ("name", "source")}
+_REQUIRED = ("planes", "leaves_per_plane", "spines_per_plane", "hosts")
+
+
+def _check_int(t: Topology, name: str, lo: int, hi: int | None, why: str, fix: str) -> None:
+    value = getattr(t, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(t.source, name, value, "must be a whole number", fix)
+    if value < lo or (hi is not None and value > hi):
+        raise ConfigError(t.source, name, value, why, fix)
+
+
+def _validate(t: Topology) -> None:
+    _check_int(t, "planes", 1, MAX_PLANES,
+               f"must be 1..{MAX_PLANES}: the plane is a 4-bit field of the uSID",
+               f"use at most {MAX_PLANES} planes")
+    _check_int(t, "leaves_per_plane", 1, MAX_INDEX + 1,
+               f"must be 1..{MAX_INDEX + 1}: a leaf index is a 10-bit field of the uSID",
+               f"use at most {MAX_INDEX + 1} leaves per plane")
+    _check_int(t, "spines_per_plane", 1, MAX_SPINES,
+               f"must be 1..{MAX_SPINES}: a spine index is a 10-bit field of the uSID "
+               f"and index {MAX_INDEX} is reserved for same-leaf paths",
+               f"use at most {MAX_SPINES} spines per plane")
+    _check_int(t, "hosts", 1, MAX_INDEX + 1,
+               f"must be 1..{MAX_INDEX + 1}: a host index is a 10-bit field of the uSID",
+               f"use at most {MAX_INDEX + 1} hosts")
+    if t.hosts % t.leaves_per_plane:
+        raise ConfigError(t.source, "hosts", t.hosts,
+                          f"is not divisible by leaves_per_plane ({t.leaves_per_plane}): "
+                          "hosts are spread evenly over the leaves",
+                          f"use a multiple of {t.leaves_per_plane}, such as "
+                          f"{(t.hosts // t.leaves_per_plane + 1) * t.leaves_per_plane}")
+    for name in ("host_link_mbps", "fabric_link_mbps"):
+        value = getattr(t, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(t.source, name, value, "must be a number of Mb/s",
+                              f"set {name} to a positive number such as 20")
+        if not value > 0:
+            raise ConfigError(t.source, name, value, "a link rate must be positive",
+                              f"set {name} to a positive number such as 20")
+    _check_int(t, "mtu", 1280, 9000, "must be 1280..9000 (IPv6 needs at least 1280)",
+               "set mtu to 1500")
+    for name in ("buffer_bytes", "ecn_threshold_bytes", "trim_threshold_bytes"):
+        _check_int(t, name, 0, None, "must be zero (disabled) or positive",
+                   f"set {name} to 0 or a byte count")
+    for name in ("ecn_threshold_bytes", "trim_threshold_bytes"):
+        value = getattr(t, name)
+        if t.buffer_bytes and value > t.buffer_bytes:
+            raise ConfigError(t.source, name, value,
+                              f"is above buffer_bytes ({t.buffer_bytes}), so it could never fire",
+                              f"set {name} below {t.buffer_bytes}, or 0 to disable it")
+
+
+def from_mapping(data: Any, source: str, name: str) -> Topology:
+    """Build a Topology from parsed YAML, with errors that name the source and field."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, "<document>", type(data).__name__,
+                          "the file must be a YAML mapping of field: value",
+                          "start from topologies/default.yaml")
+    for key in data:
+        if key not in _USER_FIELDS:
+            close = difflib.get_close_matches(str(key), list(_USER_FIELDS), n=1)
+            fix = f"did you mean '{close[0]}'?" if close else (
+                "remove it; known fields are " + ", ".join(_USER_FIELDS))
+            raise ConfigError(source, str(key), data[key], "unknown field", fix)
+    for key in _REQUIRED:
+        if key not in data:
+            raise ConfigError(source, key, None, "is required", f"add '{key}: <number>'")
+    return Topology(**data, name=name, source=source)
+
+
+def load(path: str | Path) -> Topology:
+    """Load a topology file. A bare name such as 'small' means topologies/small.yaml."""
+    p = Path(path)
+    if not p.exists() and not p.suffix and (TOPOLOGY_DIR / f"{p.name}.yaml").exists():
+        p = TOPOLOGY_DIR / f"{p.name}.yaml"
+    source = str(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
+                          "give a path to a topology YAML file, or one of: "
+                          + ", ".join(sorted(x.stem for x in TOPOLOGY_DIR.glob("*.yaml"))))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "the file"
+        raise ConfigError(source, "<yaml>", where, f"is not valid YAML ({getattr(e, 'problem', e)})",
+                          "fix the YAML syntax at that line")
+    return from_mapping(data, source, p.stem)

@@ -1,0 +1,94 @@
+"""Paths between hosts, each named by an entropy value (EV).
+
+An EV is 32 bits: the high 16 travel as the UDP source port and the low 16 as
+the IPv6 flow label, so a capture shows which path a packet took.
+High 16: 0b11 | plane(4) | spine(10), with spine 1023 meaning the same-leaf path.
+Low 16: the path's index among the pair's paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv6Address
+
+from mrcemu.topology.addressing import Kind, container, host_address, usid
+from mrcemu.topology.layout import host_name, leaf_name, spine_name
+from mrcemu.topology.model import MAX_INDEX, Topology
+
+SAME_LEAF = MAX_INDEX
+
+
+def make_ev(plane: int, spine: int | None, index: int) -> int:
+    s = SAME_LEAF if spine is None else spine
+    return ((0xC000 | (plane << 10) | s) << 16) | (index & 0xFFFF)
+
+
+def ev_fields(ev: int) -> tuple[int, int | None]:
+    """(plane, spine) of an EV; spine None for the same-leaf path."""
+    hi = ev >> 16
+    plane, spine = (hi >> 10) & 0xF, hi & 0x3FF
+    return plane, (None if spine == SAME_LEAF else spine)
+
+
+def ev_udp_sport(ev: int) -> int:
+    return ev >> 16
+
+
+def ev_flow_label(ev: int) -> int:
+    return ev & 0xFFFF
+
+
+@dataclass(frozen=True)
+class Path:
+    ev: int
+    src: int
+    dst: int
+    plane: int
+    spine: int | None
+    container: IPv6Address  # destination address as sent
+    delivered: IPv6Address  # destination address on arrival (the host port)
+    hops: tuple[str, ...]  # every node, source host to destination host
+
+    @property
+    def switch_hops(self) -> int:
+        """Nodes that forward the packet, each lowering the hop limit by one."""
+        return len(self.hops) - 2
+
+    @property
+    def src_port(self) -> str:
+        return f"{host_name(self.src)}-p{self.plane}"
+
+    @property
+    def dst_port(self) -> str:
+        return f"{host_name(self.dst)}-p{self.plane}"
+
+    def to_json(self) -> dict:
+        return {
+            "ev": f"0x{self.ev:08x}", "plane": self.plane, "spine": self.spine,
+            "container": str(self.container), "delivered": str(self.delivered),
+            "hops": list(self.hops),
+        }
+
+
+def paths(topo: Topology, a: int, b: int) -> list[Path]:
+    """Every path from host a to host b: one per (plane, spine), or per plane on one leaf."""
+    for h, label in ((a, "source"), (b, "destination")):
+        if not 0 <= h < topo.hosts:
+            raise ValueError(f"{label} host h{h} is not in this topology (h0..h{topo.hosts - 1})")
+    if a == b:
+        return []
+    la, lb = topo.leaf_of(a), topo.leaf_of(b)
+    out: list[Path] = []
+    for p in range(topo.planes):
+        dst_host = usid(p, Kind.HOST, b)
+        delivered = host_address(p, b)
+        if la == lb:
+            out.append(Path(make_ev(p, None, len(out)), a, b, p, None, container(dst_host),
+                            delivered, (host_name(a), leaf_name(p, la), host_name(b))))
+            continue
+        for s in range(topo.spines_per_plane):
+            c = container(usid(p, Kind.SPINE, s), usid(p, Kind.LEAF, lb), dst_host)
+            hops = (host_name(a), leaf_name(p, la), spine_name(p, s), leaf_name(p, lb),
+                    host_name(b))
+            out.append(Path(make_ev(p, s, len(out)), a, b, p, s, c, delivered, hops))
+    return out

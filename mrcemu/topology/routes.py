@@ -1,0 +1,125 @@
+"""Every node's static IPv6 route table and neighbour entries, as data.
+
+Computed here in pure Python, checked by a forwarding walk in the unit tests,
+and only then written to kernels by `mrcemu.fabric.netlink`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv6Address, IPv6Network
+
+from mrcemu.topology.addressing import (
+    Kind,
+    host_address,
+    plane_prefix,
+    shift,
+    usid,
+    usid_prefix,
+)
+from mrcemu.topology.layout import Interface, Layout
+
+
+@dataclass(frozen=True)
+class Route:
+    dst: IPv6Network
+    dev: str  # outgoing interface; "lo" for End
+    gateway: IPv6Address | None = None  # peer's link-local; None for End
+    src: IPv6Address | None = None  # preferred source (hosts only)
+    end: bool = False  # seg6local End with flavor next-csid
+
+    def describe(self) -> str:
+        if self.end:
+            return f"{self.dst} seg6local End next-csid lblen 32 nflen 16 dev {self.dev}"
+        via = f" via {self.gateway}" if self.gateway else ""
+        src = f" src {self.src}" if self.src else ""
+        return f"{self.dst}{via} dev {self.dev}{src}"
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    dev: str
+    address: IPv6Address
+    mac: str
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    node: str
+    routes: tuple[Route, ...]
+    addresses: tuple[tuple[str, IPv6Address, int], ...]  # (dev, address, prefixlen)
+    neighbours: tuple[Neighbour, ...]
+
+
+def _via(i: Interface, dst: IPv6Network, src: IPv6Address | None = None) -> Route:
+    return Route(dst, i.name, i.peer_link_local, src)
+
+
+def tables(layout: Layout) -> dict[str, NodeTable]:
+    topo = layout.topo
+    out: dict[str, NodeTable] = {}
+    for name, node in layout.nodes.items():
+        ifaces = layout.interfaces[name]
+        routes: list[Route] = []
+        addrs: list[tuple[str, IPv6Address, int]] = [(i.name, i.link_local, 64) for i in ifaces]
+        if node.kind is Kind.HOST:
+            for i in ifaces:
+                own = host_address(i.plane, node.index)
+                addrs.append((i.name, own, 128))
+                routes.append(_via(i, plane_prefix(i.plane), own))
+        else:
+            routes.append(Route(usid_prefix(layout.node_usid(name)), "lo", end=True))
+            routes += [_via(i, usid_prefix(i.peer_usid)) for i in ifaces]
+        neigh = tuple(Neighbour(i.name, i.peer_link_local, i.peer_mac) for i in ifaces)
+        out[name] = NodeTable(name, tuple(routes), tuple(addrs), neigh)
+    del topo
+    return out
+
+
+def lookup(table: NodeTable, addr: IPv6Address) -> Route | None:
+    """Longest-prefix match, as the kernel's FIB does for these tables."""
+    best = None
+    for r in table.routes:
+        if addr in r.dst and (best is None or r.dst.prefixlen > best.dst.prefixlen):
+            best = r
+    return best
+
+
+class ForwardingError(Exception):
+    pass
+
+
+def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Address,
+         hop_limit: int = 64) -> tuple[list[str], str, IPv6Address, int]:
+    """Forward a packet through the tables the way the kernels would.
+
+    Returns (nodes visited, arriving interface, final destination, hop limit on arrival).
+    """
+    peer_of = {(i.node, i.name): (i.peer_node, i.peer_name) for ifs in layout.interfaces.values()
+               for i in ifs}
+    node, visited = src_host, [src_host]
+    iface = ""
+    for _ in range(64):
+        table = tabs[node]
+        local = {a for _, a, plen in table.addresses if plen == 128}
+        if node != src_host and dst in local:
+            return visited, iface, dst, hop_limit
+        route = lookup(table, dst)
+        if route is None:
+            raise ForwardingError(f"{node}: no route to {dst}")
+        if route.end:
+            dst = shift(dst)
+            route = lookup(table, dst)
+            if route is None or route.end:
+                raise ForwardingError(f"{node}: no route to {dst} after End")
+        if node != src_host:
+            hop_limit -= 1
+            if hop_limit <= 0:
+                raise ForwardingError(f"{node}: hop limit exceeded")
+        node, iface = peer_of[(node, route.dev)]
+        visited.append(node)
+    raise ForwardingError("forwarding loop")
+
+
+__all__ = ["Route", "Neighbour", "NodeTable", "tables", "lookup", "walk", "ForwardingError",
+           "usid"]
