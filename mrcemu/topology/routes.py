@@ -19,11 +19,16 @@ from mrcemu.topology.addressing import (
 )
 from mrcemu.topology.layout import Interface, Layout
 
+# The device End routes hang on. Not `lo`: on this kernel an End next-csid route on
+# lo drops every packet after the shift (Ip6InNoRoutes), and there is no dummy
+# driver, so each switch gets an always-up internal veth pair of this name.
+END_DEV = "usid"
+
 
 @dataclass(frozen=True)
 class Route:
     dst: IPv6Network
-    dev: str  # outgoing interface; "lo" for End
+    dev: str  # outgoing interface; END_DEV for End
     gateway: IPv6Address | None = None  # peer's link-local; None for End
     src: IPv6Address | None = None  # preferred source (hosts only)
     end: bool = False  # seg6local End with flavor next-csid
@@ -68,7 +73,7 @@ def tables(layout: Layout) -> dict[str, NodeTable]:
                 addrs.append((i.name, own, 128))
                 routes.append(_via(i, plane_prefix(i.plane), own))
         else:
-            routes.append(Route(usid_prefix(layout.node_usid(name)), "lo", end=True))
+            routes.append(Route(usid_prefix(layout.node_usid(name)), END_DEV, end=True))
             routes += [_via(i, usid_prefix(i.peer_usid)) for i in ifaces]
         neigh = tuple(Neighbour(i.name, i.peer_link_local, i.peer_mac) for i in ifaces)
         out[name] = NodeTable(name, tuple(routes), tuple(addrs), neigh)

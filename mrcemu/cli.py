@@ -1,0 +1,364 @@
+"""The `mrcemu` command line. Errors become one clear line and an exit code."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
+from mrcemu.topology import Layout, Topology, load
+from mrcemu.topology.model import TOPOLOGY_DIR
+
+console = Console()
+err = Console(stderr=True)
+
+DEFAULT_TOPOLOGY = str(TOPOLOGY_DIR / "default.yaml")
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn our errors into `mrcemu: <message>` and the error's exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return fn(*a, **kw)
+        except MrcemuError as e:
+            err.print(f"[bold red]mrcemu:[/] {e}", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+
+    return wrapper
+
+
+def need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise NeedsRoot(what)
+
+
+def running_topology() -> tuple[Topology, dict[str, int]]:
+    from mrcemu.fabric.state import require_state
+
+    st = require_state()
+    return load(st.topology), st.nodes
+
+
+def node_pid(nodes: dict[str, int], name: str) -> int:
+    if name not in nodes:
+        raise MrcemuError(f"no node named '{name}': nodes are "
+                          + ", ".join(list(nodes)[:12]) + (" ..." if len(nodes) > 12 else ""))
+    return nodes[name]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mrcemu")
+def main() -> None:
+    """mrcemu: emulate MRC multipath RDMA over a multi-plane SRv6 uSID fabric.
+
+    Fabric commands need root: run them as `sudo .venv/bin/mrcemu ...`.
+    """
+
+
+@main.command()
+@click.argument("topology", default=DEFAULT_TOPOLOGY)
+@friendly
+def up(topology: str) -> None:
+    """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
+    topo = load(topology)  # validate before anything is created: exit 2 on a bad file
+    need_root("up")
+    from mrcemu.fabric import state
+    from mrcemu.fabric.clean import clean
+
+    if state.Lock().held_by_other():
+        state.Lock().acquire()  # raises the clear "already running" error
+    state.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(state.LOG, "a")
+    proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
+                            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    summary = None
+    try:
+        with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True) as bar:
+            tasks: dict[str, Any] = {}
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev["event"] == "progress":
+                    t = tasks.get(ev["stage"])
+                    if t is None:
+                        t = tasks[ev["stage"]] = bar.add_task(ev["stage"], total=ev["total"])
+                    bar.update(t, completed=ev["n"])
+                elif ev["event"] == "ready":
+                    summary = ev["summary"]
+                    break
+                elif ev["event"] == "error":
+                    proc.wait(timeout=60)
+                    raise MrcemuError(ev["message"])
+        if summary is None:
+            proc.wait(timeout=60)
+            raise MrcemuError(f"the fabric manager exited early (code {proc.returncode}); "
+                              f"see {state.LOG}")
+    except KeyboardInterrupt:
+        err.print("interrupted: tearing the fabric down")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        clean()
+        sys.exit(130)
+    finally:
+        log.close()
+    t = Table(title=f"fabric up: {topo.name}", show_header=False)
+    for k in ("planes", "switches", "hosts", "links"):
+        t.add_row(k, str(summary[k]))
+    t.add_row("paths per host pair",
+              f"{summary['paths_per_pair']['cross_leaf']} across leaves, "
+              f"{summary['paths_per_pair']['same_leaf']} on one leaf")
+    t.add_row("link rates", f"host {summary['host_link_mbps']} Mb/s, "
+              f"fabric {summary['fabric_link_mbps']} Mb/s")
+    t.add_row("seconds", f"{summary['seconds']:.2f}")
+    console.print(t)
+    console.print("next: [bold]mrcemu check[/], [bold]mrcemu status[/], [bold]mrcemu down[/]")
+
+
+@main.command()
+@friendly
+def down() -> None:
+    """Tear the running fabric down."""
+    need_root("down")
+    from mrcemu.fabric import state
+    from mrcemu.fabric.clean import clean
+
+    st = state.load_state()
+    if st is None or not state.pid_alive(st.manager_pid):
+        leftovers = clean()
+        if any(leftovers.values()):
+            console.print(f"no manager was running; removed leftovers: {leftovers}")
+            return
+        raise FabricStateError("no fabric is running")
+    t0 = time.monotonic()
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(state.SOCKET))
+            s.sendall(b'{"op": "down"}\n')
+            s.recv(100)
+    except OSError:
+        os.kill(st.manager_pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while state.pid_alive(st.manager_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in st.nodes.values() if state.pid_alive(p)]
+    if state.pid_alive(st.manager_pid) or left:
+        clean()
+    console.print(f"fabric down in {time.monotonic() - t0:.2f} s")
+
+
+@main.command()
+@friendly
+def clean() -> None:
+    """Remove everything mrcemu created (namespaces, veths, processes, state)."""
+    need_root("clean")
+    from mrcemu.fabric.clean import clean as do_clean
+
+    done = do_clean()
+    console.print(f"removed {done['processes']} processes, {done['veths']} veths, "
+                  f"{done['files']} state files")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@friendly
+def status(as_json: bool) -> None:
+    """Nodes, their namespace PIDs, interfaces, link rates and state."""
+    from mrcemu.fabric import state
+
+    st = state.load_state()
+    if st is None:
+        if as_json:
+            click.echo(json.dumps({"running": False}))
+            return
+        raise FabricStateError("no fabric is running: start one with 'sudo mrcemu up'")
+    need_root("status")
+    from mrcemu.fabric.netns import iproute
+
+    topo = load(st.topology)
+    layout = Layout(topo)
+    nodes = []
+    for name, pid in st.nodes.items():
+        alive = state.pid_alive(pid)
+        ifaces = []
+        if alive:
+            with iproute(pid) as ipr:
+                links = {x.get_attr("IFLA_IFNAME"): x for x in ipr.get_links()}
+            for i in layout.interfaces[name]:
+                link = links.get(i.name)
+                ifaces.append({"name": i.name, "peer": f"{i.peer_node}:{i.peer_name}",
+                               "mbps": i.mbps,
+                               "state": link.get_attr("IFLA_OPERSTATE") if link else "MISSING"})
+        nodes.append({"name": name, "pid": pid, "alive": alive, "interfaces": ifaces})
+    out = {"running": state.pid_alive(st.manager_pid), "phase": st.phase,
+           "manager_pid": st.manager_pid, "topology": st.topology, "summary": st.summary,
+           "nodes": nodes}
+    if as_json:
+        click.echo(json.dumps(out, indent=1))
+        return
+    t = Table(title=f"fabric {topo.name}: {st.phase}, manager PID {st.manager_pid}")
+    for col in ("node", "pid", "alive", "interfaces up", "down"):
+        t.add_column(col)
+    for n in nodes:
+        up_ = [i["name"] for i in n["interfaces"] if i["state"] == "UP"]
+        dn = [i["name"] for i in n["interfaces"] if i["state"] != "UP"]
+        t.add_row(n["name"], str(n["pid"]), "yes" if n["alive"] else "[red]DEAD[/]",
+                  f"{len(up_)}/{len(n['interfaces'])}", ", ".join(dn) or "-")
+    console.print(t)
+
+
+@main.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--topology", "topology", default=None,
+              help="Topology file (default: the running fabric's, else default.yaml).")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def paths(src: str, dst: str, topology: str | None, as_json: bool) -> None:
+    """Every path (EV) from SRC to DST: plane, spine, container address and hops."""
+    from mrcemu.fabric.state import load_state
+    from mrcemu.topology.paths import paths as all_paths
+
+    if topology is None:
+        st = load_state()
+        topology = st.topology if st else DEFAULT_TOPOLOGY
+    topo = load(topology)
+    a, b = (_host_index(x, topo) for x in (src, dst))
+    try:
+        ps = all_paths(topo, a, b)
+    except ValueError as e:
+        raise MrcemuError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps([p.to_json() for p in ps], indent=1))
+        return
+    t = Table(title=f"{len(ps)} paths {src} -> {dst}")
+    for col in ("EV", "plane", "spine", "container (DA as sent)", "hops"):
+        t.add_column(col)
+    for p in ps:
+        t.add_row(f"0x{p.ev:08x}", str(p.plane), "-" if p.spine is None else str(p.spine),
+                  str(p.container), " > ".join(p.hops))
+    console.print(t)
+
+
+def _host_index(name: str, topo: Topology) -> int:
+    if not (name.startswith("h") and name[1:].isdigit()) or int(name[1:]) >= topo.hosts:
+        raise MrcemuError(f"'{name}' is not a host of this topology: use h0..h{topo.hosts - 1}")
+    return int(name[1:])
+
+
+@main.command()
+@click.argument("node")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def routes(node: str, as_json: bool) -> None:
+    """NODE's kernel IPv6 routes, as the kernel reports them."""
+    need_root("routes")
+    _topo, nodes = running_topology()
+    pid = node_pid(nodes, node)
+    if as_json:
+        from mrcemu.fabric.netlink import read_routes
+        from mrcemu.fabric.netns import iproute
+
+        with iproute(pid) as ipr:
+            rs = read_routes(ipr)
+        click.echo(json.dumps([{"dst": str(r.dst), "dev": r.dev, "gateway": str(r.gateway)
+                                if r.gateway else None, "end_next_csid": r.end_next_csid,
+                                "lblen": r.lblen, "nflen": r.nflen} for r in rs], indent=1))
+        return
+    out = subprocess.run(["mnexec", "-a", str(pid), "ip", "-6", "route", "show"],
+                         capture_output=True, text=True)
+    click.echo(out.stdout, nl=False)
+
+
+@main.command(name="exec", context_settings={"ignore_unknown_options": True})
+@click.argument("node")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+@friendly
+def exec_(node: str, cmd: tuple[str, ...]) -> None:
+    """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr"""
+    need_root("exec")
+    _topo, nodes = running_topology()
+    pid = node_pid(nodes, node)
+    os.execvp("mnexec", ["mnexec", "-a", str(pid), *cmd])
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait for probes.")
+@friendly
+def check(as_json: bool, timeout: float) -> None:
+    """Probe every path between every ordered host pair; non-zero exit on any failure."""
+    need_root("check")
+    from mrcemu.fabric.check import run_check
+
+    topo, nodes = running_topology()
+    with Progress(TextColumn("probes"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True) as bar:
+        task = bar.add_task("probes", total=None)
+        result = run_check(topo, nodes, timeout,
+                           lambda n, total: bar.update(task, completed=n, total=total))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=1))
+    else:
+        t = Table()
+        t.add_column("src\\dst")
+        for b in range(topo.hosts):
+            t.add_column(f"h{b}", justify="right")
+        cell = {(p.src, p.dst): p for p in result.pairs}
+        for a in range(topo.hosts):
+            row = []
+            for b in range(topo.hosts):
+                p = cell.get((a, b))
+                if p is None:
+                    row.append("-")
+                else:
+                    color = "green" if p.ok == p.total else "red"
+                    row.append(f"[{color}]{p.ok}/{p.total}[/]")
+            t.add_row(f"h{a}", *row)
+        console.print(t)
+        console.print(f"check: {sum(p.ok for p in result.pairs)}/{result.probes} paths "
+                      f"delivered, each at the right port with the right hop limit "
+                      f"({result.seconds:.2f} s)")
+        for p in result.pairs:
+            for f in p.failures[:3]:
+                err.print(f"[red]h{p.src} -> h{p.dst} EV {f['ev']}: {f['why']}[/]")
+    if not result.ok:
+        sys.exit(1)
+
+
+@main.command(name="cli")
+@friendly
+def mn_cli() -> None:
+    """The Mininet CLI on the running fabric (e.g. `h0 ip -6 route`)."""
+    need_root("cli")
+    from mrcemu.fabric.attach import attached_cli
+
+    topo, nodes = running_topology()
+    attached_cli(nodes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Linux-touching shell around the topology model: Mininet nodes, pyroute2 programming."""

@@ -1,0 +1,131 @@
+"""The long-lived process that owns a fabric after `mrcemu up` returns.
+
+Mininet's node shells die with the process that made them, so the Mininet
+object must live somewhere: here. `up` starts this module detached, reads its
+progress as JSON lines on stdout until "ready", and leaves. The manager then
+answers `ping` and `down` on a Unix socket and tears everything down on
+SIGTERM, SIGINT or `down`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+from mrcemu.errors import MrcemuError
+from mrcemu.fabric import state
+from mrcemu.fabric.build import Fabric
+from mrcemu.topology import load
+
+
+def emit(event: str, **data: object) -> None:
+    sys.stdout.write(json.dumps({"event": event, **data}) + "\n")
+    sys.stdout.flush()
+
+
+class Stop(Exception):
+    pass
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    raise Stop(signal.Signals(signum).name)
+
+
+def serve(st: state.FabricState) -> None:
+    try:
+        state.SOCKET.unlink()
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(state.SOCKET))
+    srv.listen(8)
+    try:
+        while True:
+            conn, _ = srv.accept()
+            with conn:
+                try:
+                    req = json.loads(conn.makefile().readline() or "{}")
+                except ValueError:
+                    req = {}
+                op = req.get("op")
+                if op == "ping":
+                    conn.sendall(b'{"ok": true}\n')
+                elif op == "down":
+                    conn.sendall(b'{"ok": true}\n')
+                    return
+                else:
+                    conn.sendall(json.dumps({"ok": False, "error": f"unknown op {op!r}"}).encode()
+                                 + b"\n")
+    finally:
+        srv.close()
+
+
+def main(topology_path: str) -> int:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    try:
+        topo = load(topology_path)
+    except MrcemuError as e:
+        emit("error", message=str(e), code=e.exit_code)
+        return e.exit_code
+    lock = state.Lock()
+    try:
+        lock.acquire()
+    except MrcemuError as e:
+        emit("error", message=str(e), code=e.exit_code)
+        return e.exit_code
+    st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
+                           started_at=time.time())
+    st.save()
+
+    def on_node(name: str, pid: int) -> None:
+        st.nodes[name] = pid
+        st.save()
+
+    fabric = Fabric(topo, on_node=on_node)
+    code = 0
+    try:
+        t0 = time.monotonic()
+        fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
+                     if n == total or n % max(1, total // 50) == 0 else None)
+        st.phase = "up"
+        st.summary = {
+            "topology": topo.name, "planes": topo.planes, "switches": topo.switch_count,
+            "hosts": topo.hosts, "links": topo.link_count,
+            "paths_per_pair": {"same_leaf": topo.planes,
+                               "cross_leaf": topo.planes * topo.spines_per_plane},
+            "host_link_mbps": topo.host_link_mbps, "fabric_link_mbps": topo.fabric_link_mbps,
+            "seconds": round(time.monotonic() - t0, 3), **fabric.timings,
+        }
+        st.save()
+        emit("ready", summary=st.summary)
+        # From here on nobody reads our stdout: send it to the log.
+        log = os.open(state.LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        serve(st)
+    except Stop as why:
+        print(f"manager: stopping on {why}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - report, then tear down whatever was built
+        emit("error", message=f"fabric build failed: {type(e).__name__}: {e}", code=1)
+        code = 1
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        st.phase = "stopping"
+        st.save()
+        fabric.stop()
+        for p in (state.STATE, state.SOCKET):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,133 @@
+"""Writing a NodeTable into a kernel with pyroute2, and reading it back.
+
+pyroute2 0.9 cannot express the seg6local `flavors` attribute (its NLA map stops
+at SEG6_LOCAL_VRFTABLE). `Seg6LocalEncap` adds SEG6_LOCAL_COUNTERS (10) and
+SEG6_LOCAL_FLAVORS (11) from the kernel UAPI, and is registered as the decoder
+for LWTUNNEL_ENCAP_SEG6_LOCAL: this is the one place we extend pyroute2.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from ipaddress import IPv6Address, IPv6Network
+
+from pyroute2 import IPRoute
+from pyroute2.netlink import nla
+from pyroute2.netlink.rtnl.rtmsg import rtmsg
+
+from mrcemu.topology.routes import END_DEV, NodeTable, Route
+
+LWTUNNEL_ENCAP_SEG6_LOCAL = 7
+SEG6_LOCAL_FLV_OP_NEXT_CSID = 1 << 4
+LCBLOCK_BITS = 32
+LCNODE_FN_BITS = 16
+RTPROT_STATIC = 4
+NUD_PERMANENT = 0x80
+IFA_F_NODAD = 0x02
+
+
+class Seg6LocalEncap(rtmsg.seg6local_encap_info):
+    __slots__ = ()
+
+    nla_map = rtmsg.seg6local_encap_info.nla_map + (
+        ("SEG6_LOCAL_COUNTERS", "hex"),
+        # The kernel parses this nest strictly: it must carry NLA_F_NESTED.
+        ("SEG6_LOCAL_FLAVORS", "flavors|nested"),
+    )
+
+    class flavors(nla):
+        __slots__ = ()
+
+        nla_map = (
+            ("SEG6_LOCAL_FLV_UNSPEC", "none"),
+            ("SEG6_LOCAL_FLV_OPERATION", "uint32"),
+            ("SEG6_LOCAL_FLV_LCBLOCK_BITS", "uint8"),
+            ("SEG6_LOCAL_FLV_LCNODE_FN_BITS", "uint8"),
+        )
+
+
+rtmsg.encaps[LWTUNNEL_ENCAP_SEG6_LOCAL] = Seg6LocalEncap
+
+
+def end_next_csid_encap() -> dict:
+    return {"attrs": [
+        ("SEG6_LOCAL_ACTION", "End"),  # pyroute2 maps the action by its name
+        ("SEG6_LOCAL_FLAVORS", {"attrs": [
+            ("SEG6_LOCAL_FLV_OPERATION", SEG6_LOCAL_FLV_OP_NEXT_CSID),
+            ("SEG6_LOCAL_FLV_LCBLOCK_BITS", LCBLOCK_BITS),
+            ("SEG6_LOCAL_FLV_LCNODE_FN_BITS", LCNODE_FN_BITS),
+        ]}),
+    ]}
+
+
+def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int]) -> None:
+    kw: dict = dict(dst=str(route.dst.network_address), dst_len=route.dst.prefixlen,
+                    family=socket.AF_INET6, oif=ifindex[route.dev], proto=RTPROT_STATIC)
+    if route.end:
+        kw.update(encap_type=LWTUNNEL_ENCAP_SEG6_LOCAL,
+                  attrs=[("RTA_ENCAP", end_next_csid_encap())])
+    if route.gateway is not None:
+        kw["gateway"] = str(route.gateway)
+    if route.src is not None:
+        kw["prefsrc"] = str(route.src)
+    ipr.route("add", **kw)
+
+
+def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:
+    """Addresses, neighbours and routes of one node. Interfaces must exist."""
+    ifindex = {link["ifname"]: link["index"] for link in
+               ({"ifname": x.get_attr("IFLA_IFNAME"), "index": x["index"]} for x in ipr.get_links())}
+    ipr.link("set", index=ifindex["lo"], state="up")
+    if any(r.end for r in table.routes):
+        ipr.link("add", ifname=END_DEV, kind="veth", peer=f"{END_DEV}-peer")
+        for name in (END_DEV, f"{END_DEV}-peer"):
+            idx = ipr.link_lookup(ifname=name)[0]
+            ipr.link("set", index=idx, state="up")
+            ifindex[name] = idx
+    devs = {dev for dev, _, _ in table.addresses}
+    for dev in sorted(devs):
+        ipr.link("set", index=ifindex[dev], mtu=mtu, state="up")
+    for dev, addr, plen in table.addresses:
+        ipr.addr("add", index=ifindex[dev], address=str(addr), prefixlen=plen,
+                 family=socket.AF_INET6, flags=IFA_F_NODAD)
+    for n in table.neighbours:
+        ipr.neigh("add", dst=str(n.address), lladdr=n.mac, ifindex=ifindex[n.dev],
+                  state=NUD_PERMANENT, family=socket.AF_INET6)
+    for route in table.routes:
+        add_route(ipr, route, ifindex)
+
+
+@dataclass(frozen=True)
+class KernelRoute:
+    dst: IPv6Network
+    dev: str
+    gateway: IPv6Address | None
+    end_next_csid: bool
+    lblen: int | None
+    nflen: int | None
+
+
+def read_routes(ipr: IPRoute) -> list[KernelRoute]:
+    """The node's static IPv6 routes in the main table, decoded (flavors included)."""
+    names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+    out = []
+    for r in ipr.get_routes(family=socket.AF_INET6, table=254):
+        if r["proto"] != RTPROT_STATIC:
+            continue
+        dst = r.get_attr("RTA_DST")
+        gw = r.get_attr("RTA_GATEWAY")
+        encap = r.get_attr("RTA_ENCAP")
+        end = False
+        lblen = nflen = None
+        if encap is not None and r.get_attr("RTA_ENCAP_TYPE") == LWTUNNEL_ENCAP_SEG6_LOCAL:
+            flv = encap.get_attr("SEG6_LOCAL_FLAVORS")
+            if flv is not None:
+                op = flv.get_attr("SEG6_LOCAL_FLV_OPERATION") or 0
+                lblen = flv.get_attr("SEG6_LOCAL_FLV_LCBLOCK_BITS")
+                nflen = flv.get_attr("SEG6_LOCAL_FLV_LCNODE_FN_BITS")
+                end = encap.get_attr("SEG6_LOCAL_ACTION") == 1 and bool(
+                    op & SEG6_LOCAL_FLV_OP_NEXT_CSID)
+        out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), names.get(
+            r.get_attr("RTA_OIF"), "?"), IPv6Address(gw) if gw else None, end, lblen, nflen))
+    return out

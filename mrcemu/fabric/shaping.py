@@ -1,0 +1,33 @@
+"""Egress shaping with htb: this kernel has no netem, so Mininet's TCLink is out.
+
+Two classes under one root at the port rate: 1:10 for CONTROL and TRIMMED
+packets (served first), 1:20 for data (the default). The switch BPF program
+picks the class by setting skb->priority.
+"""
+
+from __future__ import annotations
+
+from pyroute2 import IPRoute
+
+CONTROL_CLASS = 0x10
+DATA_CLASS = 0x20
+
+
+def rate(mbps: float) -> str:
+    return f"{int(mbps * 1000)}kbit"
+
+
+def burst_bytes(mbps: float, mtu: int) -> int:
+    # At least a few MTUs so htb is not starved by timer granularity at low rates.
+    return max(4 * mtu, int(mbps * 1e6 / 8 / 1000))  # ~1 ms of line rate
+
+
+def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
+    r, b = rate(mbps), burst_bytes(mbps, mtu)
+    ipr.tc("add", "htb", index=ifindex, handle="1:", default=DATA_CLASS)
+    ipr.tc("add-class", "htb", index=ifindex, handle="1:1", parent="1:", rate=r, ceil=r,
+           burst=b)
+    ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{CONTROL_CLASS:x}", parent="1:1",
+           rate=r, ceil=r, prio=0, burst=b)
+    ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{DATA_CLASS:x}", parent="1:1",
+           rate=rate(mbps / 100), ceil=r, prio=1, burst=b)

@@ -1,0 +1,95 @@
+"""What a running fabric leaves in /run/mrcemu/: a lock, a state file, a socket.
+
+The state file is rewritten as each node shell starts, so `mrcemu clean` can
+find every PID even after a `kill -9` in the middle of `up`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from mrcemu.errors import FabricStateError
+
+RUN_DIR = Path(os.environ.get("MRCEMU_RUN_DIR", "/run/mrcemu"))
+STATE = RUN_DIR / "state.json"
+LOCK = RUN_DIR / "lock"
+SOCKET = RUN_DIR / "manager.sock"
+LOG = RUN_DIR / "manager.log"
+
+
+@dataclass
+class FabricState:
+    topology: str
+    manager_pid: int
+    phase: str = "starting"  # starting | up | stopping
+    nodes: dict[str, int] = field(default_factory=dict)  # node name -> shell PID
+    started_at: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+    def save(self) -> None:
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = STATE.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(STATE)  # atomic: a reader never sees half a file
+
+
+def load_state() -> FabricState | None:
+    try:
+        data = json.loads(STATE.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return None
+    return FabricState(**data)
+
+
+def require_state() -> FabricState:
+    st = load_state()
+    if st is None or not pid_alive(st.manager_pid):
+        raise FabricStateError("no fabric is running: start one with 'sudo mrcemu up'")
+    if st.phase != "up":
+        raise FabricStateError(f"the fabric is {st.phase}, not up: wait, or run 'mrcemu clean'")
+    return st
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not alive for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class Lock:
+    """An flock on /run/mrcemu/lock held for the manager's whole life."""
+
+    def __init__(self) -> None:
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def acquire(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            st = load_state()
+            who = f" (manager PID {st.manager_pid}, {st.topology})" if st else ""
+            raise FabricStateError(
+                f"a fabric is already running{who}: run 'mrcemu down' first") from None
+
+    def held_by_other(self) -> bool:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        return False
