@@ -76,8 +76,7 @@ def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int]) -> None:
 
 def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:
     """Addresses, neighbours and routes of one node. Interfaces must exist."""
-    ifindex = {link["ifname"]: link["index"] for link in
-               ({"ifname": x.get_attr("IFLA_IFNAME"), "index": x["index"]} for x in ipr.get_links())}
+    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
     ipr.link("set", index=ifindex["lo"], state="up")
     if any(r.end for r in table.routes):
         ipr.link("add", ifname=END_DEV, kind="veth", peer=f"{END_DEV}-peer")

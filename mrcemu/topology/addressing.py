@@ -1,8 +1,8 @@
 """The SRv6 uSID addressing plan (DESIGN.md section 3).
 
 Block fcbb:bb00::/32 in F3216 format: a 32-bit block, then 16-bit uSIDs.
-A uSID is plane(4) | kind(2) | index(10), kinds leaf=1, spine=2, host port=3. Every address in the emulator comes
-from the functions here.
+A uSID is plane(4) | kind(2) | index(10), kinds leaf=1, spine=2, host port=3.
+Every address in the emulator comes from the functions here.
 """
 
 from __future__ import annotations

@@ -149,14 +149,15 @@ def load(path: str | Path) -> Topology:
     try:
         text = p.read_text()
     except OSError as e:
+        known = ", ".join(sorted(x.stem for x in TOPOLOGY_DIR.glob("*.yaml")))
         raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
-                          "give a path to a topology YAML file, or one of: "
-                          + ", ".join(sorted(x.stem for x in TOPOLOGY_DIR.glob("*.yaml"))))
+                          f"give a path to a topology YAML file, or one of: {known}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "the file"
-        raise ConfigError(source, "<yaml>", where, f"is not valid YAML ({getattr(e, 'problem', e)})",
-                          "fix the YAML syntax at that line")
+        why = getattr(e, "problem", e)
+        raise ConfigError(source, "<yaml>", where, f"is not valid YAML ({why})",
+                          "fix the YAML syntax at that line") from None
     return from_mapping(data, source, p.stem)

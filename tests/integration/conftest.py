@@ -1,0 +1,55 @@
+"""Root integration tests: real namespaces, torn down even when a test fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from mrcemu.fabric import state
+from mrcemu.fabric.clean import IFNAME, clean, our_processes
+
+pytestmark = pytest.mark.root
+
+
+def pytest_collection_modifyitems(items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="needs root: integration tests build real network "
+                                       "namespaces (run 'sudo make test')")
+        for item in items:
+            if "integration" in str(item.fspath):
+                item.add_marker(skip)
+
+
+def mrcemu(*args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mrcemu", *args], capture_output=True,
+                          text=True, timeout=timeout, check=check)
+
+
+def leftovers() -> dict[str, object]:
+    veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                           text=True).stdout.splitlines()
+    ours = [v for v in veths if IFNAME.match(v.split(":")[1].strip().split("@")[0])]
+    return {"processes": our_processes(), "veths": ours, "state": state.STATE.exists()}
+
+
+def assert_clean() -> None:
+    left = leftovers()
+    assert left == {"processes": [], "veths": [], "state": False}, left
+
+
+@pytest.fixture
+def fabric(request) -> Iterator[str]:
+    """A running fabric of the topology named by the test's parameter (default 'small')."""
+    topo = getattr(request, "param", "small")
+    clean()
+    r = mrcemu("up", topo)
+    assert r.returncode == 0, r.stderr + r.stdout
+    try:
+        yield topo
+    finally:
+        mrcemu("down")
+        clean()

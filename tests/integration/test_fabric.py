@@ -1,0 +1,123 @@
+"""Real fabrics: bring-up, every path probed, routes read back, clean teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mrcemu.fabric import state
+from mrcemu.fabric.clean import clean
+from mrcemu.fabric.netlink import read_routes
+from mrcemu.fabric.netns import iproute
+from mrcemu.topology import Layout, load
+from mrcemu.topology.routes import tables
+from tests.integration.conftest import assert_clean, mrcemu
+
+
+def test_small_fabric_routes_match_the_model(fabric):
+    st = state.load_state()
+    layout = Layout(load("small"))
+    model = tables(layout)
+    for name, pid in st.nodes.items():
+        with iproute(pid) as ipr:
+            kernel = {(r.dst, r.dev, r.gateway, r.end_next_csid) for r in read_routes(ipr)}
+        want = {(r.dst, r.dev, r.gateway, r.end) for r in model[name].routes}
+        assert kernel == want, name
+    for sw in layout.switches:
+        with iproute(st.nodes[sw.name]) as ipr:
+            ends = [r for r in read_routes(ipr) if r.end_next_csid]
+        assert len(ends) == 1 and (ends[0].lblen, ends[0].nflen) == (32, 16)
+
+
+def test_routes_command_shows_next_csid_and_no_routing_daemon(fabric):
+    r = mrcemu("routes", "p1s0")
+    assert r.returncode == 0
+    assert "seg6local" in r.stdout and "End" in r.stdout and "next-csid" in r.stdout
+    ps = subprocess.run(["ps", "-eo", "comm"], capture_output=True, text=True).stdout.split()
+    assert not {"bird", "zebra", "bgpd", "ospfd", "ospf6d", "frr", "gobgpd"} & set(ps)
+
+
+def test_status_and_exec(fabric):
+    st = json.loads(mrcemu("status", "--json").stdout)
+    assert st["running"] and st["phase"] == "up"
+    assert len(st["nodes"]) == 12
+    assert all(n["alive"] for n in st["nodes"])
+    assert all(i["state"] == "UP" for n in st["nodes"] for i in n["interfaces"])
+    r = mrcemu("exec", "h0", "--", "ip", "-6", "-o", "addr", "show", "dev", "h0-p1")
+    assert "fcbb:bb00:1c00::/128" in r.stdout
+
+
+def test_second_up_is_refused(fabric):
+    r = mrcemu("up", "small")
+    assert r.returncode == 1
+    assert "already running" in r.stderr
+
+
+@pytest.mark.parametrize("fabric", ["default"], indirect=True)
+def test_default_fabric_every_path_of_all_56_pairs(fabric):
+    r = mrcemu("check", "--json")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0, [p for p in out["pairs"] if p["failures"]][:3]
+    assert len(out["pairs"]) == 56
+    assert out["probes"] == out["delivered"] == 32 * 32 + 24 * 8
+
+
+def test_down_leaves_nothing():
+    clean()
+    assert mrcemu("up", "small").returncode == 0
+    r = mrcemu("down")
+    assert r.returncode == 0, r.stderr
+    assert_clean()
+
+
+def test_bad_topology_creates_nothing(tmp_path):
+    clean()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("planes: 2\nleaves_per_plane: 2\nspines_per_plane: 2\nhosts: 3\n")
+    r = mrcemu("up", str(bad))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "hosts" in r.stderr and "fix:" in r.stderr
+    assert_clean()
+
+
+def test_clean_after_kill_9_of_the_manager():
+    clean()
+    assert mrcemu("up", "small").returncode == 0
+    st = state.load_state()
+    os.kill(st.manager_pid, signal.SIGKILL)
+    time.sleep(0.2)
+    r = mrcemu("clean")
+    assert r.returncode == 0, r.stderr
+    assert_clean()
+    assert not any(state.pid_alive(p) for p in st.nodes.values())
+
+
+def test_ctrl_c_during_up_leaves_nothing():
+    clean()
+    proc = subprocess.Popen([sys.executable, "-m", "mrcemu", "up", "large"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            st = state.load_state()
+            if st and len(st.nodes) > 20:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the large fabric never started making nodes")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=90)
+        assert proc.returncode == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        clean_left = mrcemu("status", "--json")
+    assert json.loads(clean_left.stdout) == {"running": False}
+    assert_clean()

@@ -1,0 +1,40 @@
+import json
+
+from click.testing import CliRunner
+
+from mrcemu import cli
+
+
+def test_fabric_commands_say_they_need_root(monkeypatch):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    for args in (["up", "small"], ["down"], ["check"], ["clean"], ["exec", "h0", "--", "true"]):
+        r = CliRunner().invoke(cli.main, args)
+        assert r.exit_code == 1, args
+        assert "needs root" in r.output and "sudo" in r.output
+
+
+def test_bad_topology_exits_2_before_the_root_check(tmp_path, monkeypatch):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("planes: 99\nleaves_per_plane: 2\nspines_per_plane: 2\nhosts: 4\n")
+    r = CliRunner().invoke(cli.main, ["up", str(bad)])
+    assert r.exit_code == 2
+    assert "planes" in r.output and "fix:" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_paths_json_without_a_fabric(monkeypatch, tmp_path):
+    monkeypatch.setattr("mrcemu.fabric.state.STATE", tmp_path / "none.json")
+    r = CliRunner().invoke(cli.main, ["paths", "h0", "h7", "--json"])
+    assert r.exit_code == 0, r.output
+    ps = json.loads(r.output)
+    assert len(ps) == 32
+    assert {p["plane"] for p in ps} == set(range(8))
+    assert ps[0]["hops"] == ["h0", "p0l0", "p0s0", "p0l1", "h7"]
+
+
+def test_paths_rejects_unknown_host(monkeypatch, tmp_path):
+    monkeypatch.setattr("mrcemu.fabric.state.STATE", tmp_path / "none.json")
+    r = CliRunner().invoke(cli.main, ["paths", "h0", "h99"])
+    assert r.exit_code == 1
+    assert "h0..h7" in r.output
