@@ -14,8 +14,9 @@ from __future__ import annotations
 import zlib
 
 IPV6_LEN, UDP_LEN = 40, 8
-# The constant part: pseudo LRH, then version/TC/flow label masked to ones.
-_PREFIX = zlib.crc32(b"\xff" * 8 + b"\x6f\xff\xff\xff")
+# The constant part: the pseudo LRH, then (for IPv6, version 6) TC and flow label masked.
+_PREFIX6 = zlib.crc32(b"\xff" * 8 + b"\x6f\xff\xff\xff")
+_LRH = zlib.crc32(b"\xff" * 8)
 _FF, _FFFF = b"\xff", b"\xff\xff"
 
 
@@ -24,7 +25,9 @@ def crc(packet: bytes | memoryview, end: int | None = None) -> int:
     m = memoryview(packet)
     if end is None:
         end = len(m) - 4
-    c = zlib.crc32(m[4:7], _PREFIX)  # payload length, next header
+    # The version nibble is covered; precomputed for the usual 6.
+    c = _PREFIX6 if m[0] >> 4 == 6 else zlib.crc32(bytes([m[0] | 0x0F]) + b"\xff" * 3, _LRH)
+    c = zlib.crc32(m[4:7], c)  # payload length, next header
     c = zlib.crc32(_FF, c)  # hop limit
     c = zlib.crc32(m[8:44], c)  # addresses, UDP ports
     c = zlib.crc32(m[44:46], c)  # UDP length

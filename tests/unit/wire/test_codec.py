@@ -1,0 +1,157 @@
+"""The fast codec is byte-identical to the Scapy layers, for every packet type."""
+
+import random
+import socket
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scapy.all import raw
+from scapy.contrib import roce
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.packet import fuzz
+
+from mrcemu.wire import codec, icrc, layers
+from mrcemu.wire.constants import MRC_DATA, Dscp, Opcode
+from tests.unit.wire.strategies import fast_packet, packets, scapy_packet
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(packets())
+def test_fast_encode_is_byte_identical_to_scapy(p):
+    assert fast_packet(p) == raw(scapy_packet(p))
+
+
+@SETTINGS
+@given(packets())
+def test_fast_decode_of_scapy_bytes_returns_the_same_fields(p):
+    wire = raw(scapy_packet(p))
+    if p["dscp"] in (Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP) and p["bth"]["opcode"] in MRC_DATA:
+        p["dscp"] = Dscp.TRIMMABLE  # a full-size packet with a trimmed DSCP is not trimmed
+        wire = raw(scapy_packet(p))
+    d = codec.decode(wire)
+    assert (d.src, d.dst, d.sport, d.flow_label, d.dscp, d.ecn, d.hlim) == (
+        p["src"], p["dst"], p["sport"], p["flow_label"], p["dscp"], p["ecn"], p["hlim"])
+    assert d.bth == {**p["bth"], **{k: v for k, v in d.bth.items() if k not in p["bth"]}}
+    assert d.headers == p["headers"]
+    assert d.payload == p["payload"]
+    assert d.icrc_ok
+
+
+@pytest.mark.parametrize("op", [Opcode.WRITE_ONLY, Opcode.WRITE_LAST_IMM])
+@pytest.mark.parametrize("ts", [None, 0x1234])
+def test_data_fast_path_matches_generic_encoder(op, ts):
+    src, dst = bytes(range(16)), bytes(range(16, 32))
+    kw = dict(sport=0xC123, flow_label=9, dscp=4, ecn=2)
+    imm = 77 if op == Opcode.WRITE_LAST_IMM else None
+    fast = codec.encode_data(src, dst, **kw, opcode=op, dqpn=5, psn=1000, msn=3, va=1 << 40,
+                             rkey=0xBEEF, dmalen=4096, payload=b"p" * 1024, ackreq=1, rtx=1,
+                             timestamp=ts, imm=imm)
+    hdrs = {"METH": {"rqmsn": 0, "msn": 3}, "RETH": {"va": 1 << 40, "rkey": 0xBEEF,
+                                                    "dmalen": 4096}}
+    if ts is not None:
+        hdrs["TSETH"] = {"timestamp": ts}
+    if imm is not None:
+        hdrs["ImmDt"] = {"imm": imm}
+    generic = codec.encode(src, dst, **kw, bth={"opcode": op, "dqpn": 5, "psn": 1000,
+                                                "ackreq": 1, "rtx": 1, "ts": int(ts is not None)},
+                           headers=hdrs, payload=b"p" * 1024)
+    assert fast == generic
+
+
+def delivered_packet() -> bytes:
+    src = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c00::")
+    dst = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::")  # the DA as delivered
+    return codec.encode_data(src, dst, sport=0xC001, flow_label=3, dscp=4, ecn=1,
+                             opcode=Opcode.WRITE_MIDDLE, dqpn=9, psn=5, msn=1, va=4096,
+                             rkey=7, dmalen=1 << 20, payload=bytes(range(256)) * 4)
+
+
+def test_icrc_matches_scapys_own_bth_on_a_delivered_packet():
+    pkt = delivered_packet()
+    ip = IPv6(pkt[:40])
+    ref = (IPv6(src=ip.src, dst=ip.dst, tc=ip.tc, fl=ip.fl, hlim=17)
+           / UDP(sport=0xC001, dport=4791) / roce.BTH(pkt[48:-4] + b"\0\0\0\0"))
+    ref[roce.BTH].icrc = None
+    assert raw(ref)[-4:] == pkt[-4:]
+    assert icrc.verify(pkt)
+
+
+def test_icrc_ignores_the_masked_fields():
+    pkt = bytearray(delivered_packet())
+    pkt[7] = 3  # hop limit: lowered by every switch
+    pkt[1] ^= 0x0F  # traffic class / flow label bits
+    pkt[46:48] = b"\x12\x34"  # UDP checksum
+    pkt[52] ^= 0xC0  # FECN, BECN
+    assert icrc.verify(bytes(pkt))
+
+
+def test_one_bit_change_anywhere_in_the_covered_bytes_is_detected():
+    pkt = delivered_packet()
+    masked = {7} | {46, 47} | {52}
+    masked_bits = {(1, b) for b in range(8)} | {(0, b) for b in range(4)} | {
+        (2, b) for b in range(8)} | {(3, b) for b in range(8)}
+    for i in range(len(pkt) - 4):
+        for bit in range(8):
+            if i in masked or (i, bit) in masked_bits:
+                continue
+            bad = bytearray(pkt)
+            bad[i] ^= 1 << bit
+            assert not icrc.verify(bytes(bad)), (i, bit)
+
+
+def test_trim_keeps_headers_and_decodes_as_trimmed():
+    pkt = delivered_packet()
+    t = codec.trim(pkt, Dscp.TRIMMED_LASTHOP)
+    d = codec.decode(t)
+    assert d.trimmed and d.dscp == Dscp.TRIMMED_LASTHOP
+    assert d.payload == b"" and d.headers["RETH"]["va"] == 4096
+    assert len(t) == 40 + 8 + 12 + 4 + 16
+    # Scapy agrees the UDP checksum is right.
+    q = IPv6(t)
+    ck = q[UDP].chksum
+    del q[UDP].chksum
+    assert IPv6(raw(q))[UDP].chksum == ck
+
+
+@settings(max_examples=10_000, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzz_random_bytes_raise_only_decode_error(data):
+    try:
+        codec.decode(data)
+    except codec.DecodeError as e:
+        assert e.reason in {"truncated", "not_roce", "unknown_opcode", "bad_length",
+                            "bad_icrc"}
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(packets(), st.data())
+def test_fuzz_mutated_valid_packets_raise_only_decode_error(p, data):
+    pkt = bytearray(fast_packet(p))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(pkt) - 1))
+        pkt[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(pkt)))
+    for candidate in (bytes(pkt), bytes(pkt[:cut])):
+        try:
+            codec.decode(candidate)
+        except codec.DecodeError:
+            pass
+
+
+def test_fuzz_scapy_fuzz_packets_raise_only_decode_error():
+    rng = random.Random(7)
+    base = [layers.METH() / layers.RETH(), layers.SETH() / layers.CCState(), layers.NETH(),
+            layers.PETH(), layers.ERTH(), layers.EETH()]
+    for i in range(2_000):
+        pkt = (IPv6(src="fcbb:bb00:c00::", dst="fcbb:bb00:c07::") / UDP(dport=4791)
+               / fuzz(layers.BTH()) / fuzz(rng.choice(base).copy()))
+        try:
+            codec.decode(raw(pkt))
+        except codec.DecodeError:
+            pass
+        del i
