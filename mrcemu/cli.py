@@ -349,6 +349,74 @@ def check(as_json: bool, timeout: float) -> None:
         sys.exit(1)
 
 
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--opcode", "opcodes", multiple=True,
+              help="Only this opcode (name such as RELIABILITY_NACK, or 0xdd); repeatable.")
+@click.option("--ev", "evs", multiple=True, help="Only this EV (hex); repeatable.")
+@click.option("--psn", "psns", multiple=True, type=int, help="Only this PSN; repeatable.")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def decode(file: str, opcodes: tuple[str, ...], evs: tuple[str, ...], psns: tuple[int, ...],
+           as_json: bool) -> None:
+    """Decode the MRC/RoCEv2 packets of a pcap or pcapng file, one row per packet."""
+    from mrcemu.wire import pcap
+    from mrcemu.wire.constants import Opcode
+
+    want_ops = set()
+    for o in opcodes:
+        try:
+            want_ops.add(Opcode(int(o, 0)).name if o[:1].isdigit() else Opcode[o.upper()].name)
+        except (KeyError, ValueError):
+            raise MrcemuError(f"--opcode {o!r} is not an opcode: use one of "
+                              + ", ".join(op.name for op in Opcode)) from None
+    try:
+        want_evs = {int(e, 16) for e in evs}
+    except ValueError:
+        raise MrcemuError("--ev takes a hex EV such as 0xc0010001") from None
+    rows = [r for r in pcap.read(file)
+            if (not want_ops or r.opcode in want_ops)
+            and (not want_evs or (r.ev != "-" and int(r.ev, 16) in want_evs))
+            and (not psns or r.psn in psns)]
+    if as_json:
+        click.echo(json.dumps([r.to_json() for r in rows], indent=1))
+        return
+    t = Table()
+    for col in ("#", "time", "iface", "src", "dst", "EV", "DSCP", "ECN", "opcode", "PSN",
+                "info"):
+        t.add_column(col)
+    t0 = rows[0].time if rows else 0.0
+    for r in rows:
+        style = "red" if r.error else ("yellow" if r.trimmed else "")
+        t.add_row(str(r.n), f"{r.time - t0:.6f}", r.iface or "-", r.src, r.dst, r.ev, r.dscp,
+                  str(r.ecn), r.opcode, "-" if r.psn is None else str(r.psn),
+                  r.error or r.info, style=style)
+    console.print(t)
+    console.print(f"{len(rows)} packets")
+
+
+@main.group()
+def wireshark() -> None:
+    """The MRC Wireshark dissector."""
+
+
+@wireshark.command(name="install")
+@friendly
+def wireshark_install() -> None:
+    """Copy mrc.lua to your Wireshark personal plugin folder."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parent / "wireshark" / "mrc.lua"
+    home = Path(os.environ.get("SUDO_USER") and os.path.expanduser(
+        f"~{os.environ['SUDO_USER']}") or Path.home())
+    dest_dir = home / ".local" / "lib" / "wireshark" / "plugins"
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dest_dir / "mrc.lua")
+    console.print(f"installed {dest_dir / 'mrc.lua'}; restart Wireshark, then filter with "
+                  "'mrc' (e.g. mrc.nack.reason == 1)")
+
+
 @main.command(name="cli")
 @friendly
 def mn_cli() -> None:
