@@ -12,7 +12,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.utils import PcapNgReader, PcapReader
 
 from mrcemu.errors import MrcemuError
-from mrcemu.wire.codec import DecodeError, Decoded, decode
+from mrcemu.wire.codec import Decoded, DecodeError, decode
 from mrcemu.wire.constants import Dscp, NackReason, Opcode, SackMark
 
 

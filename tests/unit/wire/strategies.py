@@ -21,7 +21,7 @@ SIGNED = {"ack_psn_offset", "sack_offset"}
 
 def values_for(h: codec.Header) -> st.SearchStrategy[dict[str, int]]:
     fields = {}
-    for code, fs in h.groups:
+    for _code, fs in h.groups:
         for name, bits in fs:
             if name in SIGNED:
                 fields[name] = st.integers(-(1 << 15), (1 << 15) - 1)

@@ -1,0 +1,59 @@
+import json
+
+from click.testing import CliRunner
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from mrcemu import cli
+from mrcemu.wire import codec
+from mrcemu.wire.constants import Dscp
+from tests.unit.wire.test_wireshark import CASES
+
+
+def write(tmp_path):
+    data = bytes(CASES[0][0][IPv6])
+    bad = bytearray(data)
+    bad[-1] ^= 0xFF  # broken ICRC
+    pkts = [p for p, _ in CASES] + [Ether() / IPv6(codec.trim(data, Dscp.TRIMMED)),
+                                    Ether() / IPv6(bytes(bad))]
+    path = tmp_path / "c.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+def test_decode_json_rows_and_trimmed(tmp_path):
+    r = CliRunner().invoke(cli.main, ["decode", str(write(tmp_path)), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    assert len(rows) == len(CASES) + 2
+    assert rows[0]["opcode"] == "WRITE_FIRST" and rows[0]["psn"] == 1001
+    assert "va=0x7f0000001000" in rows[0]["info"]
+    assert rows[0]["ev"] == "0xc0010005"
+    nack = [x for x in rows if x["opcode"] == "RELIABILITY_NACK"][0]
+    assert "reason=PSN_OOR_WINDOW" in nack["info"] and "nack_psn=99999" in nack["info"]
+    sack = [x for x in rows if x["opcode"] == "RELIABILITY_SACK"][0]
+    assert "cack_psn=4242" in sack["info"] and "0xf0f0000000000001" in sack["info"]
+    trimmed = rows[-2]
+    assert trimmed["trimmed"] and trimmed["error"] is None and trimmed["dscp"] == "TRIMMED"
+    assert rows[-1]["error"] == "bad_icrc"
+
+
+def test_decode_filters(tmp_path):
+    p = str(write(tmp_path))
+    r = CliRunner().invoke(cli.main, ["decode", p, "--json", "--opcode", "RELIABILITY_NACK"])
+    assert [x["opcode"] for x in json.loads(r.output)] == ["RELIABILITY_NACK"]
+    r = CliRunner().invoke(cli.main, ["decode", p, "--json", "--psn", "1001"])
+    assert {x["psn"] for x in json.loads(r.output)} == {1001}
+    r = CliRunner().invoke(cli.main, ["decode", p, "--json", "--ev", "0xc0010005",
+                                      "--opcode", "0xde"])
+    assert [x["opcode"] for x in json.loads(r.output)] == ["RELIABILITY_PROBE_REQ"]
+
+
+def test_decode_bad_input_is_one_clear_line(tmp_path):
+    junk = tmp_path / "junk.pcap"
+    junk.write_bytes(b"not a capture at all")
+    r = CliRunner().invoke(cli.main, ["decode", str(junk)])
+    assert r.exit_code == 1 and "not a pcap" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(cli.main, ["decode", str(junk), "--opcode", "BOGUS"])
+    assert r.exit_code == 1 and "not an opcode" in r.output
