@@ -3,7 +3,8 @@
 An EV is 32 bits: the high 16 travel as the UDP source port and the low 16 as
 the IPv6 flow label, so a capture shows which path a packet took.
 High 16: 0b11 | plane(4) | spine(10), with spine 1023 meaning the same-leaf path.
-Low 16: the path's index among the pair's paths.
+Low 16: variant(4) | the path's index among the pair's paths (12). Variants are extra
+EVs on the same path, the pool an EV profile's backups come from.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ SAME_LEAF = MAX_INDEX
 def make_ev(plane: int, spine: int | None, index: int) -> int:
     s = SAME_LEAF if spine is None else spine
     return ((0xC000 | (plane << 10) | s) << 16) | (index & 0xFFFF)
+
+
+def ev_variant(ev: int, variant: int) -> int:
+    """The same path's EV with another variant number (0 is the base EV)."""
+    return (ev & ~0xF000) | ((variant & 0xF) << 12)
 
 
 def ev_fields(ev: int) -> tuple[int, int | None]:

@@ -175,16 +175,21 @@ def _udp_checksum(src: bytes, dst: bytes, udp_and_data: bytes) -> int:
 
 
 def finish(src: bytes, dst: bytes, sport: int, tclass: int, flow_label: int, hlim: int,
-           body: bytes) -> bytes:
-    """IPv6 + UDP around `body` (BTH onwards, without ICRC), with ICRC and UDP checksum."""
+           body: bytes, delivered: bytes | None = None) -> bytes:
+    """IPv6 + UDP around `body` (BTH onwards, without ICRC), with ICRC and UDP checksum.
+
+    `dst` is the address as sent (a uSID container); `delivered` the address the
+    packet will carry on arrival, which the ICRC and UDP checksum must cover.
+    """
+    final = delivered or dst
     udp_len = UDPH.size + len(body) + ICRC_LEN
-    ip = IP6.pack((6 << 28) | ((tclass & 0xFF) << 20) | (flow_label & 0xFFFFF), udp_len, 17,
-                  hlim, src, dst)
+    vtf = (6 << 28) | ((tclass & 0xFF) << 20) | (flow_label & 0xFFFFF)
     udp0 = UDPH.pack(sport, ROCE_UDP_PORT, udp_len, 0)
-    pkt = ip + udp0 + body + b"\x00\x00\x00\x00"
+    pkt = IP6.pack(vtf, udp_len, 17, hlim, src, final) + udp0 + body + b"\x00\x00\x00\x00"
     crc = icrc.crc(pkt).to_bytes(4, "little")
-    ck = _udp_checksum(src, dst, udp0 + body + crc)
-    return ip + UDPH.pack(sport, ROCE_UDP_PORT, udp_len, ck) + body + crc
+    ck = _udp_checksum(src, final, udp0 + body + crc)
+    return (IP6.pack(vtf, udp_len, 17, hlim, src, dst) + UDPH.pack(sport, ROCE_UDP_PORT,
+                                                                   udp_len, ck) + body + crc)
 
 
 # The data path: one precompiled struct for BTH + METH + RETH, the common case.
@@ -195,7 +200,7 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                 opcode: int, dqpn: int, psn: int, msn: int, va: int, rkey: int, dmalen: int,
                 payload: bytes, rqmsn: int = 0, ackreq: int = 0, rtx: int = 0,
                 timestamp: int | None = None, imm: int | None = None, hlim: int = 64,
-                solicited: int = 0, pkey: int = 0xFFFF) -> bytes:
+                solicited: int = 0, pkey: int = 0xFFFF, delivered: bytes | None = None) -> bytes:
     """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload."""
     flags = (ackreq << 31) | (rtx << 29) | ((timestamp is not None) << 28) | (psn & 0xFFFFFF)
     if timestamp is None:
@@ -207,19 +212,21 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                 + RETH.struct.pack(va, rkey, dmalen))
     if imm is not None:
         body += IMMDT.struct.pack(imm)
-    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload)
+    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
+                  delivered)
 
 
 def encode(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
            bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None,
-           payload: bytes = b"", hlim: int = 64) -> bytes:
+           payload: bytes = b"", hlim: int = 64, delivered: bytes | None = None) -> bytes:
     """Any packet: BTH fields by name, then each header after BTH by its layer name."""
     headers = headers or {}
     b = {"pkey": 0xFFFF, **bth}
     body = BTH.pack(b)
     for h in headers_for(b["opcode"], bool(b.get("ts"))):
         body += h.pack(headers.get(h.name, {}))
-    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload)
+    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
+                  delivered)
 
 
 @dataclass(slots=True)

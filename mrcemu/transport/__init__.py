@@ -1,0 +1,1 @@
+"""Sans-IO transports: fed packets and the time, they return packets and timers."""

@@ -1,0 +1,197 @@
+"""The per-destination EV profile and the EV state machine (DESIGN.md section 5).
+
+| state       | entered on                              | leaves by                         |
+| GOOD        |                                         |                                   |
+| SKIP        | SACK m=SKIP_ONCE, NACK TRIMMED          | GOOD after one spray rotation     |
+| ASSUMED_BAD | RTO with no feedback on the EV since the | a reliability probe answered     |
+|             | packet was sent, SACK m=ALWAYS_SKIP     |                                   |
+| DENIED      | admin only                              | admin allow                       |
+
+A failed active EV is replaced from the same plane's backups; `ev_min_active`
+keeps at least that many usable EVs whatever the feedback says. A plane whose
+local or remote port is down is out of the rotation altogether.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass, field
+
+from mrcemu.topology.paths import ev_variant
+
+
+class EvState(enum.Enum):
+    GOOD = "GOOD"
+    SKIP = "SKIP"
+    ASSUMED_BAD = "ASSUMED_BAD"
+    DENIED = "DENIED"
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """Everything needed to put a packet on one path."""
+
+    ev: int
+    plane: int
+    spine: int | None
+    src: bytes  # our address on that plane
+    container: bytes  # the DA as sent
+    delivered: bytes  # the DA on arrival (ICRC and UDP checksum cover it)
+
+
+@dataclass
+class Ev:
+    path: PathInfo
+    state: EvState = EvState.GOOD
+    active: bool = True
+    skip_until_rotation: int = 0
+    last_feedback: float = -1.0
+    last_probe: float = -1.0
+    probe_seq: int = 0
+    sent: int = 0
+    sent_bytes: int = 0
+
+    @property
+    def ev(self) -> int:
+        return self.path.ev
+
+
+@dataclass
+class EvProfile:
+    evs: dict[int, Ev]
+    planes: list[int]
+    min_active: int = 1
+    rotation: int = 0
+    planes_down: set[int] = field(default_factory=set)  # our port or the peer's
+    changes: list[tuple[float, int, str, str, str]] = field(default_factory=list)
+    _rng: random.Random = field(default_factory=lambda: random.Random(1))
+    _order: list[int] = field(default_factory=list)
+    _pos: int = 0
+
+    @classmethod
+    def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
+              seed: int = 1) -> EvProfile:
+        evs: dict[int, Ev] = {}
+        for p in paths:
+            evs[p.ev] = Ev(p)
+            for v in range(1, backups_per_path + 1):
+                b = PathInfo(ev_variant(p.ev, v), p.plane, p.spine, p.src, p.container,
+                             p.delivered)
+                evs[b.ev] = Ev(b, active=False)
+        planes = sorted({p.plane for p in paths})
+        return cls(evs, planes, min_active, _rng=random.Random(seed))
+
+    def usable(self, e: Ev) -> bool:
+        return (e.active and e.path.plane not in self.planes_down
+                and (e.state is EvState.GOOD
+                     or (e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation)))
+
+    def _new_rotation(self) -> None:
+        """Order the next rotation: planes interleaved so they stay evenly loaded, and
+        each plane's EVs in a fresh pseudo-random order."""
+        self.rotation += 1
+        for e in self.evs.values():
+            if e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation:
+                self._set(e, EvState.GOOD, -1.0, "skip over")
+        per_plane = {}
+        for plane in self.planes:
+            ids = [e.ev for e in self.evs.values() if e.path.plane == plane and self.usable(e)]
+            self._rng.shuffle(ids)
+            per_plane[plane] = ids
+        order: list[int] = []
+        depth = max((len(v) for v in per_plane.values()), default=0)
+        for i in range(depth):
+            for plane in self.planes:
+                if i < len(per_plane[plane]):
+                    order.append(per_plane[plane][i])
+        self._order, self._pos = order, 0
+
+    def next_ev(self) -> Ev | None:
+        for _ in range(2):
+            while self._pos < len(self._order):
+                e = self.evs[self._order[self._pos]]
+                self._pos += 1
+                if self.usable(e):
+                    return e
+            self._new_rotation()
+        return None
+
+    def count_usable(self) -> int:
+        return sum(1 for e in self.evs.values() if self.usable(e))
+
+    def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
+        if e.state is not state:
+            self.changes.append((now, e.ev, e.state.value, state.value, why))
+            e.state = state
+
+    def skip(self, ev: int, now: float, why: str) -> None:
+        e = self.evs.get(ev)
+        if e is None or e.state is not EvState.GOOD:
+            return
+        if self.count_usable() <= self.min_active:
+            return
+        e.skip_until_rotation = self.rotation + 1
+        self._set(e, EvState.SKIP, now, why)
+
+    def assume_bad(self, ev: int, now: float, why: str) -> None:
+        e = self.evs.get(ev)
+        if e is None or e.state in (EvState.ASSUMED_BAD, EvState.DENIED):
+            return
+        if self.usable(e) and self.count_usable() <= self.min_active:
+            return
+        self._set(e, EvState.ASSUMED_BAD, now, why)
+        if e.active:
+            e.active = False
+            self._promote_backup(e.path.plane, now)
+
+    def _promote_backup(self, plane: int, now: float) -> None:
+        for b in self.evs.values():
+            if b.path.plane == plane and not b.active and b.state is EvState.GOOD:
+                b.active = True
+                self.changes.append((now, b.ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
+                return
+
+    def probe_answered(self, ev: int, now: float, marked: bool) -> None:
+        e = self.evs.get(ev)
+        if e is None or e.state is not EvState.ASSUMED_BAD:
+            return
+        e.last_feedback = now
+        if marked:
+            e.skip_until_rotation = self.rotation + 1
+        self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probe answered")
+        # Back into the pool: active if its plane is short of active EVs, else a backup.
+        base = sum(1 for x in self.evs.values() if x.path.plane == e.path.plane and x.active)
+        paths = len({x.path.spine for x in self.evs.values() if x.path.plane == e.path.plane})
+        e.active = base < paths
+
+    def deny(self, ev: int, now: float) -> None:
+        e = self.evs[ev]
+        self._set(e, EvState.DENIED, now, "admin deny")
+        if e.active:
+            e.active = False
+            self._promote_backup(e.path.plane, now)
+
+    def allow(self, ev: int, now: float) -> None:
+        e = self.evs[ev]
+        if e.state is EvState.DENIED:
+            self._set(e, EvState.ASSUMED_BAD, now, "admin allow: probe first")
+
+    def set_plane(self, plane: int, up: bool, now: float) -> None:
+        if up and plane in self.planes_down:
+            self.planes_down.discard(plane)
+            # Back only once probes succeed.
+            for e in self.evs.values():
+                if e.path.plane == plane and e.state is not EvState.DENIED:
+                    self._set(e, EvState.ASSUMED_BAD, now, "plane back: probe first")
+        elif not up and plane not in self.planes_down:
+            self.planes_down.add(plane)
+            self.changes.append((now, -1, f"plane {plane}", "DOWN", "port status"))
+
+    def needs_probe(self, now: float, interval: float) -> list[Ev]:
+        return [e for e in self.evs.values()
+                if e.state is EvState.ASSUMED_BAD and e.path.plane not in self.planes_down
+                and e.last_probe + interval <= now]
+
+    def states(self) -> dict[str, str]:
+        return {f"0x{e.ev:08x}": e.state.value for e in self.evs.values()}

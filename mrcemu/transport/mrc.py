@@ -1,0 +1,510 @@
+"""The MRC connection: a sans-IO state machine for one QP toward one peer.
+
+Both roles live in one object, like aioquic's QuicConnection: as requester it
+segments posted WRITEs and sprays them over the EV profile; as responder it
+validates, places payloads at their RETH address and answers with SACK/NACK.
+It never reads a clock: every entry point takes `now`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass, field
+
+from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.evs import Ev, EvProfile
+from mrcemu.transport.memory import MemoryTable
+from mrcemu.transport.nscc import Nscc
+from mrcemu.wire import codec
+from mrcemu.wire.constants import (
+    MRC_DATA,
+    Dscp,
+    EndpointType,
+    NackReason,
+    Opcode,
+    SackMark,
+)
+
+ECT0, CE = 0b10, 0b11
+PSN_MASK = 0xFFFFFF
+
+
+def unwrap(psn24: int, ref: int) -> int:
+    """The full PSN nearest to `ref` whose low 24 bits are `psn24`."""
+    base = ref - (1 << 23)
+    return base + ((psn24 - base) & PSN_MASK)
+
+
+@dataclass
+class Message:
+    msn: int
+    va: int
+    rkey: int
+    data: memoryview
+    first_psn: int
+    npkts: int
+    imm: int | None
+    acked: int = 0
+    posted_at: float = 0.0
+    done_at: float | None = None
+
+
+@dataclass
+class Outstanding:
+    psn: int
+    msg: Message
+    offset: int
+    length: int
+    ev: int
+    sent_time: float
+    retx: int = 0
+    lost: bool = False
+
+
+@dataclass
+class RxMessage:
+    length: int
+    got: int = 0
+    imm: int | None = None
+
+
+@dataclass
+class Stats:
+    tx_data: int = 0
+    tx_bytes: int = 0
+    retransmits: int = 0
+    rtos: int = 0
+    nacks_rx: int = 0
+    trims_nacked: int = 0
+    sacks_rx: int = 0
+    rx_data: int = 0
+    rx_bytes: int = 0
+    rx_dup: int = 0
+    sacks_tx: int = 0
+    nacks_tx: int = 0
+    probes_tx: int = 0
+    probes_answered: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}
+        d["dropped"] = dict(self.dropped)
+        d["per_ev"] = {f"0x{k:08x}": v for k, v in self.per_ev.items()}
+        return d
+
+
+class MrcConnection:
+    def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
+                 remote_qpn: int, memory: MemoryTable | None = None) -> None:
+        self.cfg = cfg
+        self.profile = profile
+        self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
+        self.memory = memory or MemoryTable()
+        self.stats = Stats()
+        # requester
+        self.next_psn = 0
+        self.next_msn = 0
+        self.una = 0  # lowest PSN not yet acknowledged
+        self.outstanding: OrderedDict[int, Outstanding] = OrderedDict()  # in send order
+        self.pending: deque[tuple[Message, int, int]] = deque()  # (msg, offset, length) unsent
+        self.rtx_queue: deque[int] = deque()
+        self.inflight = 0
+        self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self.messages: dict[int, Message] = {}
+        self.completed: list[Message] = []
+        # responder
+        self.rx_cack = 0  # lowest PSN not yet received
+        self.rx_ooo: set[int] = set()
+        self.rx_msgs: dict[int, RxMessage] = {}
+        self.rx_next_msn = 0
+        self.rx_completed: list[tuple[int, int | None]] = []  # (msn, imm) in MSN order
+        self.sack_due: float | None = None
+        self.unsacked = 0
+        self.last_trigger = 0
+        self.last_ev = 0
+        self.mark = SackMark.NONE
+        # output
+        self.control: deque[tuple[int, bytes]] = deque()
+        self.endpoint_seq = 0
+
+    # ---- requester -------------------------------------------------------
+    def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
+                   now: float, imm: int | None = None) -> int:
+        mv = memoryview(data)
+        pmtu = self.cfg.pmtu
+        npkts = max(1, -(-len(mv) // pmtu))
+        msg = Message(self.next_msn, remote_va, rkey, mv, self.next_psn, npkts, imm,
+                      posted_at=now)
+        self.messages[msg.msn] = msg
+        self.next_msn += 1
+        for i in range(npkts):
+            self.pending.append((msg, i * pmtu, min(pmtu, len(mv) - i * pmtu)))
+        self.next_psn += npkts
+        return msg.msn
+
+    @property
+    def rto(self) -> float:
+        if self.srtt is None:
+            return self.cfg.min_rto
+        return min(self.cfg.max_rto, max(self.cfg.min_rto, self.srtt + 4 * self.rttvar))
+
+    def _opcode(self, msg: Message, offset: int) -> int:
+        last = offset + self.cfg.pmtu >= len(msg.data)
+        if offset == 0 and last:
+            return Opcode.WRITE_ONLY_IMM if msg.imm is not None else Opcode.WRITE_ONLY
+        if offset == 0:
+            return Opcode.WRITE_FIRST
+        if last:
+            return Opcode.WRITE_LAST_IMM if msg.imm is not None else Opcode.WRITE_LAST
+        return Opcode.WRITE_MIDDLE
+
+    def _data_packet(self, e: Ev, psn: int, msg: Message, offset: int, length: int,
+                     rtx: bool) -> bytes:
+        p = e.path
+        op = self._opcode(msg, offset)
+        return codec.encode_data(
+            p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+            flow_label=e.ev & 0xFFFF, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
+            ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
+            msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=len(msg.data),
+            payload=bytes(msg.data[offset:offset + length]), rtx=int(rtx),
+            ackreq=int(offset + length >= len(msg.data)),
+            imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
+
+    def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
+        e = self.profile.next_ev()
+        if e is None:
+            return False
+        o.ev, o.sent_time, o.lost = e.ev, now, False
+        out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx)))
+        e.sent += 1
+        e.sent_bytes += o.length
+        self.stats.per_ev[e.ev] += 1
+        self.stats.tx_data += 1
+        self.stats.tx_bytes += o.length
+        return True
+
+    def packets_to_send(self, now: float) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = list(self.control)
+        self.control.clear()
+        while self.rtx_queue:
+            psn = self.rtx_queue[0]
+            o = self.outstanding.get(psn)
+            if o is None or not o.lost:
+                self.rtx_queue.popleft()
+                continue
+            if self.inflight + o.length > self.cc.cwnd and self.inflight > 0:
+                break
+            self.outstanding.move_to_end(psn)
+            if not self._send(out, now, o, rtx=True):
+                break
+            self.rtx_queue.popleft()
+            o.retx += 1
+            self.inflight += o.length
+            self.stats.retransmits += 1
+        while self.pending and not self.rtx_queue:
+            msg, offset, length = self.pending[0]
+            psn = msg.first_psn + offset // self.cfg.pmtu
+            if psn >= self.una + self.cfg.rcv_window:
+                break
+            if self.inflight + length > self.cc.cwnd and self.inflight > 0:
+                break
+            o = Outstanding(psn, msg, offset, length, 0, now)
+            if not self._send(out, now, o, rtx=False):
+                break
+            self.pending.popleft()
+            self.outstanding[psn] = o
+            self.inflight += length
+        return out
+
+    def _acked(self, o: Outstanding, now: float) -> None:
+        del self.outstanding[o.psn]
+        if not o.lost:
+            self.inflight -= o.length
+        e = self.profile.evs.get(o.ev)
+        if e is not None:
+            e.last_feedback = now
+        o.msg.acked += 1
+        if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
+            o.msg.done_at = now
+            self.completed.append(o.msg)
+
+    def _on_sack(self, s: dict[str, int], now: float) -> None:
+        self.stats.sacks_rx += 1
+        cack = unwrap(s["cack_psn"], self.una)
+        newly: list[Outstanding] = []
+        seen: set[int] = set()
+        if cack > self.una:
+            for psn in range(self.una, min(cack, self.next_psn)):
+                o = self.outstanding.get(psn)
+                if o is not None:
+                    newly.append(o)
+                    seen.add(psn)
+            self.una = cack
+        base = cack + s["sack_offset"]
+        bm = s["sack_bitmap"]
+        while bm:
+            low = bm & -bm
+            psn = base + low.bit_length() - 1
+            o = self.outstanding.get(psn)
+            if o is not None and psn not in seen:
+                newly.append(o)
+                seen.add(psn)
+            bm ^= low
+        trigger = cack + s["ack_psn_offset"]
+        rtt = None
+        t = self.outstanding.get(trigger)
+        if t is not None and t.retx == 0 and t in newly:
+            rtt = now - t.sent_time
+            if self.srtt is None:
+                self.srtt, self.rttvar = rtt, rtt / 2
+            else:
+                self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
+                self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        acked_bytes = sum(o.length for o in newly)
+        latest = max((o.sent_time for o in newly), default=None)
+        for o in newly:
+            self._acked(o, now)
+        m, ev = s["m"], s["entropy"]
+        if s["pr"]:
+            self.stats.probes_answered += 1
+            self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
+        elif m == SackMark.SKIP_ONCE:
+            self.profile.skip(ev, now, "ECN echoed")
+        elif m == SackMark.ALWAYS_SKIP:
+            self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
+        if acked_bytes:
+            self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
+                           self.srtt or self.cfg.min_rto)
+        if latest is not None:
+            # RACK: anything sent well before a packet that has arrived is lost.
+            for o in self.outstanding.values():
+                if o.sent_time + self.cfg.reorder_window >= latest:
+                    break
+                if not o.lost:
+                    self._mark_lost(o)
+
+    def _mark_lost(self, o: Outstanding) -> None:
+        o.lost = True
+        self.inflight -= o.length
+        self.rtx_queue.append(o.psn)
+
+    def _on_nack(self, n: dict[str, int], now: float) -> None:
+        self.stats.nacks_rx += 1
+        psn = unwrap(n["nack_psn"], self.una)
+        reason = n["nack_reason"]
+        o = self.outstanding.get(psn)
+        if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+            self.stats.trims_nacked += 1
+            self.profile.skip(n["entropy"], now, "NACK trimmed")
+            if o is not None and not o.lost:
+                self._mark_lost(o)
+                self.rtx_queue.rotate(1)  # to the front: retransmit at once
+        elif o is not None and not o.lost:
+            self._mark_lost(o)
+
+    # ---- responder ---------------------------------------------------------
+    def _control_ev(self) -> Ev | None:
+        e = self.profile.next_ev()
+        if e is None:  # nothing usable: any EV in a live plane beats silence
+            for x in self.profile.evs.values():
+                if x.path.plane not in self.profile.planes_down:
+                    return x
+        return e
+
+    def _emit(self, opcode: int, headers: dict[str, dict[str, int]], psn: int) -> None:
+        e = self._control_ev()
+        if e is None:
+            return
+        p = e.path
+        pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+                           flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
+                           bth={"opcode": opcode, "dqpn": self.remote_qpn,
+                                "psn": psn & PSN_MASK}, headers=headers)
+        self.control.append((e.ev, pkt))
+
+    def _sack(self, now: float, probe_ev: int | None = None) -> None:
+        cack = self.rx_cack
+        trigger = self.last_trigger if probe_ev is None else cack
+        off = max(1, trigger - cack - 63)
+        bm = 0
+        for psn in self.rx_ooo:
+            i = psn - cack - off
+            if 0 <= i < 64:
+                bm |= 1 << i
+        seth = {"m": int(self.mark), "pr": int(probe_ev is not None),
+                "ack_psn_offset": max(-32768, min(32767, trigger - cack)),
+                "entropy": self.last_ev if probe_ev is None else probe_ev,
+                "spdcid": self.local_qpn & 0xFFFF, "dpdcid": self.remote_qpn & 0xFFFF,
+                "cack_psn": cack & PSN_MASK, "sack_offset": off, "sack_bitmap": bm}
+        cc = {"rcvd_bytes": self.stats.rx_bytes & 0xFFFFFF, "ooo_count": min(len(self.rx_ooo),
+                                                                            0x7FFF)}
+        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack)
+        self.stats.sacks_tx += 1
+        self.mark = SackMark.NONE
+        self.unsacked = 0
+        self.sack_due = None
+
+    def _nack(self, psn: int, reason: int, ev: int) -> None:
+        self._emit(Opcode.RELIABILITY_NACK, {"NETH": {
+            "nack_reason": reason, "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
+            "dpdcid": self.remote_qpn & 0xFFFF, "nack_psn": psn & PSN_MASK}}, psn)
+        self.stats.nacks_tx += 1
+
+    def _on_data(self, d: codec.Decoded, now: float) -> None:
+        psn = unwrap(d.psn, self.rx_cack)
+        ev = d.ev
+        if d.trimmed:
+            reason = (NackReason.TRIMMED_LASTHOP if d.dscp == Dscp.TRIMMED_LASTHOP
+                      else NackReason.TRIMMED)
+            self.stats.dropped["trimmed"] += 1
+            self._nack(psn, reason, ev)
+            return
+        if psn >= self.rx_cack + self.cfg.rcv_window:
+            self.stats.dropped["psn_out_of_window"] += 1
+            self._nack(psn, NackReason.PSN_OOR_WINDOW, ev)
+            return
+        reth = d.headers["RETH"]
+        mr = self.memory.check(reth["rkey"], reth["va"], len(d.payload))
+        if isinstance(mr, str):
+            self.stats.dropped[mr] += 1
+            return
+        if d.ecn == CE:
+            self.mark = SackMark.SKIP_ONCE
+        self.last_trigger, self.last_ev = psn, ev
+        if psn < self.rx_cack or psn in self.rx_ooo:
+            self.stats.rx_dup += 1
+            self._sack(now)
+            return
+        mr.write(reth["va"], d.payload)
+        self.stats.rx_data += 1
+        self.stats.rx_bytes += len(d.payload)
+        msn = d.headers["METH"]["msn"]
+        rx = self.rx_msgs.get(msn)
+        if rx is None:
+            rx = self.rx_msgs[msn] = RxMessage(reth["dmalen"])
+        rx.got += len(d.payload)
+        if "ImmDt" in d.headers:
+            rx.imm = d.headers["ImmDt"]["imm"]
+        in_order = psn == self.rx_cack
+        if in_order:
+            self.rx_cack += 1
+            while self.rx_cack in self.rx_ooo:
+                self.rx_ooo.discard(self.rx_cack)
+                self.rx_cack += 1
+        else:
+            self.rx_ooo.add(psn)
+        # Complete in MSN order; an immediate that arrived early waits for its message.
+        while True:
+            nxt = self.rx_msgs.get(self.rx_next_msn & 0xFFFF)
+            if nxt is None or nxt.got < nxt.length:
+                break
+            self.rx_completed.append((self.rx_next_msn, nxt.imm))
+            del self.rx_msgs[self.rx_next_msn & 0xFFFF]
+            self.rx_next_msn += 1
+        self.unsacked += 1
+        if self.unsacked >= self.cfg.sack_every or self.mark != SackMark.NONE:
+            self._sack(now)
+        elif self.sack_due is None:
+            self.sack_due = now + self.cfg.sack_delay
+
+    def _on_probe(self, p: dict[str, int], now: float) -> None:
+        self._sack(now, probe_ev=p["entropy"])
+
+    def _on_endpoint(self, d: codec.Decoded, now: float) -> None:
+        r = d.headers["ERTH"]
+        if r["req_type"] == EndpointType.PORT_STATUS_UPDATE:
+            for plane in self.profile.planes:
+                self.profile.set_plane(plane, bool(r["port_status"] >> plane & 1), now)
+        self._emit(Opcode.ENDPOINT_RESPONSE, {"EETH": {
+            "resp_type": r["req_type"], "seq": r["seq"], "entropy": r["entropy"],
+            "port_status": r["port_status"], "req_timestamp": 0,
+            "resp_timestamp": int(now * 1e9)}}, 0)
+
+    # ---- entry points ------------------------------------------------------
+    def receive(self, pkt: bytes | memoryview, now: float) -> None:
+        try:
+            d = codec.decode(pkt)
+        except codec.DecodeError as e:
+            self.stats.dropped[f"malformed_{e.reason}"] += 1
+            return
+        self.receive_decoded(d, now)
+
+    def receive_decoded(self, d: codec.Decoded, now: float) -> None:
+        if d.bth["dqpn"] != self.local_qpn:
+            self.stats.dropped["wrong_qp"] += 1
+            return
+        op = d.opcode
+        if op in MRC_DATA:
+            self._on_data(d, now)
+        elif op == Opcode.RELIABILITY_SACK:
+            self._on_sack(d.headers["SETH"], now)
+        elif op == Opcode.RELIABILITY_NACK:
+            self._on_nack(d.headers["NETH"], now)
+        elif op == Opcode.RELIABILITY_PROBE_REQ:
+            self._on_probe(d.headers["PETH"], now)
+        elif op == Opcode.ENDPOINT_REQUEST:
+            self._on_endpoint(d, now)
+        elif op == Opcode.ENDPOINT_RESPONSE:
+            pass
+        else:
+            self.stats.dropped["unexpected_opcode"] += 1
+
+    def timer(self, now: float) -> None:
+        if self.sack_due is not None and now >= self.sack_due:
+            self._sack(now)
+        rto = self.rto
+        for o in list(self.outstanding.values()):
+            if o.sent_time + rto > now:
+                break
+            if o.lost:
+                continue
+            self.stats.rtos += 1
+            e = self.profile.evs.get(o.ev)
+            if e is not None and e.last_feedback < o.sent_time:
+                self.profile.assume_bad(o.ev, now, "RTO without feedback")
+            self._mark_lost(o)
+        for e in self.profile.needs_probe(now, self.cfg.probe_interval):
+            e.last_probe = now
+            e.probe_seq += 1
+            p = e.path
+            pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+                               flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
+                               bth={"opcode": Opcode.RELIABILITY_PROBE_REQ,
+                                    "dqpn": self.remote_qpn, "psn": self.una & PSN_MASK},
+                               headers={"PETH": {"probe_seq": e.probe_seq & 0xFFFF,
+                                                 "entropy": e.ev, "psn": self.una & PSN_MASK}})
+            self.control.append((e.ev, pkt))
+            self.stats.probes_tx += 1
+
+    def next_timer(self) -> float | None:
+        times = []
+        if self.sack_due is not None:
+            times.append(self.sack_due)
+        for o in self.outstanding.values():
+            if not o.lost:
+                times.append(o.sent_time + self.rto)
+                break
+        bad = [e.last_probe + self.cfg.probe_interval for e in
+               self.profile.needs_probe(float("inf"), 0.0)]
+        if bad:
+            times.append(min(bad))
+        return min(times) if times else None
+
+    def port_status(self, planes_up: set[int], now: float) -> None:
+        """Our own port state changed: stop using dead planes and tell the peer."""
+        for plane in self.profile.planes:
+            self.profile.set_plane(plane, plane in planes_up, now)
+        mask = sum(1 << p for p in planes_up)
+        self.endpoint_seq += 1
+        self._emit(Opcode.ENDPOINT_REQUEST, {"ERTH": {
+            "req_type": EndpointType.PORT_STATUS_UPDATE, "seq": self.endpoint_seq & 0xFFFF,
+            "port_status": mask, "spdcid": self.local_qpn & 0xFFFF,
+            "dpdcid": self.remote_qpn & 0xFFFF}}, 0)
+
+    @property
+    def idle(self) -> bool:
+        return not self.pending and not self.outstanding

@@ -1,0 +1,42 @@
+"""NSCC-style window congestion control: ECN and delay quadrants.
+
+| ECN echoed | delay vs target | reaction                         |
+| no         | below           | proportional increase            |
+| no         | above           | fair (additive) increase         |
+| yes        | above           | multiplicative decrease, once per RTT |
+| yes        | below           | hold                             |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Nscc:
+    cwnd: float
+    mss: int
+    min_cwnd: int
+    max_cwnd: int
+    target_delay: float
+    base_rtt: float = float("inf")
+    last_decrease: float = -1.0
+    decreases: int = 0
+
+    def on_ack(self, acked_bytes: int, rtt: float | None, ecn: bool, now: float,
+               srtt: float) -> None:
+        if rtt is not None:
+            self.base_rtt = min(self.base_rtt, rtt)
+        delay = 0.0 if rtt is None or self.base_rtt == float("inf") else rtt - self.base_rtt
+        high = delay > self.target_delay
+        if not ecn and not high:
+            self.cwnd += acked_bytes * (self.target_delay - delay) / self.target_delay
+        elif not ecn:
+            self.cwnd += self.mss * acked_bytes / max(self.cwnd, 1.0)
+        elif high:
+            if now - self.last_decrease >= srtt:
+                factor = max(0.5, 1.0 - 0.5 * (delay - self.target_delay) / max(delay, 1e-9))
+                self.cwnd *= factor
+                self.last_decrease = now
+                self.decreases += 1
+        self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)

@@ -1,0 +1,130 @@
+"""A deterministic simulated multi-path network for the sans-IO cores (no root, no clock).
+
+Each path (source host, plane, spine) has its own delay, loss, duplication,
+reordering jitter, blackhole and trimming; the clock is virtual, so a test of
+seconds of traffic runs in milliseconds and gives the same result every time.
+It does what the fabric does to a packet: consume the uSIDs (the DA becomes
+the delivered host address), trim (headers only, DSCP TRIMMED) and mark CE.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from ipaddress import IPv6Address
+from typing import Protocol
+
+from mrcemu.topology.addressing import container, container_usids
+from mrcemu.topology.paths import ev_fields
+from mrcemu.wire import codec
+from mrcemu.wire.constants import Dscp
+
+
+class Core(Protocol):
+    def receive(self, pkt: bytes, now: float) -> None: ...
+    def timer(self, now: float) -> None: ...
+    def packets_to_send(self, now: float) -> list[tuple[int, bytes]]: ...
+    def next_timer(self) -> float | None: ...
+
+
+@dataclass
+class PathProps:
+    delay: float = 0.0005
+    loss: float = 0.0
+    dup: float = 0.0
+    jitter: float = 0.0  # uniform extra delay: reordering
+    blackhole: bool = False
+    trim: float = 0.0
+    ce: float = 0.0
+    delivered: int = 0
+    dropped: int = 0
+
+
+@dataclass
+class SimNet:
+    seed: int = 1
+    now: float = 0.0
+    default: PathProps = field(default_factory=PathProps)
+    paths: dict[tuple[str, int, int | None], PathProps] = field(default_factory=dict)
+    sent_log: list[tuple[float, str, int, int]] = field(default_factory=list)  # t, src, ev, op
+    _q: list = field(default_factory=list)
+    _seq: int = 0
+    _nodes: dict[str, tuple[Core, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def attach(self, name: str, core: Core, peer: str) -> None:
+        self._nodes[name] = (core, peer)
+
+    def path(self, src: str, plane: int, spine: int | None) -> PathProps:
+        key = (src, plane, spine)
+        if key not in self.paths:
+            d = self.default
+            self.paths[key] = PathProps(d.delay, d.loss, d.dup, d.jitter, d.blackhole, d.trim,
+                                        d.ce)
+        return self.paths[key]
+
+    def _deliver_bytes(self, pkt: bytes) -> bytes:
+        b = bytearray(pkt)
+        last = container_usids(IPv6Address(bytes(b[24:40])))[-1]
+        b[24:40] = container(last).packed
+        return bytes(b)
+
+    def _transmit(self, src: str, ev: int, pkt: bytes) -> None:
+        plane, spine = ev_fields(ev)
+        props = self.path(src, plane, spine)
+        self.sent_log.append((self.now, src, ev, pkt[48]))
+        if props.blackhole or self.rng.random() < props.loss:
+            props.dropped += 1
+            return
+        pkt = self._deliver_bytes(pkt)
+        if pkt[48] >= 0xC6 and pkt[48] <= 0xCB:  # data: the only trimmable kind
+            if self.rng.random() < props.trim:
+                pkt = codec.trim(pkt, Dscp.TRIMMED)
+            elif self.rng.random() < props.ce:
+                b = bytearray(pkt)
+                b[1] |= 0x30  # ECN bits of the traffic class: CE
+                pkt = bytes(b)
+        copies = 2 if self.rng.random() < props.dup else 1
+        _core, peer = self._nodes[src]
+        for _ in range(copies):
+            t = self.now + props.delay + self.rng.random() * props.jitter
+            self._seq += 1
+            heapq.heappush(self._q, (t, self._seq, peer, pkt))
+        props.delivered += 1
+
+    def _flush(self, name: str) -> None:
+        core, _ = self._nodes[name]
+        for ev, pkt in core.packets_to_send(self.now):
+            self._transmit(name, ev, pkt)
+
+    def run(self, until: float, stop: Callable[[], bool] = lambda: False,
+            on_step: Callable[[float], None] | None = None) -> float:
+        for name in self._nodes:
+            self._flush(name)
+        while self.now < until and not stop():
+            timers = [(t, n) for n, (c, _) in self._nodes.items()
+                      if (t := c.next_timer()) is not None]
+            t_pkt = self._q[0][0] if self._q else float("inf")
+            t_tmr = min(timers)[0] if timers else float("inf")
+            t = min(t_pkt, t_tmr, until)
+            self.now = max(self.now, t)
+            if t == float("inf") or t >= until:
+                self.now = until
+                break
+            if t_pkt <= t_tmr:
+                _, _, dst, pkt = heapq.heappop(self._q)
+                self._nodes[dst][0].receive(pkt, self.now)
+                self._flush(dst)
+            else:
+                for n, (c, _) in self._nodes.items():
+                    nt = c.next_timer()
+                    if nt is not None and nt <= self.now:
+                        c.timer(self.now)
+                        self._flush(n)
+            if on_step:
+                on_step(self.now)
+        return self.now
