@@ -1,0 +1,101 @@
+"""Receiver validation, PSN window, ordering of completions and port status."""
+
+from __future__ import annotations
+
+import hashlib
+
+from mrcemu.transport.evs import EvState
+from mrcemu.wire import codec
+from mrcemu.wire.constants import NackReason, Opcode
+from tests.unit.transport.helpers import pair, write
+
+
+def test_wrong_rkey_and_out_of_range_va_are_dropped_and_counted_memory_unchanged():
+    net, ca, cb = pair()
+    mr = cb.memory.register(64 << 10)
+    before = bytes(mr.buf)
+    ca.post_write(b"\xAA" * 8192, mr.base, mr.rkey + 99, 0.0)  # wrong R_Key
+    ca.post_write(b"\xBB" * 8192, mr.base + len(mr.buf), mr.rkey, 0.0)  # past the end
+    ca.post_write(b"\xCC" * 100, mr.base - 4096, mr.rkey, 0.0)  # below the start
+    net.run(0.3)
+    assert bytes(mr.buf) == before
+    assert cb.stats.dropped["bad_rkey"] >= 2
+    assert cb.stats.dropped["va_out_of_range"] >= 3
+    assert cb.stats.rx_data == 0
+
+
+def test_malformed_packets_are_counted_and_never_written():
+    net, ca, cb = pair()
+    data, mr = write(ca, cb, 8192)
+    pkts = ca.packets_to_send(0.0)
+    ev, good = pkts[0]
+    bad = bytearray(net._deliver_bytes(good))
+    bad[-100] ^= 0xFF  # payload byte: the ICRC no longer matches
+    cb.receive(bytes(bad), 0.001)
+    cb.receive(b"\x60" + b"\x00" * 20, 0.001)
+    assert cb.stats.dropped["malformed_bad_icrc"] == 1
+    assert cb.stats.dropped["malformed_truncated"] == 1
+    assert not any(mr.buf)
+
+
+def test_psn_beyond_the_window_gets_nack_psn_oor_window():
+    net, ca, cb = pair(rcv_window=16)
+    mr = cb.memory.register(1 << 20)
+    ca.post_write(bytes(1 << 20), mr.base, mr.rkey, 0.0)
+    pkts = ca.packets_to_send(0.0)  # the sender itself keeps to the window ...
+    assert len(pkts) == 16
+    ca.una = 190  # ... so pretend a confused sender, far ahead
+    ca.next_psn = 200
+    ca.pending.clear()
+    ca.post_write(bytes(4096), mr.base, mr.rkey, 0.0)
+    ev, pkt = ca.packets_to_send(0.0)[-1]
+    cb.receive(net._deliver_bytes(pkt), 0.001)
+    nack = codec.decode(net._deliver_bytes(cb.packets_to_send(0.001)[-1][1]))
+    assert nack.opcode == Opcode.RELIABILITY_NACK
+    assert nack.headers["NETH"]["nack_reason"] == NackReason.PSN_OOR_WINDOW
+    assert nack.headers["NETH"]["nack_psn"] == 200
+    assert cb.stats.dropped["psn_out_of_window"] == 1
+
+
+def test_messages_complete_in_msn_order_and_an_early_immediate_waits():
+    net, ca, cb = pair()
+    mr = cb.memory.register(1 << 20)
+    ca.post_write(bytes(range(256)) * 256, mr.base, mr.rkey, 0.0)  # msn 0, 64 KiB
+    ca.post_write(b"z" * 100, mr.base + (64 << 10), mr.rkey, 0.0, imm=0xFEED)  # msn 1
+    pkts = [net._deliver_bytes(p) for _, p in ca.packets_to_send(0.0)]
+    # Deliver the second message (with its immediate) first.
+    cb.receive(pkts[-1], 0.001)
+    assert cb.rx_completed == []
+    for p in pkts[:-1]:
+        cb.receive(p, 0.002)
+    assert cb.rx_completed == [(0, None), (1, 0xFEED)]
+
+
+def test_plane_loss_port_status_stops_the_peer_using_the_plane():
+    net, ca, cb = pair()
+    data, mr = write(ca, cb, 16 << 20)
+    net.run(0.05)
+    # h7 loses its plane-4 port: its NIC tells h0.
+    cb.port_status(set(range(8)) - {4}, net.now)
+    net.path("h0", 4, None)  # no-op; the plane is dead at the far end:
+    for s in range(4):
+        net.path("h0", 4, s).blackhole = True
+        net.path("h7", 4, s).blackhole = True
+    t_update = net.now
+    net.run(net.now + 0.05)
+    assert 4 in ca.profile.planes_down
+    late = [ev for t, src, ev, op in net.sent_log
+            if src == "h0" and t > t_update + 0.01 and (ev >> 26) & 0xF == 4
+            and op != Opcode.RELIABILITY_PROBE_REQ]
+    assert late == []
+    net.run(30.0, stop=lambda: ca.idle)
+    assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
+    # Plane back: EVs return through probes.
+    for s in range(4):
+        net.path("h0", 4, s).blackhole = False
+        net.path("h7", 4, s).blackhole = False
+    cb.port_status(set(range(8)), net.now)
+    net.run(net.now + 0.5)
+    plane4 = [e for e in ca.profile.evs.values() if e.path.plane == 4]
+    assert 4 not in ca.profile.planes_down
+    assert all(e.state is EvState.GOOD for e in plane4)
