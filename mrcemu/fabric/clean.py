@@ -33,7 +33,7 @@ def our_processes() -> list[int]:
         if not d.name.isdigit() or int(d.name) == me:
             continue
         args = _cmdline(int(d.name))
-        if "mrcemu.fabric.manager" in args:
+        if "mrcemu.fabric.manager" in args or "mrcemu.nic.daemon" in args:
             out.append(int(d.name))
         elif args and args[-1].startswith("mininet:") and NODE.match(args[-1][8:]):
             out.append(int(d.name))
@@ -45,7 +45,8 @@ def clean() -> dict[str, int]:
     pids = set(our_processes())
     st = state.load_state()
     if st:
-        pids |= {p for p in [st.manager_pid, *st.nodes.values()] if state.pid_alive(p)}
+        pids |= {p for p in [st.manager_pid, *st.nodes.values(), *st.nics.values()]
+                 if state.pid_alive(p)}
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
@@ -66,7 +67,8 @@ def clean() -> dict[str, int]:
                 except Exception:  # noqa: BLE001 - its peer's deletion may have taken it
                     pass
     files = 0
-    for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp")):
+    for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
+              *state.RUN_DIR.glob("nic-*.sock")):
         try:
             p.unlink()
             files += 1

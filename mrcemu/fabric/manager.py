@@ -13,8 +13,10 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import state
@@ -64,7 +66,40 @@ def serve(st: state.FabricState) -> None:
         srv.close()
 
 
+def start_nics(st: state.FabricState, topology_path: str, hosts: int) -> list[subprocess.Popen]:
+    """One NIC daemon per host, inside the host's namespace; returns once all answer."""
+    from mrcemu.nic.control import request
+
+    procs = []
+    log = open(state.LOG, "a")
+    for h in range(hosts):
+        name = f"h{h}"
+        p = subprocess.Popen(["mnexec", "-a", str(st.nodes[name]), sys.executable, "-m",
+                              "mrcemu.nic.daemon", "--host", str(h), "--topology",
+                              topology_path], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True)
+        procs.append(p)
+        st.nics[name] = p.pid
+        st.save()
+    deadline = time.monotonic() + 30
+    for h, p in enumerate(procs):
+        while True:
+            if p.poll() is not None:
+                raise RuntimeError(f"the NIC daemon of h{h} exited at start; see {state.LOG}")
+            try:
+                request(f"h{h}", "ping", timeout=1)
+                break
+            except MrcemuError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the NIC daemon of h{h} did not start") from None
+                time.sleep(0.05)
+        emit("progress", stage="nics", n=h + 1, total=hosts)
+    return procs
+
+
 def main(topology_path: str) -> int:
+    topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
+        else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
@@ -87,11 +122,13 @@ def main(topology_path: str) -> int:
         st.save()
 
     fabric = Fabric(topo, on_node=on_node)
+    nics: list[subprocess.Popen] = []
     code = 0
     try:
         t0 = time.monotonic()
         fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
                      if n == total or n % max(1, total // 50) == 0 else None)
+        nics = start_nics(st, topology_path, topo.hosts)
         st.phase = "up"
         st.summary = {
             "topology": topo.name, "planes": topo.planes, "switches": topo.switch_count,
@@ -118,6 +155,14 @@ def main(topology_path: str) -> int:
             signal.signal(sig, signal.SIG_IGN)
         st.phase = "stopping"
         st.save()
+        for p in nics:
+            if p.poll() is None:
+                p.terminate()
+        for p in nics:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
         fabric.stop()
         for p in (state.STATE, state.SOCKET):
             try:

@@ -27,6 +27,7 @@ class FabricState:
     manager_pid: int
     phase: str = "starting"  # starting | up | stopping
     nodes: dict[str, int] = field(default_factory=dict)  # node name -> shell PID
+    nics: dict[str, int] = field(default_factory=dict)  # host name -> NIC daemon PID
     started_at: float = 0.0
     summary: dict = field(default_factory=dict)
 

@@ -112,6 +112,7 @@ class MrcConnection:
         self.inflight = 0
         self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
         self.srtt: float | None = None
+        self.last_sack = -1.0
         self.rttvar = 0.0
         self.messages: dict[int, Message] = {}
         self.completed: list[Message] = []
@@ -187,10 +188,13 @@ class MrcConnection:
         self.stats.tx_bytes += o.length
         return True
 
-    def packets_to_send(self, now: float) -> list[tuple[int, bytes]]:
+    def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
+        """Control packets, then retransmissions, then new data: at most `budget` data
+        packets (the I/O shell's pacing), within the congestion and PSN windows."""
         out: list[tuple[int, bytes]] = list(self.control)
         self.control.clear()
-        while self.rtx_queue:
+        left = 1 << 30 if budget is None else budget
+        while self.rtx_queue and left > 0:
             psn = self.rtx_queue[0]
             o = self.outstanding.get(psn)
             if o is None or not o.lost:
@@ -205,7 +209,8 @@ class MrcConnection:
             o.retx += 1
             self.inflight += o.length
             self.stats.retransmits += 1
-        while self.pending and not self.rtx_queue:
+            left -= 1
+        while self.pending and not self.rtx_queue and left > 0:
             msg, offset, length = self.pending[0]
             psn = msg.first_psn + offset // self.cfg.pmtu
             if psn >= self.una + self.cfg.rcv_window:
@@ -218,6 +223,7 @@ class MrcConnection:
             self.pending.popleft()
             self.outstanding[psn] = o
             self.inflight += length
+            left -= 1
         return out
 
     def _acked(self, o: Outstanding, now: float) -> None:
@@ -234,6 +240,7 @@ class MrcConnection:
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         self.stats.sacks_rx += 1
+        self.last_sack = now
         cack = unwrap(s["cack_psn"], self.una)
         newly: list[Outstanding] = []
         seen: set[int] = set()
@@ -464,7 +471,9 @@ class MrcConnection:
                 continue
             self.stats.rtos += 1
             e = self.profile.evs.get(o.ev)
-            if e is not None and e.last_feedback < o.sent_time:
+            # Blame the EV only if other paths were heard from meanwhile: total silence
+            # is the peer (or us) stalling, not this path.
+            if e is not None and e.last_feedback < o.sent_time < self.last_sack:
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
         for e in self.profile.needs_probe(now, self.cfg.probe_interval):

@@ -19,14 +19,23 @@ def profile(topo: Topology, a: int, b: int, cfg: TransportConfig) -> EvProfile:
                            seed=cfg.seed * 1_000_003 + a * 1024 + b)
 
 
-def qpn(local: int, peer: int) -> int:
+QPN_BASE = {"mrc": 0x1000, "roce": 0x2000}
+
+
+def qpn(peer: int, transport: str = "mrc") -> int:
     """Our QP number for the connection with `peer` (deterministic, so no handshake)."""
-    return 0x1000 + peer
+    return QPN_BASE[transport] + peer
 
 
-__all__ = ["path_infos", "profile", "qpn", "local_qpn_pair"]
-
-
-def local_qpn_pair(a: int, b: int) -> tuple[int, int]:
+def local_qpn_pair(a: int, b: int, transport: str = "mrc") -> tuple[int, int]:
     """(a's QPN for b, b's QPN for a)."""
-    return qpn(a, b), qpn(b, a)
+    return qpn(b, transport), qpn(a, transport)
+
+
+def pmtu_for(mtu: int) -> int:
+    """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
+    room = mtu - 40 - 8 - 12 - 4 - 16 - 4 - 4  # IPv6 UDP BTH METH RETH ImmDt ICRC
+    p = 4096
+    while p > room and p > 256:
+        p //= 2
+    return p

@@ -94,14 +94,17 @@ class RoceConnection:
             return Opcode.RC_WRITE_LAST_IMM if msg.imm is not None else Opcode.RC_WRITE_LAST
         return Opcode.RC_WRITE_MIDDLE
 
-    def packets_to_send(self, now: float) -> list[tuple[int, bytes]]:
+    def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         out = list(self.control)
         self.control.clear()
         if self.failed:
             return out
         e = self.ev
         p = e.path
-        while self.send_psn < self.next_psn and self.send_psn < self.una + self.cfg.roce_window:
+        left = 1 << 30 if budget is None else budget
+        while (self.send_psn < self.next_psn and self.send_psn < self.una + self.cfg.roce_window
+               and left > 0):
+            left -= 1
             msg, offset, length = self.packets[self.send_psn]
             op = self._opcode(msg, offset)
             headers: dict[str, dict[str, int]] = {}

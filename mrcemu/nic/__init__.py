@@ -1,0 +1,1 @@
+"""The NIC daemon: the thin I/O shell around the sans-IO transport cores."""

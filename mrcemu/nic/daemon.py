@@ -1,0 +1,389 @@
+"""One NIC per host, in the host's namespace: AF_PACKET per plane port, a JSON control
+socket, JSON-lines logs on the monotonic clock. Never Scapy, never a crash on bad input.
+
+Run as `python -m mrcemu.nic.daemon --host 3 --topology FILE` inside the namespace
+(the fabric manager does this at `up`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import hashlib
+import json
+import os
+import random
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections import deque
+
+from pyroute2 import IPRoute
+
+from mrcemu.nic.control import log_path, socket_path
+from mrcemu.topology import Layout, load
+from mrcemu.topology.paths import ev_fields
+from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.memory import MemoryTable
+from mrcemu.transport.mrc import MrcConnection
+from mrcemu.transport.profiles import pmtu_for, profile, qpn
+from mrcemu.transport.roce import RoceConnection
+from mrcemu.wire import codec
+
+ETH_P_IPV6 = 0x86DD
+PACKET_IGNORE_OUTGOING = 23
+SOL_PACKET = 263  # not exported by Python's socket module
+LINK_POLL = 0.1
+# Frames a port may have waiting in our backlog: the NIC paces each port at its line
+# rate itself, so the kernel's qdisc (and our RTT samples) never see a standing queue.
+PORT_SLOTS = 2
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes(int(x, 16) for x in mac.split(":"))
+
+
+class Nic:
+    def __init__(self, host: int, topology: str) -> None:
+        self.host = host
+        self.name = f"h{host}"
+        self.topo = load(topology)
+        self.layout = Layout(self.topo)
+        self.cfg = TransportConfig(pmtu=pmtu_for(self.topo.mtu))
+        self.memory = MemoryTable()
+        self.conns: dict[tuple[int, str], MrcConnection | RoceConnection] = {}
+        self.by_qpn: dict[int, MrcConnection | RoceConnection] = {}
+        self.sources: dict[int, bytearray] = {}  # msn-key -> source buffer kept alive
+        self.t0 = time.monotonic()
+        self.ports: dict[int, socket.socket] = {}
+        self.eth: dict[int, bytes] = {}
+        self.backlog: dict[int, deque[bytes]] = {}
+        self.iface: dict[int, str] = {}
+        self.rate: dict[int, float] = {}  # bytes per second
+        self.tokens: dict[int, float] = {}
+        self.token_t = time.monotonic()
+        self.rr = 0
+        for i in self.layout.interfaces[self.name]:
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
+            s.bind((i.name, ETH_P_IPV6))
+            s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+            s.setblocking(False)
+            self.ports[i.plane] = s
+            self.iface[i.plane] = i.name
+            self.eth[i.plane] = mac_bytes(i.peer_mac) + mac_bytes(i.mac) + b"\x86\xdd"
+            self.backlog[i.plane] = deque()
+            self.rate[i.plane] = i.mbps * 1e6 / 8
+            self.tokens[i.plane] = 0.0
+        # RoCEv2 packets are ours, not the kernel's: without a listener it would answer
+        # each with ICMP port unreachable. This socket only swallows them.
+        self.sink = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        self.sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sink.bind(("::", 4791))
+        self.sink.setblocking(False)
+        self.ctl_path = socket_path(self.name)
+        self.ctl_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.ctl_path.unlink()
+        except FileNotFoundError:
+            pass
+        self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ctl.bind(str(self.ctl_path))
+        self.ctl.listen(16)
+        self.ctl.setblocking(False)
+        log_path(self.name).parent.mkdir(parents=True, exist_ok=True)
+        self.log_file = open(log_path(self.name), "a", buffering=1)
+        self.ipr = IPRoute()
+        self.planes_up = set(self.ports)
+        self.next_link_poll = 0.0
+        self.malformed: dict[str, int] = {}
+        self.clients: dict[int, tuple[socket.socket, bytes]] = {}
+        self.running = True
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def log(self, event: str, **data: object) -> None:
+        self.log_file.write(json.dumps({"t": round(self.now(), 6), "host": self.name,
+                                        "event": event, **data}) + "\n")
+
+    # ---- connections --------------------------------------------------------
+    def conn(self, peer: int, transport: str) -> MrcConnection | RoceConnection:
+        key = (peer, transport)
+        c = self.conns.get(key)
+        if c is None:
+            prof = profile(self.topo, self.host, peer, self.cfg)
+            local, remote = qpn(peer, transport), qpn(self.host, transport)
+            if transport == "mrc":
+                c = MrcConnection(self.cfg, prof, local, remote, self.memory)
+                if self.planes_up != set(self.ports):
+                    c.port_status(self.planes_up, self.now())
+            elif transport == "roce":
+                c = RoceConnection(self.cfg, prof, local, remote, self.memory,
+                                   flow_key=bytes([self.host & 0xFF, peer & 0xFF]))
+            else:
+                raise ValueError(f"unknown transport {transport!r}: use mrc or roce")
+            self.conns[key] = c
+            self.by_qpn[local] = c
+        return c
+
+    # ---- packets --------------------------------------------------------------
+    def budget(self) -> int:
+        return sum(max(0, PORT_SLOTS - len(q)) for q in self.backlog.values())
+
+    def flush(self, c: MrcConnection | RoceConnection, budget: int | None = None) -> int:
+        """Queue what the connection has to send; returns data frames queued."""
+        now = self.now()
+        n = 0
+        for ev, pkt in c.packets_to_send(now, self.budget() if budget is None else budget):
+            plane = ev_fields(ev)[0]
+            q = self.backlog.get(plane)
+            if q is not None:
+                q.append(self.eth[plane] + pkt)
+                n += 1
+        self.drain_backlogs()
+        return n
+
+    def drain_backlogs(self) -> None:
+        now = self.now()
+        dt, self.token_t = now - self.token_t, now
+        for plane, q in self.backlog.items():
+            rate = self.rate[plane]
+            # A bucket of about two frames: bursts stay short, the port stays busy.
+            self.tokens[plane] = min(self.tokens[plane] + dt * rate, 2 * 9014)
+            s = self.ports[plane]
+            while q and self.tokens[plane] >= 0:
+                try:
+                    s.send(q[0])
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as e:
+                    if e.errno == errno.ENOBUFS:
+                        break
+                    q.clear()  # port down: the transport retransmits elsewhere
+                    break
+                self.tokens[plane] -= len(q[0])
+                q.popleft()
+
+    def next_send_time(self) -> float | None:
+        waits = [-self.tokens[p] / self.rate[p] for p, q in self.backlog.items() if q]
+        return self.now() + max(0.0, min(waits)) if waits else None
+
+    def on_frame(self, frame: bytes) -> None:
+        if len(frame) < 14 + 40:
+            return
+        try:
+            d = codec.decode(memoryview(frame)[14:])
+        except codec.DecodeError as e:
+            if e.reason != "not_roce":
+                self.malformed[e.reason] = self.malformed.get(e.reason, 0) + 1
+            return
+        c = self.by_qpn.get(d.bth["dqpn"])
+        if c is None:
+            # First packet from a peer that writes to us: make its connection.
+            q = d.bth["dqpn"]
+            for transport, base in (("mrc", 0x1000), ("roce", 0x2000)):
+                if base <= q < base + self.topo.hosts and q - base != self.host:
+                    c = self.conn(q - base, transport)
+            if c is None:
+                self.malformed["unknown_qp"] = self.malformed.get("unknown_qp", 0) + 1
+                return
+        c.receive_decoded(d, self.now())
+        self.flush(c)
+
+    def poll_links(self) -> None:
+        up = set()
+        for link in self.ipr.get_links():
+            name = link.get_attr("IFLA_IFNAME")
+            for plane, ifname in self.iface.items():
+                if ifname == name and link.get_attr("IFLA_OPERSTATE") == "UP":
+                    up.add(plane)
+        if up != self.planes_up:
+            self.log("port_status", planes_up=sorted(up), was=sorted(self.planes_up))
+            self.planes_up = up
+            for c in self.conns.values():
+                if isinstance(c, MrcConnection):
+                    c.port_status(up, self.now())
+                    self.flush(c)
+
+    # ---- control ----------------------------------------------------------------
+    def handle(self, req: dict) -> dict:
+        op = req.get("op")
+        if op == "ping":
+            return {"ok": True, "host": self.name, "pid": os.getpid()}
+        if op == "register":
+            mr = self.memory.register(int(req["size"]))
+            self.log("register", rkey=mr.rkey, size=len(mr.buf))
+            return {"ok": True, "rkey": mr.rkey, "va": mr.base}
+        if op == "free":
+            self.memory.regions.pop(int(req["rkey"]), None)
+            return {"ok": True}
+        if op == "hash":
+            mr = self.memory.regions.get(int(req["rkey"]))
+            if mr is None:
+                return {"ok": False, "error": f"no memory region with R_Key {req['rkey']}"}
+            return {"ok": True, "sha256": mr.sha256()}
+        if op == "write":
+            peer, transport = int(req["peer"]), req.get("transport", "mrc")
+            if not 0 <= peer < self.topo.hosts or peer == self.host:
+                return {"ok": False, "error": f"no peer h{peer}"}
+            size = int(req["size"])
+            data = bytearray(random.Random(int(req.get("seed", 1))).randbytes(size))
+            digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
+            c = self.conn(peer, transport)
+            msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
+                               imm=req.get("imm"))
+            self.sources[id(data)] = data
+            self.log("post", peer=peer, transport=transport, msn=msn, size=size)
+            self.flush(c)
+            return {"ok": True, "msn": msn, "sha256": digest}
+        if op == "stats":
+            peer, transport = int(req["peer"]), req.get("transport", "mrc")
+            c = self.conns.get((peer, transport))
+            if c is None:
+                return {"ok": False, "error": f"no {transport} connection to h{peer}"}
+            msgs = [{"msn": m.msn, "size": len(m.data), "acked_pkts": m.acked, "npkts": m.npkts,
+                     "posted_at": m.posted_at, "done_at": m.done_at}
+                    for m in (c.messages.values() if isinstance(c.messages, dict)
+                              else c.messages)]
+            out = {"ok": True, "stats": c.stats.to_json(), "messages": msgs,
+                   "ev_states": c.profile.states(), "failed": getattr(c, "failed", False),
+                   "ev_changes": [list(x) for x in c.profile.changes],
+                   "planes_down": sorted(c.profile.planes_down),
+                   "malformed": self.malformed}
+            if isinstance(c, RoceConnection):
+                out["path_changes"] = [list(x) for x in c.path_changes]
+            else:
+                out["cwnd"] = c.cc.cwnd
+                out["srtt"] = c.srtt
+            return out
+        if op in ("deny", "allow"):
+            c = self.conn(int(req["peer"]), "mrc")
+            ev = int(str(req["ev"]), 0)
+            if ev not in c.profile.evs:
+                return {"ok": False, "error": f"no EV 0x{ev:08x} toward h{req['peer']}"}
+            (c.profile.deny if op == "deny" else c.profile.allow)(ev, self.now())
+            return {"ok": True}
+        if op == "shutdown":
+            self.running = False
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def on_client(self, fd: int) -> None:
+        s, buf = self.clients[fd]
+        try:
+            chunk = s.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.poller.unregister(fd)
+            del self.clients[fd]
+            s.close()
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                reply = self.handle(json.loads(line))
+            except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            try:
+                s.setblocking(True)
+                s.sendall(json.dumps(reply).encode() + b"\n")
+                s.setblocking(False)
+            except OSError:
+                pass
+        self.clients[fd] = (s, buf)
+
+    # ---- loop -------------------------------------------------------------------
+    def run(self) -> None:
+        self.poller = select.epoll()
+        fd_plane = {}
+        for plane, s in self.ports.items():
+            self.poller.register(s.fileno(), select.EPOLLIN)
+            fd_plane[s.fileno()] = plane
+        self.poller.register(self.ctl.fileno(), select.EPOLLIN)
+        self.poller.register(self.sink.fileno(), select.EPOLLIN)
+        self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
+        while self.running:
+            now = self.now()
+            timers = [t for c in self.conns.values() if (t := c.next_timer()) is not None]
+            ns = self.next_send_time()
+            wait = min([*timers, self.next_link_poll, *([ns] if ns else [])]) - now
+            for fd, _ in self.poller.poll(max(0.0, min(wait, 0.5))):
+                if fd in fd_plane:
+                    s = self.ports[fd_plane[fd]]
+                    for _ in range(256):
+                        try:
+                            frame = s.recv(65536)
+                        except (BlockingIOError, InterruptedError):
+                            break
+                        self.on_frame(frame)
+                elif fd == self.ctl.fileno():
+                    try:
+                        cs, _ = self.ctl.accept()
+                    except BlockingIOError:
+                        continue
+                    cs.setblocking(False)
+                    self.clients[cs.fileno()] = (cs, b"")
+                    self.poller.register(cs.fileno(), select.EPOLLIN)
+                elif fd == self.sink.fileno():
+                    try:
+                        while True:
+                            self.sink.recv(65536)
+                    except BlockingIOError:
+                        pass
+                elif fd in self.clients:
+                    self.on_client(fd)
+            now = self.now()
+            if now >= self.next_link_poll:
+                self.next_link_poll = now + LINK_POLL
+                self.poll_links()
+            conns = list(self.conns.values())
+            self.rr += 1
+            for i in range(len(conns)):  # rotate who gets the send budget first
+                c = conns[(i + self.rr) % len(conns)]
+                nt = c.next_timer()
+                if nt is not None and nt <= now:
+                    c.timer(now)
+                self.flush(c)
+                if isinstance(c, MrcConnection):
+                    for ch in c.profile.changes[getattr(c, "_logged", 0):]:
+                        self.log("ev_state", peer=c.remote_qpn, t_change=ch[0],
+                                 ev=f"0x{ch[1] & 0xFFFFFFFF:08x}", old=ch[2], new=ch[3],
+                                 why=ch[4])
+                    c._logged = len(c.profile.changes)  # type: ignore[attr-defined]
+            self.drain_backlogs()
+        self.log("stop")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", type=int, required=True)
+    ap.add_argument("--topology", required=True)
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    nic = Nic(args.host, args.topology)
+    try:
+        nic.run()
+    except SystemExit:
+        pass
+    except Exception:  # noqa: BLE001 - leave a record, then die visibly to `status`
+        nic.log("crash", error=traceback.format_exc())
+        raise
+    finally:
+        try:
+            nic.ctl_path.unlink()
+        except FileNotFoundError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
