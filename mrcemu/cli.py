@@ -417,6 +417,66 @@ def wireshark_install() -> None:
                   "'mrc' (e.g. mrc.nack.reason == 1)")
 
 
+@main.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--size", default="64MiB", show_default=True, help="Bytes to write: 64MiB, 8MiB...")
+@click.option("--transport", type=click.Choice(["mrc", "roce"]), default="mrc", show_default=True)
+@click.option("--seed", default=1, show_default=True, help="Seed of the source data.")
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def send(src: str, dst: str, size: str, transport: str, seed: int, as_json: bool) -> None:
+    """One RDMA WRITE of --size bytes from SRC to DST; checks SHA-256 at both ends."""
+    need_root("send")
+    from mrcemu.nic import transfer
+
+    topo, _nodes = running_topology()
+    a, b = _host_index(src, topo), _host_index(dst, topo)
+    if a == b:
+        raise MrcemuError("SRC and DST must be different hosts")
+    n = transfer.parse_size(size)
+    with Progress(TextColumn(f"{transport} {src}->{dst}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("send", total=None)
+        res = transfer.run(topo, a, b, n, transport, seed,
+                           lambda done, total: bar.update(task, completed=done, total=total))
+    if as_json:
+        click.echo(json.dumps(res, indent=1))
+    else:
+        _print_transfer(res)
+    if not res["integrity_ok"]:
+        sys.exit(1)
+
+
+def _print_transfer(res: dict) -> None:
+    ok = "[green]equal[/]" if res["integrity_ok"] else "[red]DIFFERENT[/]"
+    t = Table(title=f"{res['transport']} {res['src']} -> {res['dst']}, {res['size']:,} bytes",
+              show_header=False)
+    if res["completed"]:
+        t.add_row("completion", f"{res['completion_s']:.3f} s")
+        t.add_row("goodput", f"{res['goodput_mbps']:.1f} Mb/s of {res['capacity_mbps']:.0f} "
+                  f"configured ({100 * res['goodput_mbps'] / res['capacity_mbps']:.1f} %)")
+    else:
+        t.add_row("completion", "[red]did not complete[/]" + (" (QP failed)" if res["failed"]
+                                                              else ""))
+    t.add_row("SHA-256", f"{ok} ({res['sha256_dst'][:16]}...)")
+    t.add_row("paths used", str(res["paths_used"]))
+    t.add_row("retransmits / trims / NACKs / RTOs",
+              f"{res['retransmits']} / {res['trims']} / {res['nacks']} / {res['rtos']}")
+    bad = {k: v for k, v in res["ev_states"].items() if v != "GOOD"}
+    t.add_row("EV state changes", str(len(res["ev_changes"])))
+    t.add_row("EVs not GOOD", ", ".join(f"{k}={v}" for k, v in list(bad.items())[:8]) or "-")
+    console.print(t)
+    h = Table(title="data packets per path")
+    h.add_column("path")
+    h.add_column("packets", justify="right")
+    h.add_column("")
+    top = max(res["packets_per_path"].values(), default=1)
+    for k, v in res["packets_per_path"].items():
+        h.add_row(k, str(v), "#" * max(1, round(30 * v / top)))
+    console.print(h)
+
+
 @main.command(name="cli")
 @friendly
 def mn_cli() -> None:

@@ -90,8 +90,15 @@ class Fabric:
         ipr = iproute(self.pids[name])
         try:
             netlink.program(ipr, self.tables[name], self.topo.mtu)
+            switch = self.layout.nodes[name].kind is not Kind.HOST
             for i in self.layout.interfaces[name]:
-                shaping.shape(ipr, ipr.link_lookup(ifname=i.name)[0], i.mbps, self.topo.mtu)
+                idx = ipr.link_lookup(ifname=i.name)[0]
+                if switch:
+                    # htb's leaf pfifo holds txqueuelen packets: size it to the switch
+                    # buffer, so a congested port drops instead of queueing for seconds.
+                    ipr.link("set", index=idx, txqlen=shaping.queue_packets(
+                        self.topo.buffer_bytes))
+                shaping.shape(ipr, idx, i.mbps, self.topo.mtu)
         finally:
             ipr.close()
 

@@ -22,6 +22,11 @@ def burst_bytes(mbps: float, mtu: int) -> int:
     return max(4 * mtu, int(mbps * 1e6 / 8 / 1000))  # ~1 ms of line rate
 
 
+def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
+    """Packets of a typical data size that fit the switch buffer (at least 8)."""
+    return max(8, buffer_bytes // packet) if buffer_bytes else 1000
+
+
 def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
     r, b = rate(mbps), burst_bytes(mbps, mtu)
     ipr.tc("add", "htb", index=ifindex, handle="1:", default=DATA_CLASS)

@@ -313,7 +313,8 @@ class Nic:
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
         while self.running:
             now = self.now()
-            timers = [t for c in self.conns.values() if (t := c.next_timer()) is not None]
+            active = [c for c in self.conns.values() if c.busy]
+            timers = [t for c in active if (t := c.next_timer()) is not None]
             ns = self.next_send_time()
             wait = min([*timers, self.next_link_poll, *([ns] if ns else [])]) - now
             for fd, _ in self.poller.poll(max(0.0, min(wait, 0.5))):
@@ -345,20 +346,21 @@ class Nic:
             if now >= self.next_link_poll:
                 self.next_link_poll = now + LINK_POLL
                 self.poll_links()
-            conns = list(self.conns.values())
+            conns = [c for c in self.conns.values() if c.busy]
             self.rr += 1
             for i in range(len(conns)):  # rotate who gets the send budget first
                 c = conns[(i + self.rr) % len(conns)]
+                changes = c.profile.changes
                 nt = c.next_timer()
                 if nt is not None and nt <= now:
                     c.timer(now)
                 self.flush(c)
-                if isinstance(c, MrcConnection):
-                    for ch in c.profile.changes[getattr(c, "_logged", 0):]:
+                if len(changes) > getattr(c, "_logged", 0):
+                    for ch in changes[getattr(c, "_logged", 0):]:
                         self.log("ev_state", peer=c.remote_qpn, t_change=ch[0],
                                  ev=f"0x{ch[1] & 0xFFFFFFFF:08x}", old=ch[2], new=ch[3],
                                  why=ch[4])
-                    c._logged = len(c.profile.changes)  # type: ignore[attr-defined]
+                    c._logged = len(changes)  # type: ignore[union-attr]
             self.drain_backlogs()
         self.log("stop")
 

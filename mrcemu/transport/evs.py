@@ -47,6 +47,7 @@ class Ev:
     active: bool = True
     skip_until_rotation: int = 0
     last_feedback: float = -1.0
+    silent_since: float | None = None  # first send not yet followed by feedback
     last_probe: float = -1.0
     probe_seq: int = 0
     sent: int = 0
@@ -68,6 +69,7 @@ class EvProfile:
     _rng: random.Random = field(default_factory=lambda: random.Random(1))
     _order: list[int] = field(default_factory=list)
     _pos: int = 0
+    bad_count: int = 0  # EVs in ASSUMED_BAD: lets the hot loop skip probe scans
 
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
@@ -123,6 +125,7 @@ class EvProfile:
     def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
         if e.state is not state:
             self.changes.append((now, e.ev, e.state.value, state.value, why))
+            self.bad_count += (state is EvState.ASSUMED_BAD) - (e.state is EvState.ASSUMED_BAD)
             e.state = state
 
     def skip(self, ev: int, now: float, why: str) -> None:
@@ -189,6 +192,8 @@ class EvProfile:
             self.changes.append((now, -1, f"plane {plane}", "DOWN", "port status"))
 
     def needs_probe(self, now: float, interval: float) -> list[Ev]:
+        if not self.bad_count:
+            return []
         return [e for e in self.evs.values()
                 if e.state is EvState.ASSUMED_BAD and e.path.plane not in self.planes_down
                 and e.last_probe + interval <= now]

@@ -113,6 +113,7 @@ class MrcConnection:
         self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
         self.srtt: float | None = None
         self.last_sack = -1.0
+        self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
         self.messages: dict[int, Message] = {}
         self.completed: list[Message] = []
@@ -148,9 +149,9 @@ class MrcConnection:
 
     @property
     def rto(self) -> float:
-        if self.srtt is None:
-            return self.cfg.min_rto
-        return min(self.cfg.max_rto, max(self.cfg.min_rto, self.srtt + 4 * self.rttvar))
+        base = self.cfg.min_rto if self.srtt is None else max(
+            self.cfg.min_rto, self.srtt + 4 * self.rttvar)
+        return min(self.cfg.max_rto, base * self.backoff)
 
     def _opcode(self, msg: Message, offset: int) -> int:
         last = offset + self.cfg.pmtu >= len(msg.data)
@@ -181,6 +182,8 @@ class MrcConnection:
             return False
         o.ev, o.sent_time, o.lost = e.ev, now, False
         out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx)))
+        if e.silent_since is None:
+            e.silent_since = now
         e.sent += 1
         e.sent_bytes += o.length
         self.stats.per_ev[e.ev] += 1
@@ -233,6 +236,7 @@ class MrcConnection:
         e = self.profile.evs.get(o.ev)
         if e is not None:
             e.last_feedback = now
+            e.silent_since = None
         o.msg.acked += 1
         if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
             o.msg.done_at = now
@@ -272,6 +276,8 @@ class MrcConnection:
                 self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
                 self.srtt = 0.875 * self.srtt + 0.125 * rtt
         acked_bytes = sum(o.length for o in newly)
+        if newly:
+            self.backoff = 1
         latest = max((o.sent_time for o in newly), default=None)
         for o in newly:
             self._acked(o, now)
@@ -283,6 +289,13 @@ class MrcConnection:
             self.profile.skip(ev, now, "ECN echoed")
         elif m == SackMark.ALWAYS_SKIP:
             self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
+        # The "timeout with no SACK" of an EV: other paths are being acknowledged (this
+        # SACK), but nothing sent on this one for a whole RTO has been.
+        limit = self.rto / self.backoff
+        for e in self.profile.evs.values():
+            if e.silent_since is not None and now - e.silent_since >= limit:
+                e.silent_since = None
+                self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
         if acked_bytes:
             self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
                            self.srtt or self.cfg.min_rto)
@@ -293,6 +306,7 @@ class MrcConnection:
                     break
                 if not o.lost:
                     self._mark_lost(o)
+                    self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
     def _mark_lost(self, o: Outstanding) -> None:
         o.lost = True
@@ -464,11 +478,13 @@ class MrcConnection:
         if self.sack_due is not None and now >= self.sack_due:
             self._sack(now)
         rto = self.rto
+        fired = False
         for o in list(self.outstanding.values()):
             if o.sent_time + rto > now:
                 break
             if o.lost:
                 continue
+            fired = True
             self.stats.rtos += 1
             e = self.profile.evs.get(o.ev)
             # Blame the EV only if other paths were heard from meanwhile: total silence
@@ -476,6 +492,9 @@ class MrcConnection:
             if e is not None and e.last_feedback < o.sent_time < self.last_sack:
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
+        if fired:
+            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
+            self.backoff = min(self.backoff * 2, 64)
         for e in self.profile.needs_probe(now, self.cfg.probe_interval):
             e.last_probe = now
             e.probe_seq += 1
@@ -517,3 +536,9 @@ class MrcConnection:
     @property
     def idle(self) -> bool:
         return not self.pending and not self.outstanding
+
+    @property
+    def busy(self) -> bool:
+        """Anything to send or time: the I/O shell skips connections that are not."""
+        return bool(self.control or self.pending or self.outstanding or self.rtx_queue
+                    or self.sack_due is not None or self.profile.bad_count)

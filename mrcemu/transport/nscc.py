@@ -40,3 +40,10 @@ class Nscc:
                 self.last_decrease = now
                 self.decreases += 1
         self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)
+
+    def on_loss(self, now: float, srtt: float) -> None:
+        """A loss (RTO or RACK) means a queue overflowed: as ECN with high delay."""
+        if now - self.last_decrease >= srtt:
+            self.cwnd = max(self.min_cwnd, self.cwnd * 0.5)
+            self.last_decrease = now
+            self.decreases += 1

@@ -247,5 +247,9 @@ class RoceConnection:
         return None if self.failed else self.timeout_at
 
     @property
+    def busy(self) -> bool:
+        return bool(self.control) or (not self.failed and self.una < self.next_psn)
+
+    @property
     def idle(self) -> bool:
         return self.una >= self.next_psn

@@ -53,3 +53,16 @@ def fabric(request) -> Iterator[str]:
     finally:
         mrcemu("down")
         clean()
+
+
+@pytest.fixture(scope="module")
+def default_fabric() -> Iterator[str]:
+    """One default fabric shared by a module's tests (bring-up is the slow part)."""
+    clean()
+    r = mrcemu("up", "default")
+    assert r.returncode == 0, r.stderr + r.stdout
+    try:
+        yield "default"
+    finally:
+        mrcemu("down")
+        clean()

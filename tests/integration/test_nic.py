@@ -1,0 +1,81 @@
+"""NIC daemons on the default fabric: spraying, integrity, all-to-all, link failure.
+
+Goodput against capacity is measured by `make bench`, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from mrcemu.nic import transfer
+from mrcemu.topology import load
+from mrcemu.topology.paths import ev_fields
+from tests.integration.conftest import mrcemu
+
+
+def send(*args: str) -> dict:
+    r = mrcemu("send", *args, "--json", timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout)
+
+
+def test_64mib_sprayed_evenly_over_all_32_paths_and_roce_uses_one(default_fabric):
+    res = send("h0", "h7", "--size", "64MiB")
+    assert res["integrity_ok"] and res["sha256_src"] == res["sha256_dst"]
+    shares = res["packets_per_path"]
+    assert len(shares) == 32
+    mean = sum(shares.values()) / 32
+    assert all(abs(v - mean) <= 0.25 * mean for v in shares.values()), shares
+    roce = send("h0", "h7", "--size", "8MiB", "--transport", "roce")
+    assert roce["integrity_ok"]
+    assert roce["paths_used"] == 1 and len(roce["packets_per_path"]) == 1
+
+
+def test_all_to_all_8mib_everything_completes_with_equal_hashes(default_fabric):
+    topo = load("default")
+    jobs = [transfer.start(a, b, 8 << 20, "mrc", seed=a * 16 + b)
+            for a in range(8) for b in range(8) if a != b]
+    deadline = time.monotonic() + 300
+    pending = list(jobs)
+    results = []
+    while pending and time.monotonic() < deadline:
+        still = []
+        for job in pending:
+            st = transfer.poll(job)
+            if st["msg"]["done_at"]:
+                results.append(transfer.finish(job, topo, st))
+            else:
+                still.append(job)
+        pending = still
+        time.sleep(0.2)
+    assert not pending, f"{len(pending)} transfers did not complete"
+    assert len(results) == 56
+    assert all(r["integrity_ok"] for r in results)
+
+
+def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_fabric):
+    out: dict = {}
+
+    def run():
+        out["res"] = send("h0", "h7", "--size", "64MiB")
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(1.0)
+    r = mrcemu("exec", "p2l0", "--", "ip", "link", "set", "p2l0-s1", "down")
+    assert r.returncode == 0, r.stderr
+    try:
+        t.join(timeout=300)
+    finally:
+        mrcemu("exec", "p2l0", "--", "ip", "link", "set", "p2l0-s1", "up")
+    res = out["res"]
+    assert res["integrity_ok"]
+    dead = {ev: s for ev, s in res["ev_states"].items() if ev_fields(int(ev, 16)) == (2, 1)}
+    assert any(s == "ASSUMED_BAD" for s in dead.values()), dead
+    assert all(s in ("ASSUMED_BAD", "GOOD") for s in dead.values())
+    # The connection outlives transfers: look only at what happened during this one.
+    changed = {c[1] for c in res["ev_changes"]
+               if c[3] == "ASSUMED_BAD" and c[0] >= res["posted_at"]}
+    assert changed and all(ev_fields(ev) == (2, 1) for ev in changed), [
+        hex(ev) for ev in changed]
