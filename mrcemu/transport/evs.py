@@ -146,14 +146,17 @@ class EvProfile:
         self._set(e, EvState.ASSUMED_BAD, now, why)
         if e.active:
             e.active = False
-            self._promote_backup(e.path.plane, now)
+            self._promote_backup(e.path.plane, now, e.path.spine)
 
-    def _promote_backup(self, plane: int, now: float) -> None:
-        for b in self.evs.values():
-            if b.path.plane == plane and not b.active and b.state is EvState.GOOD:
-                b.active = True
-                self.changes.append((now, b.ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
-                return
+    def _promote_backup(self, plane: int, now: float, spine: int | None = None) -> None:
+        """A GOOD backup of the same plane, preferring one on the same path: a wrongly
+        accused EV's path keeps its share, a dead path's backup fails in turn."""
+        pool = [b for b in self.evs.values()
+                if b.path.plane == plane and not b.active and b.state is EvState.GOOD]
+        pool.sort(key=lambda b: b.path.spine != spine)
+        if pool:
+            pool[0].active = True
+            self.changes.append((now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
 
     def probe_answered(self, ev: int, now: float, marked: bool) -> None:
         e = self.evs.get(ev)

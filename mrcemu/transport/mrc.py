@@ -289,8 +289,15 @@ class MrcConnection:
             self.profile.skip(ev, now, "ECN echoed")
         elif m == SackMark.ALWAYS_SKIP:
             self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
+        # The SACK's reflected EV carried the packet that triggered it: proof of life.
+        r = self.profile.evs.get(ev)
+        if r is not None:
+            r.last_feedback, r.silent_since = now, None
         # The "timeout with no SACK" of an EV: other paths are being acknowledged (this
         # SACK), but nothing sent on this one for a whole RTO has been.
+        if not self.outstanding:
+            for e in self.profile.evs.values():
+                e.silent_since = None
         limit = self.rto / self.backoff
         for e in self.profile.evs.values():
             if e.silent_since is not None and now - e.silent_since >= limit:
@@ -301,8 +308,9 @@ class MrcConnection:
                            self.srtt or self.cfg.min_rto)
         if latest is not None:
             # RACK: anything sent well before a packet that has arrived is lost.
+            reo = max(self.cfg.reorder_window, (self.srtt or 0.0) / 4)
             for o in self.outstanding.values():
-                if o.sent_time + self.cfg.reorder_window >= latest:
+                if o.sent_time + reo >= latest:
                     break
                 if not o.lost:
                     self._mark_lost(o)
