@@ -213,20 +213,24 @@ def status(as_json: bool) -> None:
                                "mbps": i.mbps,
                                "state": link.get_attr("IFLA_OPERSTATE") if link else "MISSING"})
         nodes.append({"name": name, "pid": pid, "alive": alive, "interfaces": ifaces})
+    nics = {h: {"pid": pid, "alive": state.pid_alive(pid)} for h, pid in st.nics.items()}
     out = {"running": state.pid_alive(st.manager_pid), "phase": st.phase,
            "manager_pid": st.manager_pid, "topology": st.topology, "summary": st.summary,
-           "nodes": nodes}
+           "nodes": nodes, "nics": nics}
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
     t = Table(title=f"fabric {topo.name}: {st.phase}, manager PID {st.manager_pid}")
-    for col in ("node", "pid", "alive", "interfaces up", "down"):
+    for col in ("node", "pid", "alive", "interfaces up", "down", "NIC daemon"):
         t.add_column(col)
     for n in nodes:
         up_ = [i["name"] for i in n["interfaces"] if i["state"] == "UP"]
         dn = [i["name"] for i in n["interfaces"] if i["state"] != "UP"]
+        nic = nics.get(n["name"])
+        nic_s = "-" if nic is None else (f"PID {nic['pid']}" if nic["alive"]
+                                         else f"[red]DEAD (PID {nic['pid']})[/]")
         t.add_row(n["name"], str(n["pid"]), "yes" if n["alive"] else "[red]DEAD[/]",
-                  f"{len(up_)}/{len(n['interfaces'])}", ", ".join(dn) or "-")
+                  f"{len(up_)}/{len(n['interfaces'])}", ", ".join(dn) or "-", nic_s)
     console.print(t)
 
 

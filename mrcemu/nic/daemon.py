@@ -223,7 +223,8 @@ class Nic:
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         if op == "ping":
-            return {"ok": True, "host": self.name, "pid": os.getpid()}
+            return {"ok": True, "host": self.name, "pid": os.getpid(),
+                    "malformed": self.malformed}
         if op == "register":
             mr = self.memory.register(int(req["size"]))
             self.log("register", rkey=mr.rkey, size=len(mr.buf))

@@ -49,8 +49,43 @@ def test_status_and_exec(fabric):
     assert len(st["nodes"]) == 12
     assert all(n["alive"] for n in st["nodes"])
     assert all(i["state"] == "UP" for n in st["nodes"] for i in n["interfaces"])
+    assert sorted(st["nics"]) == ["h0", "h1", "h2", "h3"]
+    assert all(n["alive"] for n in st["nics"].values())
     r = mrcemu("exec", "h0", "--", "ip", "-6", "-o", "addr", "show", "dev", "h0-p1")
     assert "fcbb:bb00:1c00::/128" in r.stdout
+
+
+def test_a_dead_nic_daemon_is_reported_by_status(fabric):
+    st = state.load_state()
+    os.kill(st.nics["h2"], signal.SIGKILL)
+    time.sleep(0.2)
+    out = json.loads(mrcemu("status", "--json").stdout)
+    assert out["nics"]["h2"]["alive"] is False
+    assert out["nics"]["h1"]["alive"] is True
+    assert "DEAD" in mrcemu("status").stdout
+
+
+def test_nic_daemon_survives_garbage_on_the_wire_and_the_control_socket(fabric):
+    import socket as so
+
+    from mrcemu.nic.control import request, socket_path
+    with so.socket(so.AF_UNIX) as s:
+        s.connect(str(socket_path("h1")))
+        s.sendall(b"this is not json\n")
+        assert b'"ok": false' in s.recv(4096)
+    # Raw garbage and a truncated RoCE packet into h1's plane-0 port, from its leaf.
+    r = mrcemu("exec", "h0", "--", sys.executable, "-c",
+               "import socket;s=socket.socket(socket.AF_INET6,socket.SOCK_RAW,"
+               "socket.IPPROTO_RAW);import struct;"
+               "hdr=struct.pack('!IHBB16s16s',6<<28,12,17,64,"
+               "socket.inet_pton(socket.AF_INET6,'fcbb:bb00:c00::'),"
+               "socket.inet_pton(socket.AF_INET6,'fcbb:bb00:c01::'));"
+               "udp=struct.pack('!HHHH',49152,4791,12,0)+b'\\xc7abc';"
+               "[s.sendto(hdr+udp,('fcbb:bb00:c01::',0)) for _ in range(5)]")
+    assert r.returncode == 0, r.stderr
+    time.sleep(0.3)
+    pong = request("h1", "ping")
+    assert pong["ok"] and pong["malformed"].get("truncated") == 5
 
 
 def test_second_up_is_refused(fabric):
