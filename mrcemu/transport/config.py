@@ -23,7 +23,8 @@ class TransportConfig:
     ev_backups_per_path: int = 1  # EV variants per path held in the backup set
     seed: int = 1
     # RoCE baseline
-    roce_window: int = 64  # packets in flight
+    roce_window: int = 16  # packets in flight
+    roce_timeout: float = 0.2  # local ACK timeout; doubles on each retry
     roce_ack_every: int = 8
     roce_retry_count: int = 7
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay

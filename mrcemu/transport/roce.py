@@ -82,7 +82,7 @@ class RoceConnection:
         return msg.msn
 
     def _rto(self) -> float:
-        return min(self.cfg.max_rto * 8, self.cfg.min_rto * (2 ** self.retries))
+        return min(self.cfg.max_rto * 8, self.cfg.roce_timeout * (2 ** self.retries))
 
     def _opcode(self, msg: Message, offset: int) -> int:
         first, last = offset == 0, offset + self.cfg.pmtu >= len(msg.data)
