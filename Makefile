@@ -7,8 +7,15 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: install test unit demo bench lint clean
 
+BPF_OBJ := mrcemu/bpf/switch.o
+
 install:
 	@bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory $(BPF_OBJ)
+
+# The switch data plane: clang from Debian (installed above), loaded by bpftool.
+$(BPF_OBJ): mrcemu/bpf/switch.c
+	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
 
 test: install
 	$(SUDO) $(PY) -m pytest -q tests

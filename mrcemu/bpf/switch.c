@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+// mrcemu switch egress: a virtual queue per port that marks ECN, trims MRC data
+// packets to their headers and drops above the buffer (DESIGN.md section 6).
+//
+// Every port's config and counters live in two maps (pinned by the loader) keyed by the
+// port's own MAC (the Ethernet source of what it sends): MACs are unique in the
+// fabric, while ifindexes repeat across namespaces.
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ipv6.h>
+#include <linux/pkt_cls.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#define ROCE_PORT 4791
+#define DSCP_TRIMMABLE 4
+#define DSCP_TRIMMABLE_RETX 8
+#define DSCP_TRIMMED 12
+#define DSCP_TRIMMED_LASTHOP 16
+#define DSCP_CONTROL 46
+#define PRIO_CONTROL 0x10010 /* htb class 1:10 */
+#define PRIO_DATA 0x10020    /* htb class 1:20 */
+#define HDRS_MAX 48          /* UDP + BTH + METH + TSETH + RETH + ImmDt */
+
+struct port_cfg {
+	__u64 rate_bps;
+	__u32 ecn_threshold;
+	__u32 trim_threshold;
+	__u32 buffer;
+	__u32 lasthop; /* a leaf's host-facing port */
+};
+
+struct port_state {
+	__u64 vq_bytes;
+	__u64 last_ns;
+	__u64 packets;
+	__u64 bytes;
+	__u64 ecn_marked;
+	__u64 trimmed;
+	__u64 dropped;
+	__u64 trim_errors; /* a trim the kernel refused: the packet went on whole */
+	__u64 last_error;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct port_cfg);
+} mrc_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct port_state);
+} mrc_state SEC(".maps");
+
+static __always_inline __u64 mac_key(const unsigned char *m)
+{
+	return ((__u64)m[0] << 40) | ((__u64)m[1] << 32) | ((__u64)m[2] << 24) |
+	       ((__u64)m[3] << 16) | ((__u64)m[4] << 8) | (__u64)m[5];
+}
+
+static __always_inline __u16 fold(__u64 s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (__u16)s;
+}
+
+/* Trim an MRC data packet to its headers, fix lengths, DSCP and the UDP checksum
+ * (computed for the destination as it will be delivered: the last uSID). */
+static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
+{
+	long rc = bpf_skb_change_tail(skb, keep, 0);
+	if (rc)
+		return rc < 0 ? (int)rc : -100;
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip6 + 1);
+	if ((void *)(udp + 1) > end)
+		return -101;
+	__u16 ulen = keep - sizeof(struct ethhdr) - sizeof(struct ipv6hdr);
+	ip6->payload_len = bpf_htons(ulen);
+	udp->len = bpf_htons(ulen);
+	udp->check = 0;
+	__u8 *b = (__u8 *)ip6;
+	__u8 ecn = ((b[1] >> 4) & 0x3);
+	__u8 tc = (dscp << 2) | ecn;
+	b[0] = 0x60 | (tc >> 4);
+	b[1] = (tc << 4) | (b[1] & 0x0f);
+
+	struct {
+		__u8 src[16];
+		__u8 dst[16];
+		__be32 len;
+		__u8 zero[3];
+		__u8 nh;
+	} ph = {};
+	__builtin_memcpy(ph.src, &ip6->saddr, 16);
+	/* Delivered DA: block fcbb:bb00 then only the last non-zero uSID. */
+	__u8 *da = (__u8 *)&ip6->daddr;
+	__u8 hi = 0, lo = 0;
+#pragma unroll
+	for (int i = 0; i < 6; i++) {
+		if (da[4 + 2 * i] | da[5 + 2 * i]) {
+			hi = da[4 + 2 * i];
+			lo = da[5 + 2 * i];
+		}
+	}
+	__builtin_memcpy(ph.dst, da, 4);
+	ph.dst[4] = hi;
+	ph.dst[5] = lo;
+	ph.len = bpf_htonl(ulen);
+	ph.nh = IPPROTO_UDP;
+
+	__u8 hdrs[HDRS_MAX] = {};
+	__u32 n = ulen;
+	if (n > HDRS_MAX || n < 8)
+		return -102;
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), hdrs,
+			       n & 0x3f) < 0)
+		return -103;
+	__s64 s = bpf_csum_diff(0, 0, (__be32 *)&ph, sizeof(ph), 0);
+	s = bpf_csum_diff(0, 0, (__be32 *)hdrs, HDRS_MAX, s);
+	__u16 ck = ~fold((__u64)(__u32)s);
+	if (ck == 0)
+		ck = 0xffff;
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	udp = data + sizeof(struct ethhdr) + sizeof(struct ipv6hdr);
+	if ((void *)(udp + 1) > end)
+		return -104;
+	udp->check = ck;
+	return 0;
+}
+
+SEC("tc")
+int mrc_switch(struct __sk_buff *skb)
+{
+	/* Frames from AF_PACKET or forwarded may keep headers in paged data: make the
+	 * headers we read linear first. */
+	__u32 want = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + 12;
+	if (skb->len >= want)
+		bpf_skb_pull_data(skb, want);
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end)
+		return TC_ACT_OK;
+	__u64 key = mac_key(eth->h_source);
+	struct port_cfg *cfg = bpf_map_lookup_elem(&mrc_cfg, &key);
+	struct port_state *st = bpf_map_lookup_elem(&mrc_state, &key);
+	if (!cfg || !st)
+		return TC_ACT_OK;
+
+	__u32 len = skb->len;
+	__u8 dscp = 0, ecn = 0, opcode = 0, flags = 0, roce = 0;
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6) && (void *)(ip6 + 1) <= end) {
+		__u8 *b = (__u8 *)ip6;
+		__u8 tc = (b[0] << 4) | (b[1] >> 4);
+		dscp = tc >> 2;
+		ecn = tc & 3;
+		struct udphdr *udp = (void *)(ip6 + 1);
+		if (ip6->nexthdr == IPPROTO_UDP && (void *)(udp + 1) <= end &&
+		    udp->dest == bpf_htons(ROCE_PORT)) {
+			__u8 *bth = (void *)(udp + 1);
+			if ((void *)(bth + 12) <= end) {
+				roce = 1;
+				opcode = bth[0];
+				flags = bth[8];
+			}
+		}
+	}
+
+	/* The virtual queue: bytes that drain at the port rate. */
+	__u64 now = bpf_ktime_get_ns();
+	__u64 drained = (now - st->last_ns) * (cfg->rate_bps / 8) / 1000000000ULL;
+	__u64 q = st->vq_bytes > drained ? st->vq_bytes - drained : 0;
+	st->last_ns = now;
+	__sync_fetch_and_add(&st->packets, 1);
+
+	if (cfg->buffer && q + len > cfg->buffer && dscp != DSCP_CONTROL) {
+		st->vq_bytes = q;
+		__sync_fetch_and_add(&st->dropped, 1);
+		return TC_ACT_SHOT;
+	}
+	int is_data = roce && opcode >= 0xC6 && opcode <= 0xCB;
+	if (is_data && cfg->trim_threshold && q > cfg->trim_threshold &&
+	    (dscp == DSCP_TRIMMABLE || dscp == DSCP_TRIMMABLE_RETX)) {
+		__u32 keep = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + 12 + 4 + 16;
+		if (flags & 0x10)
+			keep += 4; /* TSETH */
+		if (opcode == 0xC9 || opcode == 0xCB)
+			keep += 4; /* ImmDt */
+		__u8 to = cfg->lasthop ? DSCP_TRIMMED_LASTHOP : DSCP_TRIMMED;
+		int err = keep < len ? trim(skb, keep, to) : -105;
+		if (err == 0) {
+			st->vq_bytes = q + keep;
+			__sync_fetch_and_add(&st->trimmed, 1);
+			__sync_fetch_and_add(&st->bytes, keep);
+			skb->priority = PRIO_CONTROL;
+			return TC_ACT_OK;
+		}
+		__sync_fetch_and_add(&st->trim_errors, 1);
+		st->last_error = (__u64)(-(long)err);
+	}
+	if (cfg->ecn_threshold && q > cfg->ecn_threshold && (ecn == 1 || ecn == 2)) {
+		/* A failed trim may have touched the packet: re-derive the pointers. */
+		void *d2 = (void *)(long)skb->data;
+		void *e2 = (void *)(long)skb->data_end;
+		__u8 *b = d2 + sizeof(struct ethhdr);
+		if ((void *)(b + sizeof(struct ipv6hdr)) <= e2) {
+			b[1] |= 0x30; /* CE: the low two bits of the traffic class */
+			__sync_fetch_and_add(&st->ecn_marked, 1);
+		}
+	}
+	st->vq_bytes = q + len;
+	__sync_fetch_and_add(&st->bytes, len);
+	skb->priority = (dscp == DSCP_CONTROL || dscp == DSCP_TRIMMED ||
+			 dscp == DSCP_TRIMMED_LASTHOP) ? PRIO_CONTROL : PRIO_DATA;
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "GPL";

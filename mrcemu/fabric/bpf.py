@@ -1,0 +1,127 @@
+"""The switch BPF program: load once, attach to every switch port's egress, configure
+per port, read the counters. Maps and program are pinned under /sys/fs/bpf/mrcemu.
+
+One program instance serves every port (one verifier run per fabric); each port's
+config and counters are keyed by its MAC, which `mrcemu.topology` assigns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mrcemu.errors import MrcemuError
+from mrcemu.topology import Layout
+from mrcemu.topology.addressing import Kind
+from mrcemu.topology.layout import Interface
+
+OBJ = Path(__file__).resolve().parents[1] / "bpf" / "switch.o"
+BPFFS = Path("/sys/fs/bpf")
+PIN = BPFFS / "mrcemu"
+PROG = PIN / "switch"
+CFG = struct.Struct("<QIIII")  # struct port_cfg
+STATE_FIELDS = ("vq_bytes", "last_ns", "packets", "bytes", "ecn_marked", "trimmed", "dropped",
+                "trim_errors", "last_error")
+STATE = struct.Struct("<" + "Q" * len(STATE_FIELDS))
+
+
+def mac_key(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def _run(cmd: list[str], stdin: str | None = None) -> str:
+    r = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    if r.returncode:
+        raise MrcemuError(f"{' '.join(cmd[:3])} failed: {(r.stderr or r.stdout).strip()[:400]}")
+    return r.stdout
+
+
+def _hex(b: bytes) -> str:
+    return " ".join(f"{x:02x}" for x in b)
+
+
+def load() -> None:
+    if not OBJ.exists():
+        raise MrcemuError(f"{OBJ} is missing: run 'make install' to build the switch program")
+    if not os.path.ismount(BPFFS):
+        _run(["mount", "-t", "bpf", "bpf", str(BPFFS)])
+    unload()
+    PIN.mkdir(parents=True)
+    _run(["bpftool", "prog", "load", str(OBJ), str(PROG), "type", "classifier", "pinmaps",
+          str(PIN)])
+
+
+def unload() -> None:
+    if PIN.exists():
+        shutil.rmtree(PIN, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    rate_bps: int
+    ecn_threshold: int
+    trim_threshold: int
+    buffer: int
+    lasthop: bool
+
+    def pack(self) -> bytes:
+        return CFG.pack(self.rate_bps, self.ecn_threshold, self.trim_threshold, self.buffer,
+                        int(self.lasthop))
+
+
+def port_config(layout: Layout, i: Interface) -> PortConfig:
+    t = layout.topo
+    node = layout.nodes[i.node]
+    peer = layout.nodes[i.peer_node]
+    return PortConfig(int(i.mbps * 1e6), t.ecn_threshold_bytes, t.trim_threshold_bytes,
+                      t.buffer_bytes, node.kind is Kind.LEAF and peer.kind is Kind.HOST)
+
+
+def configure(ports: dict[str, PortConfig]) -> None:
+    """Write (or rewrite) the config of ports given by MAC, zeroing their counters."""
+    lines = []
+    for mac, cfg in ports.items():
+        key = _hex(struct.pack("<Q", mac_key(mac)))
+        lines.append(f"map update pinned {PIN}/mrc_cfg key hex {key} value hex {_hex(cfg.pack())}")
+        lines.append(f"map update pinned {PIN}/mrc_state key hex {key} value hex "
+                     f"{_hex(bytes(STATE.size))}")
+    with tempfile.NamedTemporaryFile("w", suffix=".bpftool", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        _run(["bpftool", "batch", "file", f.name])
+    finally:
+        os.unlink(f.name)
+
+
+def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None) -> None:
+    """clsact + the pinned program on each interface's egress, in one tc process.
+
+    Enters the node's network namespace only (not its mount namespace), so the pinned
+    program under /sys/fs/bpf stays visible."""
+    batch = "".join(f"qdisc add dev {n} clsact\nfilter add dev {n} egress bpf da "
+                    f"object-pinned {PROG}\n" for n in ifnames)
+    path = netns_path or f"/proc/{pid}/ns/net"
+    _run(["nsenter", f"--net={path}", "tc", "-batch", "-"], stdin=batch)
+
+
+def read_state() -> dict[str, dict[str, int]]:
+    """Counters per port MAC."""
+    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/mrc_state"]))
+    res = {}
+    for entry in out:
+        key, value = entry.get("key"), entry.get("value")
+        if isinstance(key, list):  # raw hex bytes (no BTF)
+            k = struct.unpack("<Q", bytes(int(x, 16) for x in key))[0]
+            v = dict(zip(STATE_FIELDS, STATE.unpack(bytes(int(x, 16) for x in value)),
+                         strict=True))
+        else:
+            k, v = int(key), {f: int(value[f]) for f in STATE_FIELDS}
+        mac = ":".join(f"{(k >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+        res[mac] = v
+    return res

@@ -1,0 +1,159 @@
+"""The switch BPF program on a veth pair between two namespaces: crafted packets in,
+bytes out compared with the wire module's trimming, counters read back."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from pyroute2 import netns as pn
+
+from mrcemu.fabric import bpf
+from mrcemu.wire import codec
+from mrcemu.wire.constants import Dscp, Opcode
+
+A, B, IFA, IFB = "mrct-a", "mrct-b", "mrct0", "mrct1"
+MAC_A, MAC_B = "02:00:aa:00:00:01", "02:00:aa:00:00:02"
+SRC = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c00::")
+DELIVERED = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::")
+CONTAINER = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:801:401:c07::")
+
+
+def sh(cmd: str) -> None:
+    subprocess.run(cmd, shell=True, check=False, capture_output=True)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    if not bpf.OBJ.exists():
+        pytest.skip("mrcemu/bpf/switch.o is not built (make install builds it)")
+    sh(f"ip netns del {A}; ip netns del {B}")
+    sh(f"ip netns add {A} && ip netns add {B} && ip link add {IFA} netns {A} address {MAC_A} "
+       f"type veth peer name {IFB} netns {B} address {MAC_B} && ip -n {A} link set {IFA} mtu "
+       f"9000 up && ip -n {B} link set {IFB} mtu 9000 up")
+    socks = []
+    try:
+        bpf.load()
+        bpf.attach(None, [IFA], netns_path=f"/run/netns/{A}")
+        pn.pushns(f"/run/netns/{A}")
+        try:
+            tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86DD))
+            tx.bind((IFA, 0x86DD))
+        finally:
+            pn.popns()
+        pn.pushns(f"/run/netns/{B}")
+        try:
+            rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x86DD))
+            rx.bind((IFB, 0x86DD))
+            rx.settimeout(2)
+        finally:
+            pn.popns()
+        socks = [tx, rx]
+        yield tx, rx
+    finally:
+        for s in socks:
+            s.close()
+        sh(f"ip netns del {A}; ip netns del {B}")
+        bpf.unload()
+
+
+def eth() -> bytes:
+    return bytes.fromhex(MAC_B.replace(":", "")) + bytes.fromhex(MAC_A.replace(":", "")) + \
+        b"\x86\xdd"
+
+
+def data(dst: bytes = DELIVERED, dscp: int = Dscp.TRIMMABLE, ecn: int = 2, psn: int = 1,
+         opcode: int = Opcode.WRITE_MIDDLE, ts: int | None = None) -> bytes:
+    return codec.encode_data(SRC, dst, delivered=DELIVERED, sport=0xC001, flow_label=1,
+                             dscp=dscp, ecn=ecn, opcode=opcode, dqpn=5, psn=psn, msn=1,
+                             va=0x1000 + psn * 4096, rkey=7, dmalen=1 << 20,
+                             payload=bytes([psn]) * 4096, timestamp=ts,
+                             imm=9 if opcode in (Opcode.WRITE_LAST_IMM,
+                                                 Opcode.WRITE_ONLY_IMM) else None)
+
+
+def through(tx, rx, pkt: bytes) -> bytes | None:
+    try:
+        tx.send(eth() + pkt)
+    except OSError:  # a drop at egress comes back to the sender as ENOBUFS
+        return None
+    try:
+        while True:
+            frame = rx.recv(65536)
+            if frame[14:][48:52] == pkt[48:52] and frame[14:][57:60] == pkt[57:60]:
+                return frame[14:]
+    except TimeoutError:
+        return None
+
+
+def configure(**kw) -> None:
+    cfg = dict(rate_bps=1000, ecn_threshold=0, trim_threshold=0, buffer=0, lasthop=False)
+    cfg.update(kw)
+    bpf.configure({MAC_A: bpf.PortConfig(**cfg)})
+
+
+def test_below_thresholds_packets_pass_unchanged_and_are_counted(pair):
+    tx, rx = pair
+    configure(rate_bps=10**9, ecn_threshold=100_000, trim_threshold=200_000)
+    p = data()
+    assert through(tx, rx, p) == p
+    st = bpf.read_state()[MAC_A]
+    assert st["packets"] == 1 and st["bytes"] == len(p) + 14
+    assert st["trimmed"] == st["ecn_marked"] == st["dropped"] == 0
+
+
+@pytest.mark.parametrize("opcode,ts", [(Opcode.WRITE_MIDDLE, None), (Opcode.WRITE_LAST_IMM, 77),
+                                       (Opcode.WRITE_ONLY, 5)])
+@pytest.mark.parametrize("lasthop", [False, True])
+def test_above_trim_threshold_the_packet_is_cut_exactly_as_the_wire_module_says(pair, opcode,
+                                                                                ts, lasthop):
+    tx, rx = pair
+    configure(trim_threshold=1000, lasthop=lasthop)
+    first = data(psn=1)
+    assert through(tx, rx, first) == first  # the queue was empty
+    p = data(psn=2, opcode=opcode, ts=ts)
+    out = through(tx, rx, p)
+    assert bpf.read_state()[MAC_A]["trim_errors"] == 0, bpf.read_state()[MAC_A]
+    want = codec.trim(p, Dscp.TRIMMED_LASTHOP if lasthop else Dscp.TRIMMED)
+    assert out == want, bpf.read_state()[MAC_A]
+    d = codec.decode(out)
+    assert d.trimmed and d.payload == b"" and d.psn == 2
+    st = bpf.read_state()[MAC_A]
+    assert st["trimmed"] == 1 and st["packets"] == 2
+
+
+def test_trimmed_checksum_is_for_the_delivered_address_when_trimmed_mid_path(pair):
+    tx, rx = pair
+    configure(trim_threshold=1000)
+    through(tx, rx, data(dst=CONTAINER, psn=1))
+    out = through(tx, rx, data(dst=CONTAINER, psn=2))
+    delivered = out[:24] + DELIVERED + out[40:]  # what the last uSID shift will leave
+    assert delivered == codec.trim(data(dst=DELIVERED, psn=2), Dscp.TRIMMED)
+
+
+def test_control_and_non_trimmable_traffic_is_never_trimmed_but_ect_gets_ce(pair):
+    tx, rx = pair
+    configure(trim_threshold=1000, ecn_threshold=500)
+    through(tx, rx, data(psn=1))
+    ctl = codec.encode(SRC, DELIVERED, sport=0xC001, flow_label=1, dscp=Dscp.CONTROL, ecn=0,
+                       bth={"opcode": Opcode.RELIABILITY_NACK, "psn": 3, "dqpn": 5},
+                       headers={"NETH": {"nack_reason": 1, "nack_psn": 3}})
+    assert through(tx, rx, ctl) == ctl
+    p = data(psn=4, dscp=Dscp.NO_TRIM, ecn=2)
+    out = through(tx, rx, p)
+    assert len(out) == len(p)
+    assert codec.decode(out).ecn == 3  # CE
+    assert out[2:] == p[2:] and out[0] == p[0]
+    st = bpf.read_state()[MAC_A]
+    assert st["ecn_marked"] == 1 and st["trimmed"] == 0
+
+
+def test_above_the_buffer_data_is_dropped(pair):
+    tx, rx = pair
+    configure(buffer=6000)
+    assert through(tx, rx, data(psn=1)) is not None
+    assert through(tx, rx, data(psn=2)) is None
+    st = bpf.read_state()[MAC_A]
+    assert st["dropped"] == 1
