@@ -481,6 +481,41 @@ def _print_transfer(res: dict) -> None:
     console.print(h)
 
 
+@main.command()
+@click.argument("node", required=False)
+@click.option("--json", "as_json", is_flag=True)
+@friendly
+def stats(node: str | None, as_json: bool) -> None:
+    """Per-port counters of the switch BPF program (every switch, or NODE)."""
+    need_root("stats")
+    from mrcemu.fabric import bpf
+
+    topo, nodes = running_topology()
+    layout = Layout(topo)
+    if node is not None and (node not in layout.nodes or node.startswith("h")):
+        raise MrcemuError(f"'{node}' is not a switch of this fabric (e.g. p0l0, p3s1)")
+    counters = bpf.read_state()
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for sw in layout.switches:
+        if node is not None and sw.name != node:
+            continue
+        for i in layout.interfaces[sw.name]:
+            c = counters.get(i.mac, {})
+            out.setdefault(sw.name, {})[i.name] = {
+                k: c.get(k, 0) for k in ("packets", "bytes", "ecn_marked", "trimmed", "dropped")}
+    if as_json:
+        click.echo(json.dumps(out, indent=1))
+        return
+    t = Table(title="switch egress counters (tc-BPF)")
+    for col in ("port", "packets", "bytes", "ECN marked", "trimmed", "dropped"):
+        t.add_column(col, justify="right" if col != "port" else "left")
+    for ports in out.values():
+        for name, c in ports.items():
+            t.add_row(name, str(c["packets"]), str(c["bytes"]), str(c["ecn_marked"]),
+                      str(c["trimmed"]), str(c["dropped"]))
+    console.print(t)
+
+
 @main.command(name="cli")
 @friendly
 def mn_cli() -> None:

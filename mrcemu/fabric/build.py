@@ -16,7 +16,7 @@ from mininet.link import Intf
 from mininet.net import Mininet
 from mininet.node import Node
 
-from mrcemu.fabric import netlink, shaping
+from mrcemu.fabric import bpf, netlink, shaping
 from mrcemu.fabric.netns import iproute, write_sysctls
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
@@ -85,6 +85,22 @@ class Fabric:
             self.program_node(node.name)
             say("routes", n, len(nodes))
         self.timings["program_s"] = time.monotonic() - t2
+        t3 = time.monotonic()
+        self.attach_switch_program(say)
+        self.timings["bpf_s"] = time.monotonic() - t3
+
+    def attach_switch_program(self, say: Progress) -> None:
+        """The tc-BPF switch (virtual queue, ECN, trimming) on every switch egress."""
+        bpf.load()
+        ports = {}
+        switches = self.layout.switches
+        for n, sw in enumerate(switches, 1):
+            ifaces = self.layout.interfaces[sw.name]
+            bpf.attach(self.pids[sw.name], [i.name for i in ifaces])
+            for i in ifaces:
+                ports[i.mac] = bpf.port_config(self.layout, i)
+            say("bpf", n, len(switches))
+        bpf.configure(ports)
 
     def program_node(self, name: str) -> None:
         ipr = iproute(self.pids[name])
@@ -104,6 +120,7 @@ class Fabric:
 
     def stop(self) -> None:
         """Kill every node shell: each namespace, with its veths, goes with it."""
+        bpf.unload()
         for node in self.net.hosts:
             try:
                 node.terminate()

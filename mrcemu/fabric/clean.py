@@ -66,6 +66,9 @@ def clean() -> dict[str, int]:
                     veths += 1
                 except Exception:  # noqa: BLE001 - its peer's deletion may have taken it
                     pass
+    from mrcemu.fabric import bpf
+
+    bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
               *state.RUN_DIR.glob("nic-*.sock")):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class TransportConfig:
     pmtu: int = 4096  # payload bytes per data packet
-    min_rto: float = 0.050
+    min_rto: float = 0.100  # above the two trim-bounded queues a path can cross (~50 ms here)
     max_rto: float = 1.0
     init_cwnd: int = 64 * 4096  # bytes
     max_cwnd: int = 512 * 4096

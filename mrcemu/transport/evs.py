@@ -48,6 +48,7 @@ class Ev:
     skip_until_rotation: int = 0
     last_feedback: float = -1.0
     silent_since: float | None = None  # first send not yet followed by feedback
+    unanswered: int = 0  # packets sent since the last feedback
     last_probe: float = -1.0
     probe_seq: int = 0
     sent: int = 0

@@ -113,6 +113,7 @@ class MrcConnection:
         self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
         self.srtt: float | None = None
         self.last_sack = -1.0
+        self.latest_acked_sent = -1.0  # send time of the latest-sent packet acked so far
         self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
         self.messages: dict[int, Message] = {}
@@ -184,6 +185,7 @@ class MrcConnection:
         out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx)))
         if e.silent_since is None:
             e.silent_since = now
+        e.unanswered += 1
         e.sent += 1
         e.sent_bytes += o.length
         self.stats.per_ev[e.ev] += 1
@@ -235,8 +237,7 @@ class MrcConnection:
             self.inflight -= o.length
         e = self.profile.evs.get(o.ev)
         if e is not None:
-            e.last_feedback = now
-            e.silent_since = None
+            e.last_feedback, e.silent_since, e.unanswered = now, None, 0
         o.msg.acked += 1
         if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
             o.msg.done_at = now
@@ -292,23 +293,31 @@ class MrcConnection:
         # The SACK's reflected EV carried the packet that triggered it: proof of life.
         r = self.profile.evs.get(ev)
         if r is not None:
-            r.last_feedback, r.silent_since = now, None
-        # The "timeout with no SACK" of an EV: other paths are being acknowledged (this
-        # SACK), but nothing sent on this one for a whole RTO has been.
+            r.last_feedback, r.silent_since, r.unanswered = now, None, 0
+        # The "timeout with no SACK" of an EV: several packets went out on it, the
+        # first a whole RTO ago, none has been heard of, and packets sent after it on
+        # other paths have arrived (a queue that delays every path alike is no EV's
+        # fault, and one packet whose copy was retransmitted elsewhere proves nothing).
         if not self.outstanding:
             for e in self.profile.evs.values():
-                e.silent_since = None
+                e.silent_since, e.unanswered = None, 0
+        if latest is not None:
+            self.latest_acked_sent = max(self.latest_acked_sent, latest)
         limit = self.rto / self.backoff
+        horizon = self.latest_acked_sent - self.cfg.reorder_window
         for e in self.profile.evs.values():
-            if e.silent_since is not None and now - e.silent_since >= limit:
-                e.silent_since = None
+            if (e.silent_since is not None and e.unanswered >= 3
+                    and now - e.silent_since >= limit and e.silent_since < horizon):
+                e.silent_since, e.unanswered = None, 0
                 self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
         if acked_bytes:
             self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
                            self.srtt or self.cfg.min_rto)
         if latest is not None:
             # RACK: anything sent well before a packet that has arrived is lost.
-            reo = max(self.cfg.reorder_window, (self.srtt or 0.0) / 4)
+            # Spraying reorders by up to a queue's depth, and trims (not timers) are how
+            # MRC learns of congestion losses: be patient before calling a packet lost.
+            reo = max(self.cfg.reorder_window, self.srtt or 0.0)
             for o in self.outstanding.values():
                 if o.sent_time + reo >= latest:
                     break
@@ -326,9 +335,14 @@ class MrcConnection:
         psn = unwrap(n["nack_psn"], self.una)
         reason = n["nack_reason"]
         o = self.outstanding.get(psn)
+        # A NACK crossed the network about a packet that crossed it too: proof of life.
+        e = self.profile.evs.get(n["entropy"])
+        if e is not None:
+            e.last_feedback, e.silent_since, e.unanswered = now, None, 0
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
             self.stats.trims_nacked += 1
             self.profile.skip(n["entropy"], now, "NACK trimmed")
+            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
             if o is not None and not o.lost:
                 self._mark_lost(o)
                 self.rtx_queue.rotate(1)  # to the front: retransmit at once
