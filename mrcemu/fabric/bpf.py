@@ -83,14 +83,15 @@ def port_config(layout: Layout, i: Interface) -> PortConfig:
                       t.buffer_bytes, node.kind is Kind.LEAF and peer.kind is Kind.HOST)
 
 
-def configure(ports: dict[str, PortConfig]) -> None:
-    """Write (or rewrite) the config of ports given by MAC, zeroing their counters."""
+def configure(ports: dict[str, PortConfig], reset_counters: bool = True) -> None:
+    """Write (or rewrite) the config of ports given by MAC; new ports start at zero."""
     lines = []
     for mac, cfg in ports.items():
         key = _hex(struct.pack("<Q", mac_key(mac)))
         lines.append(f"map update pinned {PIN}/mrc_cfg key hex {key} value hex {_hex(cfg.pack())}")
-        lines.append(f"map update pinned {PIN}/mrc_state key hex {key} value hex "
-                     f"{_hex(bytes(STATE.size))}")
+        if reset_counters:
+            lines.append(f"map update pinned {PIN}/mrc_state key hex {key} value hex "
+                         f"{_hex(bytes(STATE.size))}")
     with tempfile.NamedTemporaryFile("w", suffix=".bpftool", delete=False) as f:
         f.write("\n".join(lines) + "\n")
     try:

@@ -22,6 +22,16 @@ def burst_bytes(mbps: float, mtu: int) -> int:
     return max(4 * mtu, int(mbps * 1e6 / 8 / 1000))  # ~1 ms of line rate
 
 
+def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
+    """Re-rate a shaped port in place (a degraded link), classes and all."""
+    r, b = rate(mbps), burst_bytes(mbps, mtu)
+    for handle, prio, base in (("1:1", None, r), (f"1:{CONTROL_CLASS:x}", 0, r),
+                               (f"1:{DATA_CLASS:x}", 1, rate(mbps / 100))):
+        kw = {"prio": prio} if prio is not None else {}
+        ipr.tc("change-class", "htb", index=ifindex, handle=handle,
+               parent="1:" if handle == "1:1" else "1:1", rate=base, ceil=r, burst=b, **kw)
+
+
 def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
     """Packets of a typical data size that fit the switch buffer (at least 8)."""
     return max(8, buffer_bytes // packet) if buffer_bytes else 1000

@@ -26,12 +26,22 @@ def parse_size(text: str) -> int:
     return n
 
 
+COUNTERS = ("retransmits", "trims_nacked", "nacks_rx", "rtos")
+
+
 def start(src: int, dst: int, size: int, transport: str, seed: int = 1) -> dict:
+    # Connections outlive transfers: remember where the counters stood.
+    try:
+        before = request(f"h{src}", "stats", peer=dst, transport=transport)["stats"]
+    except MrcemuError:
+        before = {}
+    base = {k: before.get(k, 0) for k in COUNTERS}
+    base["per_ev"] = before.get("per_ev", {})
     mr = request(f"h{dst}", "register", size=size)
     w = request(f"h{src}", "write", peer=dst, transport=transport, size=size, seed=seed,
                 va=mr["va"], rkey=mr["rkey"], timeout=60)
     return {"src": src, "dst": dst, "size": size, "transport": transport, "rkey": mr["rkey"],
-            "msn": w["msn"], "sha_src": w["sha256"]}
+            "msn": w["msn"], "sha_src": w["sha256"], "before": base}
 
 
 def poll(job: dict) -> dict:
@@ -44,13 +54,19 @@ def finish(job: dict, topo: Topology, st: dict) -> dict:
     s, msg = st["stats"], st["msg"]
     sha_dst = request(f"h{job['dst']}", "hash", rkey=job["rkey"], timeout=60)["sha256"]
     request(f"h{job['dst']}", "free", rkey=job["rkey"])
-    per_ev = {int(k, 16): v for k, v in s["stats"]["per_ev"].items()}
+    base = job.get("before", {})
+    per_ev = {int(k, 16): v - base.get("per_ev", {}).get(k, 0)
+              for k, v in s["stats"]["per_ev"].items()}
+    delta = {k: s["stats"][k] - base.get(k, 0) for k in COUNTERS}
     per_path: Counter = Counter()
     for ev, n in per_ev.items():
         per_path[ev_fields(ev)] += n
     per_plane: Counter = Counter()
     per_spine: Counter = Counter()
-    for (plane, spine), n in per_path.items():
+    for (plane, spine), n in list(per_path.items()):
+        if not n:
+            del per_path[(plane, spine)]
+            continue
         per_plane[plane] += n
         per_spine[f"p{plane}s{spine}" if spine is not None else f"p{plane}"] += n
     dt = (msg["done_at"] - msg["posted_at"]) if msg["done_at"] else None
@@ -66,9 +82,10 @@ def finish(job: dict, topo: Topology, st: dict) -> dict:
         "packets_per_plane": {str(k): v for k, v in sorted(per_plane.items())},
         "packets_per_path": {k: v for k, v in sorted(per_spine.items())},
         "paths_used": sum(1 for v in per_path.values() if v),
-        "retransmits": s["stats"]["retransmits"], "trims": s["stats"]["trims_nacked"],
-        "nacks": s["stats"]["nacks_rx"], "rtos": s["stats"]["rtos"],
-        "ev_changes": s["ev_changes"], "ev_states": s["ev_states"],
+        "retransmits": delta["retransmits"], "trims": delta["trims_nacked"],
+        "nacks": delta["nacks_rx"], "rtos": delta["rtos"],
+        "ev_changes": [c for c in s["ev_changes"] if c[0] >= msg["posted_at"]],
+        "ev_states": s["ev_states"],
         "path_changes": s.get("path_changes", []),
     }
 

@@ -49,6 +49,7 @@ class Ev:
     last_feedback: float = -1.0
     silent_since: float | None = None  # first send not yet followed by feedback
     unanswered: int = 0  # packets sent since the last feedback
+    skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
     last_probe: float = -1.0
     probe_seq: int = 0
     sent: int = 0
@@ -135,8 +136,18 @@ class EvProfile:
             return
         if self.count_usable() <= self.min_active:
             return
-        e.skip_until_rotation = self.rotation + 1
+        # One rotation, as the spec has it, for an occasional mark; an EV marked again
+        # as soon as it is back skips twice as long (up to 16 rotations), so a path that
+        # stays hot sheds most of its share instead of half of it.
+        e.skip_until_rotation = self.rotation + e.skip_len
+        e.skip_len = min(e.skip_len * 2, 16)
         self._set(e, EvState.SKIP, now, why)
+
+    def clean_feedback(self, ev: int) -> None:
+        """An unmarked SACK reflected this EV: its next SKIP is short again."""
+        e = self.evs.get(ev)
+        if e is not None and e.state is EvState.GOOD:
+            e.skip_len = 1
 
     def assume_bad(self, ev: int, now: float, why: str) -> None:
         e = self.evs.get(ev)

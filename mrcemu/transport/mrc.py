@@ -59,6 +59,7 @@ class Outstanding:
     sent_time: float
     retx: int = 0
     lost: bool = False
+    first_ev: int = 0  # the EV of the original transmission
 
 
 @dataclass
@@ -138,6 +139,13 @@ class MrcConnection:
                    now: float, imm: int | None = None) -> int:
         mv = memoryview(data)
         pmtu = self.cfg.pmtu
+        if self.idle:
+            # An idle connection's window says nothing about the network now: restart it
+            # (and its backoff) rather than burst a stale window into it.
+            self.cc.cwnd = min(self.cc.cwnd, self.cfg.init_cwnd)
+            self.backoff = 1
+            for e in self.profile.evs.values():
+                e.skip_len = 1
         npkts = max(1, -(-len(mv) // pmtu))
         msg = Message(self.next_msn, remote_va, rkey, mv, self.next_psn, npkts, imm,
                       posted_at=now)
@@ -181,6 +189,8 @@ class MrcConnection:
         e = self.profile.next_ev()
         if e is None:
             return False
+        if o.retx == 0 and not rtx:
+            o.first_ev = e.ev
         o.ev, o.sent_time, o.lost = e.ev, now, False
         out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx)))
         if e.silent_since is None:
@@ -235,7 +245,12 @@ class MrcConnection:
         del self.outstanding[o.psn]
         if not o.lost:
             self.inflight -= o.length
-        e = self.profile.evs.get(o.ev)
+        # Which copy arrived? An ack sooner after a retransmission than the path could
+        # carry it answers the original (a spurious retransmission): credit that EV.
+        ev = o.ev
+        if o.retx and now - o.sent_time < 0.8 * self.cc.base_rtt:
+            ev = o.first_ev
+        e = self.profile.evs.get(ev)
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
         o.msg.acked += 1
@@ -288,6 +303,8 @@ class MrcConnection:
             self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
         elif m == SackMark.SKIP_ONCE:
             self.profile.skip(ev, now, "ECN echoed")
+        elif m == SackMark.NONE:
+            self.profile.clean_feedback(ev)
         elif m == SackMark.ALWAYS_SKIP:
             self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
         # The SACK's reflected EV carried the packet that triggered it: proof of life.
