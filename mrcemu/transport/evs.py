@@ -144,10 +144,11 @@ class EvProfile:
         self._set(e, EvState.SKIP, now, why)
 
     def clean_feedback(self, ev: int) -> None:
-        """An unmarked SACK reflected this EV: its next SKIP is short again."""
+        """An unmarked SACK reflected this EV: its next SKIP gets shorter (halving, so a
+        path that cools only between marks does not snap back to a full share)."""
         e = self.evs.get(ev)
         if e is not None and e.state is EvState.GOOD:
-            e.skip_len = 1
+            e.skip_len = max(1, e.skip_len // 2)
 
     def assume_bad(self, ev: int, now: float, why: str) -> None:
         e = self.evs.get(ev)
