@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from mrcemu.fabric.clean import clean
@@ -12,8 +13,11 @@ from tests.integration.switch_helpers import delta, incast, switch_counters
 
 def test_incast_without_trimming_recovers_by_sack_and_timeouts(tmp_path):
     topo = Path(tmp_path) / "notrim.yaml"
+    # Trimming off, and a buffer small enough (50 KB) that the incast must overflow it:
+    # recovery then has to come from SACKs and timeouts.
     topo.write_text((TOPOLOGY_DIR / "default.yaml").read_text().replace(
-        "trim_threshold_bytes: 60000", "trim_threshold_bytes: 0"))
+        "trim_threshold_bytes: 60000", "trim_threshold_bytes: 0").replace(
+        "buffer_bytes: 200000", "buffer_bytes: 50000"))
     clean()
     r = mrcemu("up", str(topo))
     assert r.returncode == 0, r.stderr
@@ -24,6 +28,9 @@ def test_incast_without_trimming_recovers_by_sack_and_timeouts(tmp_path):
     finally:
         mrcemu("down")
         clean()
+    drops = sum(c["dropped"] for c in d.values())
+    print(f"drops {drops}, retransmits {sum(r['retransmits'] for r in results)}, "
+          f"RTOs {sum(r['rtos'] for r in results)}", file=sys.stderr)
     assert len(results) == 7 and all(r["integrity_ok"] for r in results)
     assert sum(c["trimmed"] for c in d.values()) == 0
     assert sum(r["trims"] for r in results) == 0
