@@ -257,20 +257,8 @@ def incast_trim() -> str:
             raise RuntimeError("fabric did not come up")
         try:
             topo = load(topo_path)
-            t0 = time.monotonic()
-            jobs = [transfer.start(a, 7, 8 << 20, "mrc", seed=a) for a in range(7)]
-            res, pending = [], list(jobs)
-            while pending and time.monotonic() - t0 < 300:
-                still = []
-                for j in pending:
-                    st = transfer.poll(j)
-                    if st["msg"]["done_at"]:
-                        res.append(transfer.finish(j, topo, st))
-                    else:
-                        still.append(j)
-                pending = still
-                time.sleep(0.05)
-            dt = time.monotonic() - t0
+            res, dt = transfer.run_many(topo, [(a, 7, 8 << 20, "mrc", a) for a in range(7)],
+                                        interval=0.05)
         finally:
             mrcemu("down")
         agg = {k: sum(r[k] for r in res) for k in ("retransmits", "trims", "nacks", "rtos")}

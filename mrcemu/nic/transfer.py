@@ -106,3 +106,29 @@ def run(topo: Topology, src: int, dst: int, size: int, transport: str, seed: int
             break
         time.sleep(0.1)
     return finish(job, topo, st)
+
+
+def run_many(topo: Topology, specs: list[tuple[int, int, int, str, int]],
+             timeout: float = 300.0, interval: float = 0.1) -> tuple[list[dict], float]:
+    """Start every (src, dst, size, transport, seed) at once; wait for all of them.
+
+    Returns the results in completion order and the seconds from the first post to the
+    last completion, as the polling saw it."""
+    t0 = time.monotonic()
+    pending = [start(*spec) for spec in specs]
+    results: list[dict] = []
+    while pending and time.monotonic() - t0 < timeout:
+        still = []
+        for job in pending:
+            st = poll(job)
+            if st["msg"]["done_at"] or st["stats"].get("failed"):
+                results.append(finish(job, topo, st))
+            else:
+                still.append(job)
+        pending = still
+        if pending:
+            time.sleep(interval)
+    if pending:
+        raise MrcemuError(f"{len(pending)} of {len(specs)} transfers did not complete in "
+                          f"{timeout:.0f} s")
+    return results, time.monotonic() - t0

@@ -95,7 +95,24 @@ class Stats:
         return d
 
 
-class MrcConnection:
+class ConnectionBase:
+    """What both transports share: decoding untrusted bytes without ever raising."""
+
+    stats: Stats
+
+    def receive(self, pkt: bytes | memoryview, now: float) -> None:
+        try:
+            d = codec.decode(pkt)
+        except codec.DecodeError as e:
+            self.stats.dropped[f"malformed_{e.reason}"] += 1
+            return
+        self.receive_decoded(d, now)
+
+    def receive_decoded(self, d: codec.Decoded, now: float) -> None:
+        raise NotImplementedError
+
+
+class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None) -> None:
         self.cfg = cfg
@@ -485,14 +502,6 @@ class MrcConnection:
             "resp_timestamp": int(now * 1e9)}}, 0)
 
     # ---- entry points ------------------------------------------------------
-    def receive(self, pkt: bytes | memoryview, now: float) -> None:
-        try:
-            d = codec.decode(pkt)
-        except codec.DecodeError as e:
-            self.stats.dropped[f"malformed_{e.reason}"] += 1
-            return
-        self.receive_decoded(d, now)
-
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
         if d.bth["dqpn"] != self.local_qpn:
             self.stats.dropped["wrong_qp"] += 1

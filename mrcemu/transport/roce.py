@@ -15,7 +15,7 @@ from collections import deque
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryRegion, MemoryTable
-from mrcemu.transport.mrc import PSN_MASK, Message, Stats, unwrap
+from mrcemu.transport.mrc import PSN_MASK, ConnectionBase, Message, Stats, unwrap
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
 
@@ -23,7 +23,7 @@ SYNDROME_ACK = 0x00
 SYNDROME_NAK_PSN = 0x60
 
 
-class RoceConnection:
+class RoceConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None,
                  flow_key: bytes = b"") -> None:
@@ -202,14 +202,6 @@ class RoceConnection:
         if done or self.unacked >= self.cfg.roce_ack_every:
             self.unacked = 0
             self._ack(SYNDROME_ACK, self.rx_expected - 1)
-
-    def receive(self, pkt: bytes | memoryview, now: float) -> None:
-        try:
-            d = codec.decode(pkt)
-        except codec.DecodeError as e:
-            self.stats.dropped[f"malformed_{e.reason}"] += 1
-            return
-        self.receive_decoded(d, now)
 
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
         if d.bth["dqpn"] != self.local_qpn:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 from mrcemu.nic import transfer
 from mrcemu.topology import load
@@ -23,18 +22,6 @@ def delta(after: dict, before: dict) -> dict[str, dict[str, int]]:
 
 def incast(topology: str = "default", dst: int = 7, size: int = 8 << 20) -> list[dict]:
     topo = load(topology)
-    jobs = [transfer.start(a, dst, size, "mrc", seed=a) for a in range(topo.hosts) if a != dst]
-    pending, results = list(jobs), []
-    deadline = time.monotonic() + 300
-    while pending and time.monotonic() < deadline:
-        still = []
-        for job in pending:
-            st = transfer.poll(job)
-            if st["msg"]["done_at"]:
-                results.append(transfer.finish(job, topo, st))
-            else:
-                still.append(job)
-        pending = still
-        time.sleep(0.1)
-    assert not pending, f"{len(pending)} incast transfers did not complete"
+    results, _ = transfer.run_many(topo, [(a, dst, size, "mrc", a) for a in range(topo.hosts)
+                                          if a != dst])
     return results

@@ -34,22 +34,8 @@ def test_64mib_sprayed_evenly_over_all_32_paths_and_roce_uses_one(default_fabric
 
 def test_all_to_all_8mib_everything_completes_with_equal_hashes(default_fabric):
     topo = load("default")
-    jobs = [transfer.start(a, b, 8 << 20, "mrc", seed=a * 16 + b)
-            for a in range(8) for b in range(8) if a != b]
-    deadline = time.monotonic() + 300
-    pending = list(jobs)
-    results = []
-    while pending and time.monotonic() < deadline:
-        still = []
-        for job in pending:
-            st = transfer.poll(job)
-            if st["msg"]["done_at"]:
-                results.append(transfer.finish(job, topo, st))
-            else:
-                still.append(job)
-        pending = still
-        time.sleep(0.2)
-    assert not pending, f"{len(pending)} transfers did not complete"
+    results, _ = transfer.run_many(topo, [(a, b, 8 << 20, "mrc", a * 16 + b)
+                                          for a in range(8) for b in range(8) if a != b])
     assert len(results) == 56
     assert all(r["integrity_ok"] for r in results)
 
