@@ -516,6 +516,41 @@ def stats(node: str | None, as_json: bool) -> None:
     console.print(t)
 
 
+@main.command()
+@click.argument("kind", type=click.Choice(
+    ["link-down", "gray", "loss", "degrade", "switch-down", "host-port-down", "plane-down"]))
+@click.argument("target")
+@click.option("--value", type=float, default=None,
+              help="Percent: packets lost (loss) or rate kept (degrade).")
+@click.option("--one-way", is_flag=True, help="gray/loss: only from the link's first node.")
+@friendly
+def fail(kind: str, target: str, value: float | None, one_way: bool) -> None:
+    """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2)
+    or plane (2). Undo it with `mrcemu heal`."""
+    need_root("fail")
+    from mrcemu import faults
+
+    topo, nodes = running_topology()
+    f = faults.inject(Layout(topo), nodes, faults.Fault(kind, target, value, one_way))
+    console.print(f"injected {f.kind} on {f.target} at t={f.at:.6f} (monotonic)")
+
+
+@main.command()
+@click.argument("fault", required=False)
+@friendly
+def heal(fault: str | None) -> None:
+    """Heal FAULT (as KIND:TARGET, e.g. gray:p2l0-p2s1), or every active fault."""
+    need_root("heal")
+    from mrcemu import faults
+
+    topo, nodes = running_topology()
+    healed = faults.heal(Layout(topo), nodes, fault)
+    for f in healed:
+        console.print(f"healed {f.kind} on {f.target}")
+    if not healed:
+        console.print("no active faults")
+
+
 @main.command(name="cli")
 @friendly
 def mn_cli() -> None:

@@ -113,8 +113,12 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
                         expected[(a, b, p.ev)] = p
         nonce = time.monotonic_ns() & 0xFFFFFFFF
         total, sent = len(expected), 0
-        for (a, _b, _ev), p in expected.items():
-            senders[a].sendto(probe_bytes(topo, p, nonce), (str(p.container), 0))
+        unsendable: dict[tuple[int, int, int], str] = {}
+        for key, p in expected.items():
+            try:
+                senders[key[0]].sendto(probe_bytes(topo, p, nonce), (str(p.container), 0))
+            except OSError as e:  # e.g. the plane's port is down: the kernel has no route
+                unsendable[key] = f"not sent: {e.strerror}"
             sent += 1
             if progress and (sent % 64 == 0 or sent == total):
                 progress(sent, total)
@@ -156,8 +160,8 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
                         res.ok += 1
         for key, p in expected.items():
             if key not in seen:
-                results[(key[0], key[1])].failures.append(
-                    {"ev": f"0x{p.ev:08x}", "why": f"lost (container {p.container})"})
+                why = unsendable.get(key, f"lost (container {p.container})")
+                results[(key[0], key[1])].failures.append({"ev": f"0x{p.ev:08x}", "why": why})
         return CheckResult(list(results.values()), time.monotonic() - t0)
     finally:
         for s in [*senders.values(), *listeners.values(), *sinks]:

@@ -71,6 +71,7 @@ def clean() -> dict[str, int]:
     bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
+              state.RUN_DIR / "faults.json",
               *state.RUN_DIR.glob("nic-*.sock")):
         try:
             p.unlink()

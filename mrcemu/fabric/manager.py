@@ -164,7 +164,7 @@ def main(topology_path: str) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         fabric.stop()
-        for p in (state.STATE, state.SOCKET):
+        for p in (state.STATE, state.SOCKET, state.RUN_DIR / "faults.json"):
             try:
                 p.unlink()
             except FileNotFoundError:

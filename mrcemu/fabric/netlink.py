@@ -61,7 +61,8 @@ def end_next_csid_encap() -> dict:
     ]}
 
 
-def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int]) -> None:
+def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str = "add"
+              ) -> None:
     kw: dict = dict(dst=str(route.dst.network_address), dst_len=route.dst.prefixlen,
                     family=socket.AF_INET6, oif=ifindex[route.dev], proto=RTPROT_STATIC)
     if route.end:
@@ -71,7 +72,28 @@ def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int]) -> None:
         kw["gateway"] = str(route.gateway)
     if route.src is not None:
         kw["prefsrc"] = str(route.src)
-    ipr.route("add", **kw)
+    ipr.route(command, **kw)
+
+
+def restore(ipr: IPRoute, table: NodeTable, devs: set[str]) -> None:
+    """Put back what the kernel flushed when `devs` went administratively down: their
+    addresses, neighbours and routes (IPv6 drops all three on link down)."""
+    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+    for dev, addr, plen in table.addresses:
+        if dev in devs:
+            try:
+                ipr.addr("add", index=ifindex[dev], address=str(addr), prefixlen=plen,
+                         family=socket.AF_INET6, flags=IFA_F_NODAD)
+            except Exception as e:  # noqa: BLE001 - kept across the down: fine
+                if getattr(e, "code", None) != 17:
+                    raise
+    for n in table.neighbours:
+        if n.dev in devs:
+            ipr.neigh("replace", dst=str(n.address), lladdr=n.mac, ifindex=ifindex[n.dev],
+                      state=NUD_PERMANENT, family=socket.AF_INET6)
+    for route in table.routes:
+        if route.dev in devs:
+            add_route(ipr, route, ifindex, "replace")
 
 
 def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:

@@ -1,0 +1,82 @@
+"""Live faults on the small fabric: each breaks exactly the paths it should, and heals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mrcemu.fabric import state
+from tests.integration.conftest import mrcemu
+
+
+def failed_evs() -> set[tuple[str, str, str]]:
+    out = json.loads(mrcemu("check", "--json", "--timeout", "2").stdout)
+    return {(f"h{p['src']}", f"h{p['dst']}", f["ev"]) for p in out["pairs"]
+            for f in p["failures"]}
+
+
+def evs_through(src: str, dst: str, plane: int, spine: int | None) -> str:
+    return next(p["ev"] for p in json.loads(mrcemu("paths", src, dst, "--json").stdout)
+                if p["plane"] == plane and p["spine"] == spine)
+
+
+@pytest.mark.parametrize("kind,target,value,broken", [
+    # (plane, spine) pairs whose paths between h0/h1 and h2/h3 must fail
+    ("link-down", "p0l0-p0s1", None, {(0, 1)}),
+    ("gray", "p1l1-p1s0", None, {(1, 0)}),
+    ("switch-down", "p0s0", None, {(0, 0)}),
+    ("plane-down", "1", None, {(1, 0), (1, 1)}),
+])
+def test_fault_breaks_its_paths_and_heal_restores_all(fabric, kind, target, value, broken):
+    assert failed_evs() == set()
+    args = ["fail", kind, target] + (["--value", str(value)] if value else [])
+    r = mrcemu(*args)
+    assert r.returncode == 0, r.stderr
+    failed = failed_evs()
+    want = {(a, b, evs_through(a, b, plane, spine)) for a in ("h0", "h1") for b in ("h2", "h3")
+            for plane, spine in broken}
+    cross = {x for x in failed if {x[0], x[1]} & {"h0", "h1"} and {x[0], x[1]} & {"h2", "h3"}}
+    assert want <= cross
+    assert mrcemu("heal").returncode == 0
+    assert failed_evs() == set()
+    log = [json.loads(line) for line in
+           (state.RUN_DIR / "logs" / "faults.jsonl").read_text().splitlines()]
+    mine = [e for e in log if e["target"] == target and e["kind"] == kind]
+    assert [e["event"] for e in mine[-2:]] == ["inject", "heal"]
+    assert mine[-1]["t"] >= mine[-2]["t"] == pytest.approx(mine[-2]["at"], abs=1.0)
+
+
+def test_host_port_down_takes_one_plane_from_one_host_and_comes_back(fabric):
+    assert mrcemu("fail", "host-port-down", "h0-p1").returncode == 0
+    failed = failed_evs()
+    assert failed and all("h0" in (a, b) for a, b, _ in failed)
+    assert mrcemu("heal", "host-port-down:h0-p1").returncode == 0
+    assert failed_evs() == set()
+
+
+def test_loss_and_degrade_apply_and_heal(fabric):
+    assert mrcemu("fail", "loss", "p0l0-p0s0", "--value", "100").returncode == 0
+    assert mrcemu("fail", "degrade", "p1l0-p1s1", "--value", "10").returncode == 0
+    st = state.load_state()
+    tc = mrcemu("exec", "p1l0", "--", "tc", "class", "show", "dev", "p1l0-s1").stdout
+    assert "rate 2Mbit" in tc
+    assert failed_evs()  # 100 % loss on one link drops its paths
+    assert mrcemu("heal").returncode == 0
+    tc = mrcemu("exec", "p1l0", "--", "tc", "class", "show", "dev", "p1l0-s1").stdout
+    assert "rate 20Mbit" in tc
+    assert failed_evs() == set()
+    assert st is not None
+
+
+@pytest.mark.parametrize("args,words", [
+    (["fail", "gray", "p0l0-p9s9"], "no link"),
+    (["fail", "switch-down", "h0"], "no switch"),
+    (["fail", "plane-down", "7"], "no plane"),
+    (["fail", "degrade", "p0l0-p0s0", "--value", "0"], "percentage"),
+    (["heal", "gray:nothing"], "no active fault"),
+])
+def test_bad_fault_requests_are_one_clear_line(fabric, args, words):
+    r = mrcemu(*args)
+    assert r.returncode == 1
+    assert words in r.stderr and "Traceback" not in r.stderr
