@@ -59,7 +59,6 @@ class Nic:
         self.memory = MemoryTable()
         self.conns: dict[tuple[int, str], MrcConnection | RoceConnection] = {}
         self.by_qpn: dict[int, MrcConnection | RoceConnection] = {}
-        self.sources: dict[int, bytearray] = {}  # msn-key -> source buffer kept alive
         self.t0 = time.monotonic()
         self.ports: dict[int, socket.socket] = {}
         self.eth: dict[int, bytes] = {}
@@ -247,7 +246,6 @@ class Nic:
             c = self.conn(peer, transport)
             msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
                                imm=req.get("imm"))
-            self.sources[id(data)] = data
             self.log("post", peer=peer, transport=transport, msn=msn, size=size)
             self.flush(c)
             return {"ok": True, "msn": msn, "sha256": digest}
@@ -256,7 +254,7 @@ class Nic:
             c = self.conns.get((peer, transport))
             if c is None:
                 return {"ok": False, "error": f"no {transport} connection to h{peer}"}
-            msgs = [{"msn": m.msn, "size": len(m.data), "acked_pkts": m.acked, "npkts": m.npkts,
+            msgs = [{"msn": m.msn, "size": m.size, "acked_pkts": m.acked, "npkts": m.npkts,
                      "posted_at": m.posted_at, "done_at": m.done_at}
                     for m in (c.messages.values() if isinstance(c.messages, dict)
                               else c.messages)]
@@ -321,12 +319,8 @@ class Nic:
         self.poller.register(self.ctl.fileno(), select.EPOLLIN)
         self.poller.register(self.sink.fileno(), select.EPOLLIN)
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
-        last_iter = self.now()
         while self.running:
             now = self.now()
-            if now - last_iter > 0.02:
-                self.log("stall", ms=round((now - last_iter) * 1000, 1))
-            last_iter = now
             active = [c for c in self.conns.values() if c.busy]
             timers = [t for c in active if (t := c.next_timer()) is not None]
             ns = self.next_send_time()

@@ -47,6 +47,15 @@ class Message:
     acked: int = 0
     posted_at: float = 0.0
     done_at: float | None = None
+    size: int = 0  # bytes; kept when the data is released at completion
+
+    def __post_init__(self) -> None:
+        self.size = len(self.data)
+
+    def complete(self, now: float) -> None:
+        """Done: remember when, and let go of the source buffer."""
+        self.done_at = now
+        self.data = memoryview(b"")
 
 
 @dataclass
@@ -180,7 +189,7 @@ class MrcConnection(ConnectionBase):
         return min(self.cfg.max_rto, base * self.backoff)
 
     def _opcode(self, msg: Message, offset: int) -> int:
-        last = offset + self.cfg.pmtu >= len(msg.data)
+        last = offset + self.cfg.pmtu >= msg.size
         if offset == 0 and last:
             return Opcode.WRITE_ONLY_IMM if msg.imm is not None else Opcode.WRITE_ONLY
         if offset == 0:
@@ -197,9 +206,9 @@ class MrcConnection(ConnectionBase):
             p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
             flow_label=e.ev & 0xFFFF, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
             ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
-            msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=len(msg.data),
+            msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=msg.size,
             payload=bytes(msg.data[offset:offset + length]), rtx=int(rtx),
-            ackreq=int(offset + length >= len(msg.data)),
+            ackreq=int(offset + length >= msg.size),
             imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
     def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
@@ -272,7 +281,7 @@ class MrcConnection(ConnectionBase):
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
         o.msg.acked += 1
         if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
-            o.msg.done_at = now
+            o.msg.complete(now)
             self.completed.append(o.msg)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
@@ -341,7 +350,8 @@ class MrcConnection(ConnectionBase):
         horizon = self.latest_acked_sent - self.cfg.reorder_window
         for e in self.profile.evs.values():
             if (e.silent_since is not None and e.unanswered >= 3
-                    and now - e.silent_since >= limit and e.silent_since < horizon):
+                    and now - e.silent_since >= limit and e.silent_since < horizon
+                    and not self._trimmed_lately(e, now)):
                 e.silent_since, e.unanswered = None, 0
                 self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
         if acked_bytes:
@@ -359,6 +369,11 @@ class MrcConnection(ConnectionBase):
                     self._mark_lost(o)
                     self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
+    def _trimmed_lately(self, e: Ev, now: float) -> bool:
+        """A path that trimmed our packet within two RTOs is congested, not broken: its
+        silence is a queue's, and trimming, not timeouts, is how MRC handles that."""
+        return e.last_trim >= 0 and now - e.last_trim < 2 * self.rto / self.backoff
+
     def _mark_lost(self, o: Outstanding) -> None:
         o.lost = True
         self.inflight -= o.length
@@ -373,6 +388,8 @@ class MrcConnection(ConnectionBase):
         e = self.profile.evs.get(n["entropy"])
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
+            if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+                e.last_trim = now
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
             self.stats.trims_nacked += 1
             self.profile.skip(n["entropy"], now, "NACK trimmed")
@@ -537,7 +554,8 @@ class MrcConnection(ConnectionBase):
             e = self.profile.evs.get(o.ev)
             # Blame the EV only if other paths were heard from meanwhile: total silence
             # is the peer (or us) stalling, not this path.
-            if e is not None and e.last_feedback < o.sent_time < self.last_sack:
+            if (e is not None and e.last_feedback < o.sent_time < self.last_sack
+                    and not self._trimmed_lately(e, now)):
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
         if fired:

@@ -85,7 +85,7 @@ class RoceConnection(ConnectionBase):
         return min(self.cfg.max_rto * 8, self.cfg.roce_timeout * (2 ** self.retries))
 
     def _opcode(self, msg: Message, offset: int) -> int:
-        first, last = offset == 0, offset + self.cfg.pmtu >= len(msg.data)
+        first, last = offset == 0, offset + self.cfg.pmtu >= msg.size
         if first and last:
             return Opcode.RC_WRITE_ONLY
         if first:
@@ -109,10 +109,10 @@ class RoceConnection(ConnectionBase):
             op = self._opcode(msg, offset)
             headers: dict[str, dict[str, int]] = {}
             if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY):
-                headers["RETH"] = {"va": msg.va, "rkey": msg.rkey, "dmalen": len(msg.data)}
+                headers["RETH"] = {"va": msg.va, "rkey": msg.rkey, "dmalen": msg.size}
             if op == Opcode.RC_WRITE_LAST_IMM:
                 headers["ImmDt"] = {"imm": msg.imm or 0}
-            last = offset + length >= len(msg.data)
+            last = offset + length >= msg.size
             pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
                                flow_label=e.ev & 0xFFFF, dscp=Dscp.NO_TRIM, ecn=0,
                                bth={"opcode": op, "dqpn": self.remote_qpn,
@@ -147,7 +147,7 @@ class RoceConnection(ConnectionBase):
             self.timeout_at = now + self._rto() if self.una < self.send_psn else None
             for msg in self.messages:
                 if msg.done_at is None and msg.first_psn + msg.npkts <= self.una:
-                    msg.done_at = now
+                    msg.complete(now)
                     self.completed.append(msg)
 
     def _ack(self, syndrome: int, psn: int) -> None:
