@@ -236,9 +236,9 @@ def nic_goodput() -> str:
             + "\n".join(rows) + f"\n\nMRC / RoCE goodput ratio in this run: **{ratio:.1f}** "
             f"(RoCE pins one 20 Mb/s path; 8 planes give at most 8).\n\n"
             f"NIC daemon RSS after the transfers: h0 {rss['h0']:.0f} MiB, h7 {rss['h7']:.0f} MiB "
-            "(goal: 100 MiB plus memory regions; h0 holds the 64 MiB source buffer and h7 "
-            "registered a 64 MiB region; Python does not always return freed memory to the "
-            "system).\n")
+            "(goal: 100 MiB plus memory regions; a source buffer is released when its "
+            "message completes and h7's 64 MiB region when the transfer is checked, though "
+            "Python does not always hand freed memory back to the system).\n")
 
 
 @section("Switch: incast with trimming on and off")
