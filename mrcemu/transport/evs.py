@@ -50,7 +50,7 @@ class Ev:
     silent_since: float | None = None  # first send not yet followed by feedback
     unanswered: int = 0  # packets sent since the last feedback
     skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
-    last_trim: float = -1.0  # a switch on this path trimmed one of our packets
+    last_congested: float = -1.0  # a switch on this path trimmed or ECN-marked our packet
     last_probe: float = -1.0
     probe_seq: int = 0
     sent: int = 0

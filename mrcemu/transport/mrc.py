@@ -329,6 +329,8 @@ class MrcConnection(ConnectionBase):
             self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
         elif m == SackMark.SKIP_ONCE:
             self.profile.skip(ev, now, "ECN echoed")
+            if (marked := self.profile.evs.get(ev)) is not None:
+                marked.last_congested = now
         elif m == SackMark.NONE:
             self.profile.clean_feedback(ev)
         elif m == SackMark.ALWAYS_SKIP:
@@ -370,9 +372,10 @@ class MrcConnection(ConnectionBase):
                     self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
     def _trimmed_lately(self, e: Ev, now: float) -> bool:
-        """A path that trimmed our packet within two RTOs is congested, not broken: its
-        silence is a queue's, and trimming, not timeouts, is how MRC handles that."""
-        return e.last_trim >= 0 and now - e.last_trim < 2 * self.rto / self.backoff
+        """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
+        broken: its silence is a queue's, and trimming and ECN, not timeouts, are how MRC
+        handles that."""
+        return e.last_congested >= 0 and now - e.last_congested < 2 * self.rto / self.backoff
 
     def _mark_lost(self, o: Outstanding) -> None:
         o.lost = True
@@ -389,7 +392,7 @@ class MrcConnection(ConnectionBase):
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
             if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
-                e.last_trim = now
+                e.last_congested = now
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
             self.stats.trims_nacked += 1
             self.profile.skip(n["entropy"], now, "NACK trimmed")
