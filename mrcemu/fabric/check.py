@@ -88,7 +88,6 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
     t0 = time.monotonic()
     hosts = range(topo.hosts)
     senders, listeners, sinks = {}, {}, []
-    names: dict[int, dict[int, str]] = {}
     try:
         for h in hosts:
             with inside(pids[f"h{h}"]):
@@ -100,8 +99,6 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
                 sink = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)  # no ICMP unreachable
                 sink.bind(("::", CHECK_PORT))
                 sinks.append(sink)
-                names[h] = {socket.if_nametoindex(f"h{h}-p{p}"): f"h{h}-p{p}"
-                            for p in range(topo.planes)}
         expected: dict[tuple[int, int, int], Path] = {}
         results: dict[tuple[int, int], PairResult] = {}
         for a in hosts:

@@ -14,7 +14,6 @@ from mrcemu.topology.addressing import (
     host_address,
     plane_prefix,
     shift,
-    usid,
     usid_prefix,
 )
 from mrcemu.topology.layout import Interface, Layout
@@ -61,7 +60,6 @@ def _via(i: Interface, dst: IPv6Network, src: IPv6Address | None = None) -> Rout
 
 
 def tables(layout: Layout) -> dict[str, NodeTable]:
-    topo = layout.topo
     out: dict[str, NodeTable] = {}
     for name, node in layout.nodes.items():
         ifaces = layout.interfaces[name]
@@ -77,7 +75,6 @@ def tables(layout: Layout) -> dict[str, NodeTable]:
             routes += [_via(i, usid_prefix(i.peer_usid)) for i in ifaces]
         neigh = tuple(Neighbour(i.name, i.peer_link_local, i.peer_mac) for i in ifaces)
         out[name] = NodeTable(name, tuple(routes), tuple(addrs), neigh)
-    del topo
     return out
 
 
@@ -125,6 +122,3 @@ def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Add
         visited.append(node)
     raise ForwardingError("forwarding loop")
 
-
-__all__ = ["Route", "Neighbour", "NodeTable", "tables", "lookup", "walk", "ForwardingError",
-           "usid"]

@@ -18,7 +18,6 @@ from scapy.fields import (
     IntField,
     ShortField,
     SignedShortField,
-    XBitField,
     XIntField,
     XLongField,
     XShortField,
@@ -254,4 +253,4 @@ split_layers(UDP, roce.BTH, dport=ROCE_UDP_PORT)
 bind_layers(UDP, BTH, dport=ROCE_UDP_PORT)
 
 __all__ = ["BTH", "METH", "TSETH", "RETH", "ImmDt", "SETH", "CCState", "NETH", "PETH", "ERTH",
-           "EETH", "XBitField"]
+           "EETH"]
