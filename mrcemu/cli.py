@@ -5,11 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,53 +74,22 @@ def up(topology: str) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
     need_root("up")
-    from mrcemu.fabric import state
-    from mrcemu.fabric.clean import clean
+    from mrcemu.fabric.launch import launch
 
-    if state.Lock().held_by_other():
-        state.Lock().acquire()  # raises the clear "already running" error
-    state.RUN_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(state.LOG, "a")
-    proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
-                            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True)
-    summary = None
-    try:
-        with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err, transient=True) as bar:
-            tasks: dict[str, Any] = {}
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if ev["event"] == "progress":
-                    t = tasks.get(ev["stage"])
-                    if t is None:
-                        t = tasks[ev["stage"]] = bar.add_task(ev["stage"], total=ev["total"])
-                    bar.update(t, completed=ev["n"])
-                elif ev["event"] == "ready":
-                    summary = ev["summary"]
-                    break
-                elif ev["event"] == "error":
-                    proc.wait(timeout=60)
-                    raise MrcemuError(ev["message"])
-        if summary is None:
-            proc.wait(timeout=60)
-            raise MrcemuError(f"the fabric manager exited early (code {proc.returncode}); "
-                              f"see {state.LOG}")
-    except KeyboardInterrupt:
-        err.print("interrupted: tearing the fabric down")
-        proc.send_signal(signal.SIGTERM)
+    with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, n: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=n)
+
         try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        clean()
-        sys.exit(130)
-    finally:
-        log.close()
+            summary = launch(topology, progress)
+        except KeyboardInterrupt:
+            err.print("interrupted: the fabric was torn down")
+            sys.exit(130)
     t = Table(title=f"fabric up: {topo.name}", show_header=False)
     for k in ("planes", "switches", "hosts", "links"):
         t.add_row(k, str(summary[k]))
@@ -142,32 +108,11 @@ def up(topology: str) -> None:
 def down() -> None:
     """Tear the running fabric down."""
     need_root("down")
-    from mrcemu.fabric import state
-    from mrcemu.fabric.clean import clean
+    from mrcemu.fabric.launch import stop
 
-    st = state.load_state()
-    if st is None or not state.pid_alive(st.manager_pid):
-        leftovers = clean()
-        if any(leftovers.values()):
-            console.print(f"no manager was running; removed leftovers: {leftovers}")
-            return
-        raise FabricStateError("no fabric is running")
-    t0 = time.monotonic()
-    try:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(str(state.SOCKET))
-            s.sendall(b'{"op": "down"}\n')
-            s.recv(100)
-    except OSError:
-        os.kill(st.manager_pid, signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while state.pid_alive(st.manager_pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [p for p in st.nodes.values() if state.pid_alive(p)]
-    if state.pid_alive(st.manager_pid) or left:
-        clean()
-    console.print(f"fabric down in {time.monotonic() - t0:.2f} s")
+    dt = stop()
+    console.print(f"fabric down in {dt:.2f} s" if dt else "no manager was running; "
+                  "removed leftovers")
 
 
 @main.command()
@@ -518,20 +463,27 @@ def stats(node: str | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("kind", type=click.Choice(
-    ["link-down", "gray", "loss", "degrade", "switch-down", "host-port-down", "plane-down"]))
+    ["link-down", "gray", "loss", "degrade", "flap", "switch-down", "host-port-down",
+     "plane-down"]))
 @click.argument("target")
 @click.option("--value", type=float, default=None,
               help="Percent: packets lost (loss) or rate kept (degrade).")
 @click.option("--one-way", is_flag=True, help="gray/loss: only from the link's first node.")
+@click.option("--period", type=float, default=None, help="flap: seconds per down+up cycle.")
+@click.option("--duty", type=float, default=None, help="flap: fraction of the period down.")
 @friendly
-def fail(kind: str, target: str, value: float | None, one_way: bool) -> None:
+def fail(kind: str, target: str, value: float | None, one_way: bool, period: float | None,
+         duty: float | None) -> None:
     """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2)
     or plane (2). Undo it with `mrcemu heal`."""
     need_root("fail")
     from mrcemu import faults
+    from mrcemu.fabric.state import require_state
 
     topo, nodes = running_topology()
-    f = faults.inject(Layout(topo), nodes, faults.Fault(kind, target, value, one_way))
+    f = faults.inject(Layout(topo), nodes, faults.Fault(kind, target, value, one_way,
+                                                        period=period, duty=duty),
+                      topology=require_state().topology)
     console.print(f"injected {f.kind} on {f.target} at t={f.at:.6f} (monotonic)")
 
 
@@ -549,6 +501,84 @@ def heal(fault: str | None) -> None:
         console.print(f"healed {f.kind} on {f.target}")
     if not healed:
         console.print("no active faults")
+
+
+@main.command()
+@click.argument("scenario", default="failover")
+@click.option("--out", "out", default="runs", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for the run folders.")
+@friendly
+def run(scenario: str, out: str) -> None:
+    """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
+    RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
+    capture. Ctrl-C stops early, still writing a partial report."""
+    from pathlib import Path
+
+    from mrcemu.scenario import load as load_scenario
+    from mrcemu.scenario.job import run as run_job
+    from mrcemu.scenario.report import table_rows
+
+    sc = load_scenario(scenario)  # a bad file stops here, before anything starts
+    need_root("run")
+    from mrcemu.fabric import state
+
+    if state.load_state() is not None and state.pid_alive(state.load_state().manager_pid):
+        raise FabricStateError("a fabric is already running: 'mrcemu run' brings up its own; "
+                               "stop the other with 'sudo mrcemu down'")
+    console.print(f"[bold]{sc.name}[/]: {sc.description.strip()}")
+    with Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=err) as bar:
+        tasks: dict[str, Any] = {}
+        goodput: dict[str, float] = {}
+
+        def ui(event: str, d: dict) -> None:
+            if event == "up":
+                key = "up:" + d["stage"]
+                if key not in tasks:
+                    tasks[key] = bar.add_task(d["stage"], total=d["total"], info="")
+                bar.update(tasks[key], completed=d["n"])
+            elif event == "transport":
+                tasks[d["transport"]] = bar.add_task(d["transport"], total=d["iterations"],
+                                                     info="")
+            elif event == "iteration":
+                rec = d["record"]
+                size = sum(f["size"] for f in rec["flows"] if f.get("ok"))
+                if rec.get("end"):
+                    goodput[d["transport"]] = size * 8 / (rec["end"] - rec["start"]) / 1e6
+                bar.update(tasks[d["transport"]], completed=d["index"] + 1,
+                           info=f"{goodput.get(d['transport'], 0):.0f} Mb/s last iteration")
+            elif event == "fault":
+                what = (f"t={d['t']:.2f} s {d['action']} {d['kind']} {d['target']}"
+                        + (f" FAILED: {d['error']}" if d["error"] else ""))
+                bar.console.print(f"  [yellow]fault[/] {what}")
+            elif event == "stage":
+                bar.console.print(f"  {d['text']}")
+            elif event == "interrupt":
+                bar.console.print("  [red]interrupted[/]: finishing the partial report and "
+                                  "tearing down (Ctrl-C again to hurry)")
+            elif event == "transport_done":
+                s = d["summary"]
+                bar.console.print(f"  {d['transport']}: job {s['job_completion_s']} s, "
+                                  f"intact: {s['integrity_ok']}")
+
+        folder = run_job(sc, Path(out), ui)
+    rep = json.loads((folder / "report.json").read_text())
+    if rep["transports"]:
+        head, rows = table_rows(rep)
+        t = Table(title=f"{rep['scenario']} on {rep['topology']}"
+                  + (" (PARTIAL)" if rep["partial"] else ""))
+        for h in head:
+            t.add_column(h)
+        for r in rows:
+            t.add_row(*r)
+        console.print(t)
+    console.print(f"report: [bold]{folder}[/]")
+    if rep["partial"]:
+        sys.exit(130)
+    mrc = rep["transports"].get("mrc")
+    if mrc is not None and not mrc["integrity_ok"]:
+        err.print("[bold red]mrcemu:[/] MRC did not deliver every message intact")
+        sys.exit(1)
 
 
 @main.command(name="cli")

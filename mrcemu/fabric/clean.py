@@ -33,7 +33,7 @@ def our_processes() -> list[int]:
         if not d.name.isdigit() or int(d.name) == me:
             continue
         args = _cmdline(int(d.name))
-        if "mrcemu.fabric.manager" in args or "mrcemu.nic.daemon" in args:
+        if {"mrcemu.fabric.manager", "mrcemu.nic.daemon", "mrcemu.faults"} & set(args):
             out.append(int(d.name))
         elif args and args[-1].startswith("mininet:") and NODE.match(args[-1][8:]):
             out.append(int(d.name))

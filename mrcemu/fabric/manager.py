@@ -155,6 +155,9 @@ def main(topology_path: str) -> int:
             signal.signal(sig, signal.SIG_IGN)
         st.phase = "stopping"
         st.save()
+        from mrcemu.faults import stop_all_flappers
+
+        stop_all_flappers()
         for p in nics:
             if p.poll() is None:
                 p.terminate()

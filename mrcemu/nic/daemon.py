@@ -43,6 +43,8 @@ PORT_SLOTS = 2
 # Pace a little under line rate: with no ECN-marking switch yet, a port fed at exactly
 # its rate by four spines keeps a standing queue downstream that only loss can drain.
 PACING = 0.97
+# Received goodput is binned per plane at this width for reports (goodput over time).
+RX_BIN = 0.01
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -106,6 +108,7 @@ class Nic:
         self.clients: dict[int, tuple[socket.socket, bytes]] = {}
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
+        self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
 
     def now(self) -> float:
         return time.monotonic()
@@ -181,7 +184,7 @@ class Nic:
         waits = [-self.tokens[p] / self.rate[p] for p, q in self.backlog.items() if q]
         return self.now() + max(0.0, min(waits)) if waits else None
 
-    def on_frame(self, frame: bytes) -> None:
+    def on_frame(self, frame: bytes, plane: int) -> None:
         if len(frame) < 14 + 40:
             return
         try:
@@ -200,7 +203,13 @@ class Nic:
             if c is None:
                 self.malformed["unknown_qp"] = self.malformed.get("unknown_qp", 0) + 1
                 return
-        c.receive_decoded(d, self.now())
+        before = c.stats.rx_bytes
+        now = self.now()
+        c.receive_decoded(d, now)
+        if c.stats.rx_bytes != before:  # new payload placed in memory: goodput
+            b = self.rx_bins[plane]
+            k = int(now / RX_BIN)
+            b[k] = b.get(k, 0) + c.stats.rx_bytes - before
         self.touched.add(c)
 
     def poll_links(self) -> None:
@@ -276,10 +285,50 @@ class Nic:
                 return {"ok": False, "error": f"no EV 0x{ev:08x} toward h{req['peer']}"}
             (c.profile.deny if op == "deny" else c.profile.allow)(ev, self.now())
             return {"ok": True}
+        if op == "batch":
+            return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
+        if op == "msg":
+            c = self.conns.get((int(req["peer"]), req.get("transport", "mrc")))
+            if c is None:
+                return {"ok": False, "error": f"no connection to h{req['peer']}"}
+            msgs = c.messages if isinstance(c.messages, dict) else {
+                m.msn: m for m in c.messages}
+            m = msgs.get(int(req["msn"]))
+            if m is None:
+                return {"ok": False, "error": f"no message {req['msn']}"}
+            return {"ok": True, "msn": m.msn, "acked_pkts": m.acked, "npkts": m.npkts,
+                    "posted_at": m.posted_at, "done_at": m.done_at,
+                    "failed": getattr(c, "failed", False)}
+        if op == "trace_reset":
+            for c in self.conns.values():
+                c.tx_trace.clear()
+            self.rx_bins = {p: {} for p in self.ports}
+            return {"ok": True, "t": self.now()}
+        if op == "trace":
+            conns = []
+            for (peer, transport), c in self.conns.items():
+                conns.append({
+                    "peer": peer, "transport": transport, "stats": c.stats.to_json(),
+                    "tx": c.tx_trace.to_json(),
+                    "ev_changes": [list(x) for x in c.profile.changes],
+                    "path_changes": [list(x) for x in getattr(c, "path_changes", [])],
+                    "rto": c.rto if isinstance(c, MrcConnection) else c._rto(),
+                    "cwnd": getattr(getattr(c, "cc", None), "cwnd", None),
+                    "pmtu": self.cfg.pmtu})
+            return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
+                    "rx_bins": {str(p): {str(k): v for k, v in b.items()}
+                                for p, b in self.rx_bins.items()},
+                    "malformed": self.malformed}
         if op == "shutdown":
             self.running = False
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def _try(self, req: dict) -> dict:
+        try:
+            return self.handle(req)
+        except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
     def on_client(self, fd: int) -> None:
         s, buf = self.clients[fd]
@@ -339,7 +388,7 @@ class Nic:
                             frame = s.recv(65536)
                         except (BlockingIOError, InterruptedError):
                             break
-                        self.on_frame(frame)
+                        self.on_frame(frame, fd_plane[s.fileno()])
                     else:
                         still.append(s)
                 readable = still

@@ -15,6 +15,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.nscc import Nscc
+from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import (
     MRC_DATA,
@@ -129,6 +130,7 @@ class MrcConnection(ConnectionBase):
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
         self.memory = memory or MemoryTable()
         self.stats = Stats()
+        self.tx_trace = TxTrace()
         # requester
         self.next_psn = 0
         self.next_msn = 0
@@ -227,6 +229,7 @@ class MrcConnection(ConnectionBase):
         self.stats.per_ev[e.ev] += 1
         self.stats.tx_data += 1
         self.stats.tx_bytes += o.length
+        self.tx_trace.record(now, e.ev, rtx)
         return True
 
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:

@@ -16,6 +16,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryRegion, MemoryTable
 from mrcemu.transport.mrc import PSN_MASK, ConnectionBase, Message, Stats, unwrap
+from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
 
@@ -32,6 +33,7 @@ class RoceConnection(ConnectionBase):
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
         self.memory = memory or MemoryTable()
         self.stats = Stats()
+        self.tx_trace = TxTrace()
         base = sorted(e.ev for e in profile.evs.values() if e.active)
         self.paths = base
         h = zlib.crc32(flow_key + local_qpn.to_bytes(4, "big") + remote_qpn.to_bytes(4, "big"))
@@ -122,6 +124,7 @@ class RoceConnection(ConnectionBase):
             self.stats.per_ev[e.ev] += 1
             self.stats.tx_data += 1
             self.stats.tx_bytes += length
+            self.tx_trace.record(now, e.ev, self.send_psn < self.max_sent)
             if self.send_psn < self.max_sent:
                 self.stats.retransmits += 1
             self.send_psn += 1

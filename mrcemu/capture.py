@@ -1,0 +1,75 @@
+"""Packet capture on fabric interfaces: one dumpcap per interface, in that interface's
+namespace, then one merged pcapng whose interface blocks carry the interface names.
+
+dumpcap (Wireshark's capture engine) writes pcapng itself and closes its file
+cleanly on SIGINT, which is what keeps a capture valid after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mrcemu.errors import MrcemuError
+from mrcemu.topology import Layout
+
+
+class Capture:
+    def __init__(self, layout: Layout, pids: dict[str, int], interfaces: tuple[str, ...],
+                 folder: Path, snaplen: int = 256, max_mb: float = 50.0) -> None:
+        owner = {i.name: node for node, ifs in layout.interfaces.items() for i in ifs}
+        self.specs = [(name, pids[owner[name]]) for name in interfaces]
+        self.folder = folder
+        self.snaplen, self.max_mb = snaplen, max_mb
+        self.procs: list[tuple[subprocess.Popen, Path, Path]] = []
+
+    def start(self, tag: str, timeout: float = 10.0) -> None:
+        """Start capturing; returns once every dumpcap says it is capturing."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, pid in self.specs:
+            out = self.folder / f"{tag}-{name}.pcapng"
+            errf = self.folder / f"{tag}-{name}.log"
+            p = subprocess.Popen(
+                ["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i", name,
+                 "-s", str(self.snaplen), "-a", f"filesize:{max(1, int(self.max_mb * 1000))}",
+                 "-w", str(out)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf.open("w"),
+                start_new_session=True)  # our Ctrl-C must not reach it before we stop it
+            self.procs.append((p, out, errf))
+        deadline = time.monotonic() + timeout
+        for p, _out, errf in self.procs:
+            while "Capturing on" not in errf.read_text():
+                if p.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise MrcemuError(f"dumpcap did not start: {errf.read_text().strip()[:300]}")
+                time.sleep(0.02)
+
+    def stop(self) -> list[Path]:
+        """Stop every dumpcap (each closes its file) and return the files written."""
+        for p, _, _ in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        files = []
+        for p, out, _ in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if out.exists() and out.stat().st_size > 0:
+                files.append(out)
+        self.procs = []
+        return files
+
+
+def merge(files: list[Path], dest: Path) -> Path | None:
+    """One chronologically merged pcapng of `files` (nothing to merge: None)."""
+    if not files:
+        return None
+    r = subprocess.run(["mergecap", "-F", "pcapng", "-w", str(dest), *map(str, files)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise MrcemuError(f"mergecap: {r.stderr.strip()[:300]}")
+    return dest

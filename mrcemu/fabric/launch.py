@@ -1,0 +1,82 @@
+"""Start and stop the fabric manager from a foreground command (`up`, `down`, `run`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from mrcemu.errors import FabricStateError, MrcemuError
+from mrcemu.fabric import state
+from mrcemu.fabric.clean import clean
+
+
+def launch(topology: str, progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Start a manager for `topology` and wait until the fabric is up; returns its summary.
+    On any failure or Ctrl-C, whatever was built is torn down before raising."""
+    if state.Lock().held_by_other():
+        state.Lock().acquire()  # raises the clear "already running" error
+    state.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(state.LOG, "a")
+    proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
+                            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev["event"] == "progress" and progress:
+                progress(ev["stage"], ev["n"], ev["total"])
+            elif ev["event"] == "ready":
+                return ev["summary"]
+            elif ev["event"] == "error":
+                proc.wait(timeout=60)
+                raise MrcemuError(ev["message"])
+        proc.wait(timeout=60)
+        raise MrcemuError(f"the fabric manager exited early (code {proc.returncode}); "
+                          f"see {state.LOG}")
+    except BaseException:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        clean()
+        raise
+    finally:
+        log.close()
+
+
+def stop() -> float:
+    """Tear the running fabric down; returns the seconds it took."""
+    st = state.load_state()
+    if st is None or not state.pid_alive(st.manager_pid):
+        leftovers = clean()
+        if any(leftovers.values()):
+            return 0.0
+        raise FabricStateError("no fabric is running")
+    t0 = time.monotonic()
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(state.SOCKET))
+            s.sendall(b'{"op": "down"}\n')
+            s.recv(100)
+    except OSError:
+        os.kill(st.manager_pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while state.pid_alive(st.manager_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in st.nodes.values() if state.pid_alive(p)]
+    if state.pid_alive(st.manager_pid) or left:
+        clean()
+    return time.monotonic() - t0

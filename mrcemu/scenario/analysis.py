@@ -1,0 +1,196 @@
+"""Turn one transport's raw run record into the numbers a report shows. Pure: no
+sockets, no clock; everything is computed from what the daemons recorded."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from mrcemu import faults
+from mrcemu.topology import Layout
+
+BIN = 0.05  # goodput series resolution, seconds
+PRE_FAULT = 0.5  # the goodput level before a fault is its mean over this long
+SMOOTH = 2  # bins averaged when judging recovery (0.1 s)
+
+
+def percentile(xs: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no data."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, -(-len(s) * q // 100) - 1))
+    return s[int(k)]
+
+
+def goodput_series(raw: dict, planes: int) -> dict:
+    """Received goodput per plane in BIN-wide bins from t0 to the run's end, Mb/s."""
+    t0, t_end = raw["t0"], raw["t_end"]
+    nbins = max(1, int((t_end - t0) / BIN) + 1)
+    per_plane = [[0.0] * nbins for _ in range(planes)]
+    for tr in raw["traces"].values():
+        width = tr["rx_bin_s"]
+        for plane, bins in tr["rx_bins"].items():
+            for k, nbytes in bins.items():
+                i = int((int(k) * width - t0) / BIN)
+                if 0 <= i < nbins:
+                    per_plane[int(plane)][i] += nbytes * 8 / BIN / 1e6
+    total = [sum(col) for col in zip(*per_plane, strict=True)]
+    return {"bin_s": BIN, "t": [round(i * BIN, 3) for i in range(nbins)],
+            "per_plane_mbps": per_plane, "total_mbps": total}
+
+
+def _recovery(series: dict, at: float, until: float) -> tuple[float | None, float | None]:
+    """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
+
+    0.0 when it never fell below 90 %; None when it had not recovered by `until`."""
+    t, g = series["t"], series["total_mbps"]
+    pre = [x for tt, x in zip(t, g, strict=True) if at - PRE_FAULT <= tt < at]
+    if not pre or not sum(pre):
+        return None, None
+    level = sum(pre) / len(pre)
+    smooth = [sum(g[max(0, i - SMOOTH + 1):i + 1]) / min(SMOOTH, i + 1) for i in range(len(g))]
+    dipped = False
+    for tt, x in zip(t, smooth, strict=True):
+        if tt < at:
+            continue
+        if tt > until:
+            break
+        if x < 0.9 * level:
+            dipped = True
+        elif dipped:
+            return level, round(tt + BIN - at, 3)
+    return level, (0.0 if not dipped else None)
+
+
+def _conns(raw: dict) -> list[tuple[int, dict]]:
+    return [(int(h), c) for h, tr in raw["traces"].items() for c in tr["conns"]
+            if c["transport"] == raw["transport"]]
+
+
+def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) -> list[dict]:
+    out = []
+    conns = _conns(raw)
+    t0, t_end = raw["t0"], raw["t_end"]
+    for rec in raw["faults"]:
+        entry: dict = {"kind": rec["kind"], "target": rec["target"], "scheduled_s": rec["at_s"],
+                       "at_s": None, "healed_s": None, "last_packet_on_failed_path_s": None,
+                       "recovered_90pct_s": None, "error": rec.get("error")}
+        out.append(entry)
+        if rec["t_inject"] is None:
+            continue
+        t_f = rec["t_inject"]
+        end = rec["t_heal"] if rec["t_heal"] is not None else t_end
+        entry["at_s"] = round(t_f - t0, 4)
+        entry["healed_s"] = None if rec["t_heal"] is None else round(rec["t_heal"] - t0, 4)
+        hit = faults.affects(layout, faults.Fault(rec["kind"], rec["target"],
+                                                  one_way=rec["spec"].get("one_way", False)))
+        last = None
+        new_total = 0
+        new_max = 0
+        used: dict[tuple[int, int, int], float] = {}
+        paths_hit = 0
+        for src, c in conns:
+            evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
+            paths_hit += len(evs)
+            n_new = 0
+            for t, ev, rtx in zip(c["tx"]["t"], c["tx"]["ev"], c["tx"]["rtx"], strict=True):
+                if ev in evs and t_f <= t < end:
+                    last = t if last is None else max(last, t)
+                    used.setdefault((src, c["peer"], ev), t)
+                    if not rtx:
+                        n_new += 1
+            new_total += n_new
+            new_max = max(new_max, n_new)
+        entry["last_packet_on_failed_path_s"] = round(last - t_f, 4) if last else 0.0
+        entry["failed_path_evs"] = paths_hit
+        entry["new_packets_on_failed_path"] = new_total
+        entry["new_packets_on_failed_path_max_per_connection"] = new_max
+        entry["window_packets"] = window_packets
+        level, rec_s = _recovery(series, t_f - t0, end - t0)
+        entry["goodput_before_mbps"] = None if level is None else round(level, 2)
+        entry["recovered_90pct_s"] = rec_s
+        # How fast the transport stopped trusting each failed path it used after the fault.
+        detect: list[float] = []
+        undetected = 0
+        rtos = []
+        for src, c in conns:
+            rtos.append(c["rto"])
+            first_bad: dict[int, float] = {}
+            for t, ev, _old, new, _why in c["ev_changes"]:
+                if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
+                    first_bad.setdefault(ev & 0xFFFFFFFF, t)
+            for t, old, _new in c["path_changes"]:
+                if t >= t_f and hit(src, c["peer"], old):
+                    first_bad.setdefault(old & 0xFFFFFFFF, t)
+            for (s, peer, ev), _t in used.items():
+                if s == src and peer == c["peer"]:
+                    if ev in first_bad and first_bad[ev] < end:
+                        detect.append(first_bad[ev] - t_f)
+                    else:
+                        undetected += 1
+        entry["paths_used_after_fault"] = len(used)
+        entry["paths_detected"] = len(detect)
+        entry["paths_not_detected"] = undetected
+        entry["detect_s_p50"] = _r(percentile(detect, 50))
+        entry["detect_s_max"] = _r(max(detect) if detect else None)
+        entry["rto_s_max"] = _r(max(rtos) if rtos else None)
+    return out
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def ev_state_timeline(raw: dict) -> dict:
+    """Every EV state change of this transport's connections, relative to t0."""
+    out = []
+    for src, c in _conns(raw):
+        for t, ev, old, new, why in c["ev_changes"]:
+            if t >= raw["t0"]:
+                out.append([round(t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
+                            f"0x{ev & 0xFFFFFFFF:08x}", old, new, why])
+        for t, old, new in c["path_changes"]:
+            if t >= raw["t0"]:
+                out.append([round(t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
+                            f"0x{old & 0xFFFFFFFF:08x}", "PATH", "REHASHED",
+                            f"to 0x{new & 0xFFFFFFFF:08x}"])
+    out.sort()
+    return {"changes": out, "evs_total": sum(len(c["stats"]["per_ev"]) for _, c in _conns(raw))}
+
+
+def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
+    flows = [f for it in raw["iterations"] for f in it["flows"]]
+    posted = [f["posted_at"] for f in flows if f.get("posted_at")]
+    done = [f["done_at"] for f in flows if f.get("done_at")]
+    complete = raw["completed"] and bool(flows)
+    jct = (max(done) - min(posted)) if complete and posted and done else None
+    delivered = sum(f["size"] for f in flows if f.get("ok"))
+    iters = [it["end"] - it["start"] for it in raw["iterations"] if "end" in it]
+    before = raw.get("stats_before", {})
+    totals: dict[str, int] = defaultdict(int)
+    for src, c in _conns(raw):
+        b = before.get(str(src), {}).get(f"{c['peer']}:{c['transport']}", {})
+        for k, name in (("retransmits", "retransmits"), ("trims_nacked", "trims"),
+                        ("nacks_rx", "nacks"), ("rtos", "rtos"), ("probes_tx", "probes")):
+            totals[name] += c["stats"][k] - b.get(k, 0)
+    series = goodput_series(raw, layout.topo.planes)
+    span = (max(done) - min(posted)) if posted and done else None
+    return {
+        "completed": complete,
+        "interrupted": raw["interrupted"],
+        "timed_out": raw["timed_out"],
+        "job_completion_s": _r(jct),
+        "iterations_done": len(iters),
+        "iteration_s": [round(x, 4) for x in iters],
+        "iteration_s_p50": _r(percentile(iters, 50)),
+        "iteration_s_p99": _r(percentile(iters, 99)),
+        "goodput_mbps": _r(delivered * 8 / span / 1e6, 2) if span else None,
+        "bytes_delivered": delivered,
+        "messages": len(flows),
+        "messages_ok": sum(1 for f in flows if f.get("ok")),
+        "integrity_ok": complete and all(f.get("ok") for f in flows),
+        **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
+        "faults": fault_metrics(raw, layout, series, window_packets),
+        "goodput_series": series,
+        "ev_states": ev_state_timeline(raw),
+    }

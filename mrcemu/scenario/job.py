@@ -1,0 +1,142 @@
+"""`mrcemu run`: bring a fabric up, run the scenario over each transport with its fault
+timeline (healing in between), and leave a report folder behind, even after Ctrl-C.
+
+The folder: report.json, report.md, goodput.png, ev-states.png, capture.pcapng, logs/.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mrcemu import faults
+from mrcemu.capture import Capture, merge
+from mrcemu.fabric import state
+from mrcemu.fabric.launch import launch, stop
+from mrcemu.scenario import analysis, plots, report
+from mrcemu.scenario.model import Scenario
+from mrcemu.scenario.runner import run_transport
+from mrcemu.topology import Layout
+from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.profiles import pmtu_for
+
+Ui = Callable[[str, dict], None]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Linux {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def _log_offsets() -> dict[Path, int]:
+    logs = state.RUN_DIR / "logs"
+    return {p: p.stat().st_size for p in logs.glob("*")} if logs.exists() else {}
+
+
+def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
+    """This run's part of every daemon, fault and manager log."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in [*(state.RUN_DIR / "logs").glob("*"), state.LOG]:
+        if not p.is_file():
+            continue
+        with p.open("rb") as f:
+            f.seek(offsets.get(p, 0))
+            (dest / p.name).write_bytes(f.read())
+
+
+def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
+    started = datetime.datetime.now()
+    folder = out_root / f"{started:%Y%m%d-%H%M%S}-{sc.name}"
+    folder.mkdir(parents=True, exist_ok=False)
+    halt = threading.Event()
+    interrupts = 0
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        halt.set()
+        ui("interrupt", {"count": interrupts})
+        if interrupts > 1:
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    offsets = {**_log_offsets(), state.LOG: state.LOG.stat().st_size if state.LOG.exists()
+               else 0}
+    layout = Layout(sc.topology)
+    cfg = TransportConfig(pmtu=pmtu_for(sc.topology.mtu))
+    window = cfg.init_cwnd // cfg.pmtu
+    summaries: dict[str, dict] = {}
+    pcaps: list[Path] = []
+    capture = None
+    launched = False
+    try:
+        ui("stage", {"text": f"bringing up {sc.topology.name}"})
+        launched = True
+        launch(str(sc.topology.source), lambda stage, n, total: ui(
+            "up", {"stage": stage, "n": n, "total": total}))
+        pids = state.require_state().nodes
+        capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
+                          sc.capture.snaplen, sc.capture.max_mb)
+        for k, transport in enumerate(sc.transports):
+            if halt.is_set():
+                break
+            if k:
+                ui("stage", {"text": f"healed; settling {sc.settle_s:g} s"})
+                time.sleep(sc.settle_s)
+            capture.start(transport)
+            ui("transport", {"transport": transport, "iterations": sc.workload.iterations})
+            try:
+                raw = run_transport(sc, transport, layout, pids, str(sc.topology.source),
+                                    ui, halt)
+            finally:
+                pcaps += capture.stop()
+            faults.heal(layout, pids)  # belt and braces: nothing carries over
+            summaries[transport] = analysis.summarize(raw, layout, window)
+            ui("transport_done", {"transport": transport, "summary": summaries[transport]})
+    finally:
+        try:
+            if capture is not None:
+                pcaps += capture.stop()
+            _copy_logs(folder / "logs", offsets)
+            rep = {"scenario": sc.name, "description": sc.description,
+                   "topology": sc.topology.name, "source": sc.source,
+                   "started": started.isoformat(timespec="seconds"), "machine": machine(),
+                   "partial": halt.is_set() or len(summaries) < len(sc.transports),
+                   "seed": sc.seed,
+                   "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
+                                "iterations": sc.workload.iterations},
+                   "transports": summaries}
+            if summaries:
+                report.write(folder, rep)
+                plots.goodput(rep, folder / "goodput.png")
+                plots.ev_states(rep, folder / "ev-states.png")
+            else:
+                report.write(folder, rep)
+            if pcaps:
+                merge(pcaps, folder / "capture.pcapng")
+                shutil.rmtree(folder / "pcap", ignore_errors=True)
+        finally:
+            try:
+                if launched and state.load_state() is not None:
+                    ui("stage", {"text": "tearing the fabric down"})
+                    stop()
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+    return folder

@@ -1,0 +1,336 @@
+"""Scenario files: load and validate, before anything is started.
+
+A scenario is pure data, checked against its topology: every host, link and
+interface it names must exist there, so a typo fails in milliseconds with the
+file, the field and the fix, not minutes into a run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mrcemu.errors import ConfigError, MrcemuError
+from mrcemu.topology import Layout, Topology
+from mrcemu.topology import load as load_topology
+
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast")
+TRANSPORTS = ("mrc", "roce")
+FAULT_KINDS = ("link-down", "gray", "loss", "degrade", "flap", "switch-down",
+               "host-port-down", "plane-down")
+
+
+@dataclass(frozen=True)
+class TimedFault:
+    at: float  # seconds after the transport's first post
+    kind: str
+    target: str
+    value: float | None = None  # loss: percent lost; degrade: percent of the rate kept
+    one_way: bool = False
+    duration: float | None = None  # None: until the end of the transport's run
+    period: float | None = None  # flap: seconds per down+up cycle
+    duty: float | None = None  # flap: the fraction of each period the link is down
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    size: int  # bytes per message (ring-allreduce: the buffer each host reduces)
+    iterations: int
+    src: int | None = None  # single
+    dst: int | None = None  # single, incast
+    senders: tuple[int, ...] = ()  # incast
+
+    def phases(self, hosts: int) -> list[list[tuple[int, int, int]]]:
+        """One iteration as phases run one after another; each phase is a set of
+        concurrent (src, dst, bytes) writes."""
+        if self.kind == "single":
+            assert self.src is not None and self.dst is not None
+            return [[(self.src, self.dst, self.size)]]
+        if self.kind == "all-to-all":
+            return [[(a, b, self.size) for a in range(hosts) for b in range(hosts) if a != b]]
+        if self.kind == "incast":
+            assert self.dst is not None
+            return [[(s, self.dst, self.size) for s in self.senders]]
+        # Ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of size/N each.
+        chunk = max(1, self.size // hosts)
+        return [[(h, (h + 1) % hosts, chunk) for h in range(hosts)]
+                for _ in range(2 * (hosts - 1))]
+
+    def bytes_per_iteration(self, hosts: int) -> int:
+        return sum(n for phase in self.phases(hosts) for _, _, n in phase)
+
+
+@dataclass(frozen=True)
+class Capture:
+    interfaces: tuple[str, ...]
+    snaplen: int = 256
+    max_mb: float = 50.0  # per interface
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    source: str
+    description: str
+    topology: Topology
+    workload: Workload
+    faults: tuple[TimedFault, ...]
+    transports: tuple[str, ...]
+    seed: int
+    capture: Capture
+    timeout_s: float
+    settle_s: float = 1.0  # after healing, before the next transport starts
+
+
+_TOP = {"description": str, "topology": str, "workload": dict, "faults": list,
+        "transports": list, "seed": int, "capture": dict, "timeout_s": (int, float),
+        "settle_s": (int, float)}
+_WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders")
+_FAULT = ("at", "kind", "target", "value", "one_way", "duration", "period", "duty")
+_CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
+
+
+def _unknown(source: str, where: str, data: dict, known: tuple[str, ...] | dict) -> None:
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            fix = f"did you mean '{close[0]}'?" if close else (
+                "remove it; known fields are " + ", ".join(known))
+            raise ConfigError(source, f"{where}{key}", data[key], "unknown field", fix)
+
+
+def _number(source: str, name: str, value: Any, lo: float, hi: float | None, fix: str,
+            whole: bool = False) -> float:
+    ok_type = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, ok_type):
+        raise ConfigError(source, name, value, "must be a " + ("whole number" if whole
+                                                                else "number"), fix)
+    if value < lo or (hi is not None and value > hi):
+        raise ConfigError(source, name, value, f"must be in {lo}..{hi if hi is not None else ''}"
+                          .rstrip("."), fix)
+    return value
+
+
+def _host(source: str, name: str, value: Any, topo: Topology) -> int:
+    if isinstance(value, str) and value.startswith("h") and value[1:].isdigit():
+        h = int(value[1:])
+        if h < topo.hosts:
+            return h
+    raise ConfigError(source, name, value, f"is not a host of topology '{topo.name}'",
+                      f"use h0..h{topo.hosts - 1}")
+
+
+def _size(source: str, name: str, value: Any) -> int:
+    from mrcemu.nic.transfer import parse_size
+
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    try:
+        return parse_size(str(value))
+    except MrcemuError:
+        raise ConfigError(source, name, value, "is not a size",
+                          "use bytes or a size such as 512KiB, 4MiB") from None
+
+
+def _workload(source: str, data: Any, topo: Topology) -> Workload:
+    if not isinstance(data, dict):
+        raise ConfigError(source, "workload", data, "must be a mapping",
+                          "give kind, size and iterations")
+    _unknown(source, "workload.", data, _WORKLOAD)
+    kind = data.get("kind")
+    if kind not in WORKLOADS:
+        raise ConfigError(source, "workload.kind", kind, "is not a workload",
+                          "use one of " + ", ".join(WORKLOADS))
+    if "size" not in data:
+        raise ConfigError(source, "workload.size", None, "is required",
+                          "add 'size: 512KiB' (bytes per message)")
+    size = _size(source, "workload.size", data["size"])
+    iterations = int(_number(source, "workload.iterations", data.get("iterations", 1), 1, 10000,
+                             "use a whole number of iterations, e.g. 4", whole=True))
+    src = dst = None
+    senders: tuple[int, ...] = ()
+    if kind == "single":
+        src = _host(source, "workload.src", data.get("src", "h0"), topo)
+        dst = _host(source, "workload.dst", data.get("dst", f"h{topo.hosts - 1}"), topo)
+        if src == dst:
+            raise ConfigError(source, "workload.dst", data.get("dst"), "equals workload.src",
+                              "write to another host")
+    elif kind == "incast":
+        dst = _host(source, "workload.dst", data.get("dst", f"h{topo.hosts - 1}"), topo)
+        raw = data.get("senders", [f"h{h}" for h in range(topo.hosts) if h != dst])
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError(source, "workload.senders", raw, "must be a list of hosts",
+                              "e.g. senders: [h0, h1, h2]")
+        senders = tuple(_host(source, f"workload.senders[{i}]", v, topo)
+                        for i, v in enumerate(raw))
+        if dst in senders:
+            raise ConfigError(source, "workload.senders", raw, f"includes the target h{dst}",
+                              "remove it from senders")
+    elif topo.hosts < 2:
+        raise ConfigError(source, "workload.kind", kind, "needs at least two hosts",
+                          "use a topology with more hosts")
+    for k in ("src", "dst", "senders"):
+        if k in data and ((k == "senders" and kind != "incast")
+                          or (k == "src" and kind != "single")
+                          or (k == "dst" and kind not in ("single", "incast"))):
+            raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
+                              "remove it")
+    return Workload(kind, size, iterations, src, dst, senders)
+
+
+def _fault(source: str, i: int, data: Any, layout: Layout) -> TimedFault:
+    where = f"faults[{i}]"
+    if not isinstance(data, dict):
+        raise ConfigError(source, where, data, "must be a mapping",
+                          "e.g. {at: 1.0, kind: switch-down, target: p3s1}")
+    _unknown(source, f"{where}.", data, _FAULT)
+    for k in ("at", "kind", "target"):
+        if k not in data:
+            raise ConfigError(source, f"{where}.{k}", None, "is required",
+                              "each fault needs at, kind and target")
+    at = _number(source, f"{where}.at", data["at"], 0, None, "seconds after the start, e.g. 1.0")
+    kind = data["kind"]
+    if kind not in FAULT_KINDS:
+        close = difflib.get_close_matches(str(kind), FAULT_KINDS, n=1)
+        raise ConfigError(source, f"{where}.kind", kind, "is not a fault kind",
+                          (f"did you mean '{close[0]}'? " if close else "")
+                          + "kinds: " + ", ".join(FAULT_KINDS))
+    f = TimedFault(
+        at=float(at), kind=kind, target=str(data["target"]),
+        value=None if data.get("value") is None else float(_number(
+            source, f"{where}.value", data["value"], 0, 100, "a percentage, 0..100")),
+        one_way=bool(data.get("one_way", False)),
+        duration=None if data.get("duration") is None else float(_number(
+            source, f"{where}.duration", data["duration"], 0.001, None, "seconds, e.g. 2.0")),
+        period=None if data.get("period") is None else float(_number(
+            source, f"{where}.period", data["period"], 0.05, None, "seconds per cycle, e.g. 0.5")),
+        duty=None if data.get("duty") is None else float(_number(
+            source, f"{where}.duty", data["duty"], 0.01, 0.99, "the down fraction, e.g. 0.5")))
+    if kind in ("loss", "degrade") and f.value is None:
+        raise ConfigError(source, f"{where}.value", None, f"{kind} needs a percentage",
+                          "add value: 1 (loss: percent lost; degrade: percent of rate kept)")
+    if kind == "flap" and (f.period is None or f.duty is None):
+        raise ConfigError(source, f"{where}.period", f.period, "a flap needs period and duty",
+                          "add period: 0.5 and duty: 0.5")
+    from mrcemu.faults import Fault, targets  # the live faults' own target check
+
+    try:
+        targets(layout, Fault(kind, f.target, f.value, f.one_way))
+    except MrcemuError as e:
+        raise ConfigError(source, f"{where}.target", f.target, "is not in the topology",
+                          str(e)) from None
+    return f
+
+
+def _capture(source: str, data: Any, layout: Layout, wl: Workload) -> Capture:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, "capture", data, "must be a mapping",
+                          "e.g. capture: {hosts: [h0], snaplen: 256, max_mb: 50}")
+    _unknown(source, "capture.", data, _CAPTURE)
+    names = {i.name for ifs in layout.interfaces.values() for i in ifs}
+    ifaces: list[str] = []
+    for i, n in enumerate(data.get("interfaces", []) or []):
+        if n not in names:
+            close = difflib.get_close_matches(str(n), sorted(names), n=1)
+            raise ConfigError(source, f"capture.interfaces[{i}]", n, "is not an interface",
+                              f"did you mean '{close[0]}'?" if close else
+                              "use names such as h0-p3 or p3l0-s1 ('mrcemu status')")
+        ifaces.append(n)
+    hosts = data.get("hosts")
+    if hosts is None and not ifaces:
+        # By default the host that sends first: its ports see its data, probes and NACKs.
+        hosts = [f"h{wl.src if wl.src is not None else (wl.senders or (0,))[0]}"]
+    for i, h in enumerate(hosts or []):
+        idx = _host(source, f"capture.hosts[{i}]", h, layout.topo)
+        ifaces += [x.name for x in layout.interfaces[f"h{idx}"] if x.name not in ifaces]
+    snaplen = int(_number(source, "capture.snaplen", data.get("snaplen", 256), 64, 65535,
+                          "bytes kept per packet, e.g. 256", whole=True))
+    max_mb = float(_number(source, "capture.max_mb", data.get("max_mb", 50), 0.1, 10000,
+                           "megabytes per interface, e.g. 50"))
+    return Capture(tuple(ifaces), snaplen, max_mb)
+
+
+def from_mapping(data: Any, source: str, name: str) -> Scenario:
+    if not isinstance(data, dict):
+        raise ConfigError(source, "<document>", type(data).__name__,
+                          "the file must be a YAML mapping of field: value",
+                          f"start from {SCENARIO_DIR / 'failover.yaml'}")
+    _unknown(source, "", data, _TOP)
+    for key in ("topology", "workload"):
+        if key not in data:
+            raise ConfigError(source, key, None, "is required",
+                              "add it (see mrcemu/scenarios/failover.yaml)")
+    if not isinstance(data["topology"], str):
+        raise ConfigError(source, "topology", data["topology"], "must be a name or a path",
+                          "e.g. topology: default")
+    try:
+        topo = load_topology(data["topology"])
+    except ConfigError as e:
+        raise ConfigError(source, "topology", data["topology"],
+                          f"cannot be loaded ({e.problem})", e.fix) from None
+    layout = Layout(topo)
+    wl = _workload(source, data["workload"], topo)
+    raw_faults = data.get("faults") or []
+    if not isinstance(raw_faults, list):
+        raise ConfigError(source, "faults", raw_faults, "must be a list",
+                          "e.g. faults: [{at: 1.0, kind: switch-down, target: p3s1}]")
+    faults = tuple(_fault(source, i, f, layout) for i, f in enumerate(raw_faults))
+    transports = data.get("transports", list(TRANSPORTS))
+    if (not isinstance(transports, list) or not transports
+            or any(t not in TRANSPORTS for t in transports) or len(set(transports)) != len(
+                transports)):
+        raise ConfigError(source, "transports", transports, "must list transports once each",
+                          "use [mrc, roce], [mrc] or [roce]")
+    seed = int(_number(source, "seed", data.get("seed", 1), 0, 2**31, "e.g. seed: 1", whole=True))
+    timeout = float(_number(source, "timeout_s", data.get("timeout_s", 300), 1, 86400,
+                            "seconds for one transport's run, e.g. 120"))
+    settle = float(_number(source, "settle_s", data.get("settle_s", 1.0), 0, 60,
+                           "seconds between transports, e.g. 1.0"))
+    for key, value in data.items():
+        want = _TOP[key]
+        if key not in ("workload", "faults", "transports", "capture", "topology") and not (
+                isinstance(value, want) and not isinstance(value, bool)):
+            raise ConfigError(source, key, value, "has the wrong type",
+                              f"see {SCENARIO_DIR / 'failover.yaml'}")
+    return Scenario(name=name, source=source, description=str(data.get("description", "")),
+                    topology=topo, workload=wl, faults=faults, transports=tuple(transports),
+                    seed=seed, capture=_capture(source, data.get("capture"), layout, wl),
+                    timeout_s=timeout, settle_s=settle)
+
+
+def builtin() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
+
+
+def load(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Load a scenario file; a bare name such as 'failover' is a built-in one.
+    `overrides` replace top-level fields (tests shrink built-ins with it)."""
+    p = Path(path)
+    if not p.exists() and not p.suffix and (SCENARIO_DIR / f"{p.name}.yaml").exists():
+        p = SCENARIO_DIR / f"{p.name}.yaml"
+    source = str(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
+                          "give a scenario YAML file or a built-in name: "
+                          + ", ".join(builtin())) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "the file"
+        raise ConfigError(source, "<yaml>", where,
+                          f"is not valid YAML ({getattr(e, 'problem', e)})",
+                          "fix the YAML syntax at that line") from None
+    if overrides and isinstance(data, dict):
+        data = {**data, **overrides}
+    return from_mapping(data, source, p.stem)

@@ -1,0 +1,99 @@
+"""report.json and report.md from the per-transport summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+LABEL = {"mrc": "MRC", "roce": "RoCE"}
+
+
+def _fmt(x: object, unit: str = "", nd: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    if isinstance(x, float):
+        return f"{x:.{nd}f}{unit}"
+    return f"{x}{unit}"
+
+
+def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
+    """The side-by-side comparison as (header, rows): report.md and the terminal share it."""
+    ts = report["transports"]
+    names = list(ts)
+    head = ["", *[LABEL.get(n, n) for n in names]]
+    rows = [
+        ["job completion", *[_fmt(ts[n]["job_completion_s"], " s") for n in names]],
+        ["iteration p50", *[_fmt(ts[n]["iteration_s_p50"], " s") for n in names]],
+        ["iteration p99", *[_fmt(ts[n]["iteration_s_p99"], " s") for n in names]],
+        ["goodput", *[_fmt(ts[n]["goodput_mbps"], " Mb/s", 1) for n in names]],
+        ["all data intact (SHA-256)", *[
+            f"{_fmt(ts[n]['integrity_ok'])} ({ts[n]['messages_ok']}/{ts[n]['messages']})"
+            for n in names]],
+        ["retransmits", *[_fmt(ts[n]["retransmits"]) for n in names]],
+        ["trims", *[_fmt(ts[n]["trims"]) for n in names]],
+        ["NACKs", *[_fmt(ts[n]["nacks"]) for n in names]],
+        ["RTOs", *[_fmt(ts[n]["rtos"]) for n in names]],
+    ]
+    nf = max((len(ts[n]["faults"]) for n in names), default=0)
+    for i in range(nf):
+        f0 = next(ts[n]["faults"][i] for n in names if len(ts[n]["faults"]) > i)
+        what = f"{f0['kind']} {f0['target']} @ {f0['scheduled_s']:g} s"
+        rows.append([f"{what}: last packet on failed path", *[
+            _fmt(ts[n]["faults"][i]["last_packet_on_failed_path_s"], " s")
+            if len(ts[n]["faults"]) > i else "-" for n in names]])
+        rows.append([f"{what}: goodput back to 90 %", *[
+            _recovered(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
+            for n in names]])
+    return head, rows
+
+
+def _recovered(f: dict) -> str:
+    if f["at_s"] is None:
+        return "not reached"
+    if f["recovered_90pct_s"] is None:
+        return "not recovered" if f["goodput_before_mbps"] else "-"
+    if f["recovered_90pct_s"] == 0.0:
+        return "no dip below 90 %"
+    return _fmt(f["recovered_90pct_s"], " s")
+
+
+def markdown(report: dict) -> str:
+    head, rows = table_rows(report)
+    lines = [f"# {report['scenario']} on {report['topology']}", "",
+             report.get("description", ""), "",
+             f"Run {report['started']}, machine: {report['machine']}.", ""]
+    if report.get("partial"):
+        lines += ["**Partial report: the run was interrupted.**", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    ts = report["transports"]
+    if any(ts[n]["faults"] for n in ts):
+        lines += ["", "Fault details (seconds after the first write):", "",
+                  "| transport | fault | at | healed | new pkts on failed path (max per conn / "
+                  "window) | failed paths used / detected | detection p50 / max | max RTO |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for n, t in ts.items():
+            for f in t["faults"]:
+                if f["at_s"] is None:
+                    continue
+                lines.append(
+                    f"| {LABEL.get(n, n)} | {f['kind']} {f['target']} | {_fmt(f['at_s'])} | "
+                    f"{_fmt(f['healed_s'])} | {f['new_packets_on_failed_path']} "
+                    f"({f['new_packets_on_failed_path_max_per_connection']} / "
+                    f"{f['window_packets']}) | {f['paths_used_after_fault']} / "
+                    f"{f['paths_detected']} | {_fmt(f['detect_s_p50'])} / "
+                    f"{_fmt(f['detect_s_max'])} | {_fmt(f['rto_s_max'])} |")
+    lines += ["", "Definitions: failover time is measured from the moment the fault took "
+              "effect. *Last packet on failed path*: the last data packet the senders put on "
+              "a path through the failed element before it healed. *Goodput back to 90 %*: "
+              "after goodput (summed over receivers, 0.1 s average) first fell below 90 % of its "
+              "mean over the 0.5 s before the fault, the time it first got back above.", ""]
+    return "\n".join(lines)
+
+
+def write(folder: Path, report: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(report, indent=1))
+    (folder / "report.md").write_text(markdown(report))

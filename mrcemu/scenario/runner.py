@@ -1,0 +1,217 @@
+"""Run a scenario's workload and fault timeline over one transport on a running fabric.
+
+The thin shell between the scenario model and the NIC daemons: it posts writes over
+the daemons' control sockets (one batched request per host, hosts in parallel),
+applies the timeline's faults from a thread on the daemons' monotonic clock, and
+collects the daemons' records for `analysis`. Nothing here computes a result.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from mrcemu import faults
+from mrcemu.errors import MrcemuError
+from mrcemu.nic.control import request
+from mrcemu.scenario.model import Scenario, TimedFault
+from mrcemu.topology import Layout
+
+POLL = 0.02
+
+Notify = Callable[[str, dict], None]
+
+
+@dataclass
+class FaultRecord:
+    kind: str
+    target: str
+    at_s: float  # as scheduled
+    t_inject: float | None = None  # monotonic, when it took effect
+    t_heal: float | None = None
+    error: str | None = None
+    spec: dict = field(default_factory=dict)
+
+
+class Timeline(threading.Thread):
+    """Applies timed faults relative to t0; heals what it injected when stopped."""
+
+    def __init__(self, fault_list: tuple[TimedFault, ...], t0: float, layout: Layout,
+                 pids: dict[str, int], topology: str, notify: Notify) -> None:
+        super().__init__(daemon=True, name="timeline")
+        self.t0, self.layout, self.pids, self.topology = t0, layout, pids, topology
+        self.notify = notify
+        self.records = [FaultRecord(f.kind, f.target, f.at, spec=f.__dict__.copy())
+                        for f in fault_list]
+        self.plan: list[tuple[float, str, int]] = []
+        for i, f in enumerate(fault_list):
+            self.plan.append((t0 + f.at, "inject", i))
+            if f.duration is not None:
+                self.plan.append((t0 + f.at + f.duration, "heal", i))
+        self.plan.sort()
+        self.faults = fault_list
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        for when, action, i in self.plan:
+            if self.halt.wait(max(0.0, when - time.monotonic())):
+                return
+            with self.lock:
+                if self.halt.is_set():
+                    return
+                self._apply(action, i)
+
+    def _apply(self, action: str, i: int) -> None:
+        f, rec = self.faults[i], self.records[i]
+        try:
+            if action == "inject":
+                live = faults.inject(self.layout, self.pids, faults.Fault(
+                    f.kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty),
+                    topology=self.topology)
+                rec.t_inject = live.at
+            elif rec.t_inject is not None and rec.t_heal is None:
+                faults.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
+                rec.t_heal = time.monotonic()
+        except MrcemuError as e:
+            rec.error = str(e)
+        self.notify("fault", {"action": action, "kind": f.kind, "target": f.target,
+                              "t": time.monotonic() - self.t0, "error": rec.error})
+
+    def stop(self) -> None:
+        """Stop the timeline and heal whatever it left active."""
+        with self.lock:
+            self.halt.set()
+            for i, rec in enumerate(self.records):
+                if rec.t_inject is not None and rec.t_heal is None:
+                    self._apply("heal", i)
+        self.join(timeout=10)
+
+
+def _batches(pool: ThreadPoolExecutor, reqs: dict[int, list[dict]],
+             timeout: float = 120) -> dict[int, list[dict]]:
+    futs = {h: pool.submit(request, f"h{h}", "batch", timeout, requests=rs)
+            for h, rs in reqs.items() if rs}
+    return {h: f.result()["replies"] for h, f in futs.items()}
+
+
+def _check(replies: dict[int, list[dict]]) -> None:
+    for h, rs in replies.items():
+        for r in rs:
+            if not r.get("ok"):
+                raise MrcemuError(f"h{h}: {r.get('error')}")
+
+
+def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
+                  topology: str, notify: Notify, stop: threading.Event) -> dict:
+    """One transport's run: the workload's iterations with the fault timeline.
+
+    Returns the raw record; `stop` (set on Ctrl-C) ends it early and the record says
+    how far it got."""
+    hosts = range(sc.topology.hosts)
+    phases = sc.workload.phases(sc.topology.hosts)
+    raw: dict = {"transport": transport, "iterations": [], "completed": False,
+                 "interrupted": False, "timed_out": False}
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        before = _batches(pool, {h: [{"op": "trace_reset"}, {"op": "trace"}] for h in hosts})
+        raw["stats_before"] = {
+            str(h): {f"{c['peer']}:{c['transport']}": c["stats"] for c in r[1]["conns"]}
+            for h, r in before.items()}
+        t0 = time.monotonic()
+        raw["t0"] = t0
+        timeline = Timeline(sc.faults, t0, layout, pids, topology, notify)
+        timeline.start()
+        try:
+            for it in range(sc.workload.iterations):
+                rec: dict = {"index": it, "flows": [], "complete": False}
+                raw["iterations"].append(rec)
+                for ph, flows in enumerate(phases):
+                    done = _run_phase(pool, sc, transport, it, ph, flows, rec, t0, stop)
+                    if not done:
+                        break
+                else:
+                    rec["complete"] = True
+                posted = [f["posted_at"] for f in rec["flows"] if f.get("posted_at")]
+                ends = [f["done_at"] for f in rec["flows"] if f.get("done_at")]
+                if rec["complete"] and posted and ends:
+                    rec["start"], rec["end"] = min(posted), max(ends)
+                notify("iteration", {"transport": transport, "index": it,
+                                     "of": sc.workload.iterations, "record": rec,
+                                     "t": time.monotonic() - t0})
+                if not rec["complete"]:
+                    raw["interrupted"] = stop.is_set()
+                    raw["timed_out"] = not stop.is_set()
+                    break
+            else:
+                raw["completed"] = True
+        finally:
+            raw["t_end"] = time.monotonic()
+            timeline.stop()
+            raw["faults"] = [r.__dict__ for r in timeline.records]
+            traces = _batches(pool, {h: [{"op": "trace"}] for h in hosts})
+            raw["traces"] = {str(h): r[0] for h, r in traces.items()}
+    return raw
+
+
+def _run_phase(pool: ThreadPoolExecutor, sc: Scenario, transport: str, it: int, ph: int,
+               flows: list[tuple[int, int, int]], rec: dict, t0: float,
+               stop: threading.Event) -> bool:
+    """Post one phase's writes at once and wait for all; then check every message's
+    SHA-256 at the destination. False if it did not finish."""
+    regs: dict[int, list[dict]] = {}
+    for _s, d, n in flows:
+        regs.setdefault(d, []).append({"op": "register", "size": n})
+    got = _batches(pool, regs)
+    _check(got)
+    slot = {d: iter(rs) for d, rs in got.items()}
+    jobs = []
+    writes: dict[int, list[dict]] = {}
+    for k, (s, d, n) in enumerate(flows):
+        mr = next(slot[d])
+        seed = (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF
+        jobs.append({"src": s, "dst": d, "size": n, "rkey": mr["rkey"], "phase": ph})
+        writes.setdefault(s, []).append({"op": "write", "peer": d, "transport": transport,
+                                         "size": n, "seed": seed, "va": mr["va"],
+                                         "rkey": mr["rkey"]})
+    wrote = _batches(pool, writes)
+    _check(wrote)
+    order = {s: iter(rs) for s, rs in wrote.items()}
+    for j in jobs:
+        w = next(order[j["src"]])
+        j["msn"], j["sha_src"] = w["msn"], w["sha256"]
+    rec["flows"].extend(jobs)
+    pending = list(jobs)
+    while pending:
+        if stop.is_set() or time.monotonic() - t0 > sc.timeout_s:
+            return False
+        time.sleep(POLL)
+        q: dict[int, list[dict]] = {}
+        for j in pending:
+            q.setdefault(j["src"], []).append({"op": "msg", "peer": j["dst"],
+                                               "transport": transport, "msn": j["msn"]})
+        got = _batches(pool, q)
+        _check(got)
+        order = {s: iter(rs) for s, rs in got.items()}
+        still = []
+        for j in pending:
+            m = next(order[j["src"]])
+            j["posted_at"], j["done_at"], j["failed"] = m["posted_at"], m["done_at"], m["failed"]
+            if not (m["done_at"] or m["failed"]):
+                still.append(j)
+        pending = still
+    hashes: dict[int, list[dict]] = {}
+    for j in jobs:
+        hashes.setdefault(j["dst"], []).extend([{"op": "hash", "rkey": j["rkey"]},
+                                                {"op": "free", "rkey": j["rkey"]}])
+    got = _batches(pool, hashes)
+    _check(got)
+    order = {d: iter(rs) for d, rs in got.items()}
+    for j in jobs:
+        h = next(order[j["dst"]])
+        next(order[j["dst"]])
+        j["sha_dst"] = h["sha256"]
+        j["ok"] = bool(j["done_at"]) and j["sha_dst"] == j["sha_src"]
+    return all(j["done_at"] for j in jobs)

@@ -1,0 +1,37 @@
+"""A record of every data packet a connection sent, for reports after a run.
+
+Compact arrays, not objects: a few bytes per packet, so a long run costs megabytes.
+The record stops growing at LIMIT packets and counts what it missed.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+
+class TxTrace:
+    LIMIT = 2_000_000
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.t = array("d")
+        self.ev = array("I")
+        self.rtx = array("B")
+        self.overflow = 0
+
+    def record(self, now: float, ev: int, rtx: bool) -> None:
+        if len(self.t) >= self.LIMIT:
+            self.overflow += 1
+            return
+        self.t.append(now)
+        self.ev.append(ev & 0xFFFFFFFF)
+        self.rtx.append(1 if rtx else 0)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def to_json(self) -> dict:
+        return {"t": [round(x, 6) for x in self.t], "ev": list(self.ev),
+                "rtx": list(self.rtx), "overflow": self.overflow}
