@@ -57,7 +57,9 @@ def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
             continue
         with p.open("rb") as f:
             f.seek(offsets.get(p, 0))
-            (dest / p.name).write_bytes(f.read())
+            data = f.read()
+        if data:
+            (dest / p.name).write_bytes(data)
 
 
 def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:

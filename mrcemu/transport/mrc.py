@@ -214,7 +214,7 @@ class MrcConnection(ConnectionBase):
             imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
     def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
-        e = self.profile.next_ev()
+        e = self._rtx_ev(o, now) if rtx else self.profile.next_ev()
         if e is None:
             return False
         if o.retx == 0 and not rtx:
@@ -231,6 +231,24 @@ class MrcConnection(ConnectionBase):
         self.stats.tx_bytes += o.length
         self.tx_trace.record(now, e.ev, rtx)
         return True
+
+    def _rtx_ev(self, o: Outstanding, now: float) -> Ev | None:
+        """A retransmission goes on another path than the one that lost it, and not on
+        one silent for an RTO: resending into the same hole, with the RTO doubling each
+        time, is how a tail packet stalls a message for seconds."""
+        first = None
+        for _ in range(len(self.profile.evs)):
+            e = self.profile.next_ev()
+            if e is None:
+                return None
+            if first is None:
+                first = e
+            elif e is first:
+                break
+            silent = e.silent_since is not None and now - e.silent_since >= self.rto / self.backoff
+            if e.ev != o.ev and e.ev != o.first_ev and not silent:
+                return e
+        return first
 
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         """Control packets, then retransmissions, then new data: at most `budget` data
