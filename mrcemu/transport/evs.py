@@ -163,11 +163,14 @@ class EvProfile:
             self._promote_backup(e.path.plane, now, e.path.spine)
 
     def _promote_backup(self, plane: int, now: float, spine: int | None = None) -> None:
-        """A GOOD backup of the same plane, preferring one on the same path: a wrongly
-        accused EV's path keeps its share, a dead path's backup fails in turn."""
+        """A GOOD backup of the same plane, on a path with no EV under suspicion: a backup
+        on the accused EV's own path would only fail in turn (and take new data with it).
+        A wrongly accused path gets its share back when its probe is answered."""
+        suspect = {b.path.spine for b in self.evs.values() if b.path.plane == plane
+                   and b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in self.evs.values()
                 if b.path.plane == plane and not b.active and b.state is EvState.GOOD]
-        pool.sort(key=lambda b: b.path.spine != spine)
+        pool.sort(key=lambda b: b.path.spine in suspect)
         if pool:
             pool[0].active = True
             self.changes.append((now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))

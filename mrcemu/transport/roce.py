@@ -60,6 +60,7 @@ class RoceConnection(ConnectionBase):
         self.rx_msn = 0
         self.rx_completed: list[tuple[int, int | None]] = []
         self.nak_sent_for: int | None = None
+        self.ack_failing_since: float | None = None
         self.unacked = 0
         self.control: deque[tuple[int, bytes]] = deque()
         self.max_sent = 0
@@ -171,8 +172,16 @@ class RoceConnection(ConnectionBase):
         psn = unwrap(d.psn, self.rx_expected)
         if psn < self.rx_expected:
             self.stats.rx_dup += 1
+            # The requester keeps resending what we acknowledged: our ACKs are lost on
+            # our own hashed path. Routing reconverges for this direction too.
+            if self.ack_failing_since is None:
+                self.ack_failing_since = now
+            elif now - self.ack_failing_since >= self.cfg.roce_reconvergence:
+                self._rehash(now)
+                self.ack_failing_since = None
             self._ack(SYNDROME_ACK, self.rx_expected - 1)
             return
+        self.ack_failing_since = None
         if psn > self.rx_expected:
             self.stats.dropped["out_of_order"] += 1
             if self.nak_sent_for != self.rx_expected:
@@ -223,10 +232,7 @@ class RoceConnection(ConnectionBase):
         if self.failing_since is None:
             self.failing_since = now - self._rto()
         if now - self.failing_since >= self.cfg.roce_reconvergence:
-            # Routing has reconverged around the failure: ECMP now hashes elsewhere.
-            old = self.paths[self.path_index]
-            self.path_index = (self.path_index + 1) % len(self.paths)
-            self.path_changes.append((now, old, self.paths[self.path_index]))
+            self._rehash(now)
             self.failing_since = None
             self.retries = 0
         else:
@@ -237,6 +243,12 @@ class RoceConnection(ConnectionBase):
                 return
         self.send_psn = self.una  # go back N
         self.timeout_at = now + self._rto()
+
+    def _rehash(self, now: float) -> None:
+        """Routing has reconverged around the failure: ECMP now hashes elsewhere."""
+        old = self.paths[self.path_index]
+        self.path_index = (self.path_index + 1) % len(self.paths)
+        self.path_changes.append((now, old, self.paths[self.path_index]))
 
     def next_timer(self) -> float | None:
         return None if self.failed else self.timeout_at

@@ -62,3 +62,17 @@ def test_fails_the_qp_after_retry_count_without_reconvergence():
     ca.post_write(bytes(8192), mr.base, mr.rkey, 0.0)
     net.run(30.0)
     assert ca.failed and ca.stats.rtos == 4
+
+
+def test_lost_acks_make_the_responder_rehash_after_reconvergence():
+    net, ca, cb = roce_pair()
+    plane, spine = ev_fields(cb.ev.ev)
+    net.path("h7", plane, spine).blackhole = True  # h7's ACKs vanish; h0's data arrives
+    data = bytes((i * 5) & 0xFF for i in range(1 << 20))
+    mr = cb.memory.register(len(data))
+    ca.post_write(data, mr.base, mr.rkey, 0.0)
+    net.run(20.0, stop=lambda: ca.idle)
+    assert ca.idle and not ca.failed
+    assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
+    assert len(cb.path_changes) == 1 and cb.path_changes[0][0] >= cb.cfg.roce_reconvergence
+    assert ca.completed[0].done_at > cb.path_changes[0][0]
