@@ -88,6 +88,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         new_total = 0
         new_max = 0
         used: dict[tuple[int, int, int], float] = {}
+        sends: dict[tuple[int, int, int], list[float]] = defaultdict(list)
         paths_hit = 0
         for src, c in conns:
             evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
@@ -97,6 +98,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
                 if ev in evs and t_f <= t < end:
                     last = t if last is None else max(last, t)
                     used.setdefault((src, c["peer"], ev), t)
+                    sends[(src, c["peer"], ev)].append(round(t - t_f, 4))
                     if not rtx:
                         n_new += 1
             new_total += n_new
@@ -111,6 +113,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["recovered_90pct_s"] = rec_s
         # How fast the transport stopped trusting each failed path it used after the fault.
         detect: list[float] = []
+        bad_at: dict[tuple[int, int, int], float] = {}
         undetected = 0
         rtos = []
         for src, c in conns:
@@ -126,8 +129,13 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
                 if s == src and peer == c["peer"]:
                     if ev in first_bad and first_bad[ev] < end:
                         detect.append(first_bad[ev] - t_f)
+                        bad_at[(s, peer, ev)] = first_bad[ev] - t_f
                     else:
                         undetected += 1
+        entry["failed_paths"] = [
+            {"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}", "sends_after_fault_s":
+             sends[(s, d, ev)][:20], "bad_s": _r(bad_at.get((s, d, ev)))}
+            for (s, d, ev) in sorted(used)][:200]
         entry["paths_used_after_fault"] = len(used)
         entry["paths_detected"] = len(detect)
         entry["paths_not_detected"] = undetected

@@ -390,7 +390,25 @@ class MrcConnection(ConnectionBase):
                     break
                 if not o.lost:
                     self._mark_lost(o)
+                    self._blame_loss(o, now)
                     self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
+
+    def _blame_loss(self, o: Outstanding, now: float) -> None:
+        """Two packets lost on one EV with no sign of life from it in between: a dead
+        path, not bad luck (1 % random loss does that once in 10,000 pairs). Without
+        this, losses that RACK repairs before any timer fires would never blame a path,
+        and a blackhole carrying a couple of packets per message goes unnoticed."""
+        e = self.profile.evs.get(o.ev)
+        # No exemption for congested paths here: a switch that trims turns congestion
+        # into NACKs, which are feedback; only a broken path loses packets outright.
+        if e is None or e.last_feedback >= o.sent_time:
+            return
+        if e.loss_mark != e.last_feedback:  # feedback since we started counting
+            e.loss_mark, e.losses = e.last_feedback, 0
+        e.losses += 1
+        if e.losses >= 2:
+            e.losses = 0
+            self.profile.assume_bad(e.ev, now, "two losses without feedback")
 
     def _trimmed_lately(self, e: Ev, now: float) -> bool:
         """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
@@ -582,6 +600,8 @@ class MrcConnection(ConnectionBase):
                     and not self._trimmed_lately(e, now)):
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
+            if o.sent_time < self.last_sack:
+                self._blame_loss(o, now)
         if fired:
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
             self.backoff = min(self.backoff * 2, 64)
