@@ -31,7 +31,7 @@ def goodput_series(raw: dict, planes: int) -> dict:
         width = tr["rx_bin_s"]
         for plane, bins in tr["rx_bins"].items():
             for k, nbytes in bins.items():
-                i = int((int(k) * width - t0) / BIN)
+                i = int(((int(k) + 0.5) * width - t0) / BIN)  # the 10 ms bin's middle
                 if 0 <= i < nbins:
                     per_plane[int(plane)][i] += nbytes * 8 / BIN / 1e6
     total = [sum(col) for col in zip(*per_plane, strict=True)]
@@ -53,7 +53,7 @@ def _recovery(series: dict, at: float, until: float) -> tuple[float | None, floa
     for tt, x in zip(t, smooth, strict=True):
         if tt < at:
             continue
-        if tt > until:
+        if tt + BIN > until + 1e-9:  # only whole bins before the heal or the end
             break
         if x < 0.9 * level:
             dipped = True

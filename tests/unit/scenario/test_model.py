@@ -1,0 +1,107 @@
+"""Scenario files: built-ins load; every mistake names the file, the field and a fix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mrcemu.errors import ConfigError
+from mrcemu.scenario import load
+from mrcemu.scenario.model import SCENARIO_DIR, builtin
+
+BASE = {"topology": "small", "workload": {"kind": "all-to-all", "size": "64KiB",
+                                          "iterations": 2}}
+
+
+def write(tmp_path: Path, data: object, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return p
+
+
+def test_every_builtin_loads_and_failover_is_as_specified():
+    assert set(builtin()) >= {"failover", "gray-link", "plane-down", "flap", "incast",
+                              "loss-1pct"}
+    for name in builtin():
+        sc = load(name)
+        assert sc.transports == ("mrc", "roce") and sc.capture.interfaces
+    fo = load("failover")
+    assert fo.topology.name == "default" and fo.workload.kind == "all-to-all"
+    assert [(f.at, f.kind, f.target) for f in fo.faults] == [
+        (1.0, "switch-down", "p3s1"), (1.5, "gray", "p5l0-p5s2")]
+
+
+def test_workload_phases():
+    sc = load("failover")
+    (phase,) = sc.workload.phases(8)
+    assert len(phase) == 56 and {(a, b) for a, b, _ in phase} == {
+        (a, b) for a in range(8) for b in range(8) if a != b}
+    from mrcemu.scenario.model import Workload
+
+    w = Workload("ring-allreduce", 8000, 1)
+    phases = w.phases(4)
+    assert len(phases) == 6 and all(p == [(0, 1, 2000), (1, 2, 2000), (2, 3, 2000),
+                                         (3, 0, 2000)] for p in phases)
+    assert Workload("incast", 10, 1, dst=3, senders=(0, 1)).phases(4) == [[(0, 3, 10),
+                                                                          (1, 3, 10)]]
+
+
+@pytest.mark.parametrize("patch, field, words", [
+    ({"wokload": 1}, "wokload", "did you mean 'workload'"),
+    ({"topology": "nonesuch"}, "topology", "cannot be loaded"),
+    ({"workload": {"kind": "alltoall", "size": "1MiB"}}, "workload.kind", "all-to-all"),
+    ({"workload": {"kind": "single", "size": "lots"}}, "workload.size", "512KiB"),
+    ({"workload": {"kind": "single", "size": "1MiB", "src": "h9"}}, "workload.src", "h0..h3"),
+    ({"workload": {"kind": "incast", "size": "1MiB", "dst": "h1", "senders": ["h1"]}},
+     "workload.senders", "remove it"),
+    ({"faults": [{"at": 1, "kind": "switch-down", "target": "p3s1"}]}, "faults[0].target",
+     "no switch 'p3s1'"),
+    ({"faults": [{"at": 1, "kind": "gray", "target": "p0l0-p0s9"}]}, "faults[0].target",
+     "links are named"),
+    ({"faults": [{"at": 1, "kind": "swich-down", "target": "p1s1"}]}, "faults[0].kind",
+     "did you mean 'switch-down'"),
+    ({"faults": [{"at": -1, "kind": "link-down", "target": "p0l0-p0s0"}]}, "faults[0].at",
+     "seconds"),
+    ({"faults": [{"at": 1, "kind": "loss", "target": "p0l0-p0s0"}]}, "faults[0].value",
+     "value: 1"),
+    ({"faults": [{"at": 1, "kind": "flap", "target": "p0l0-p0s0"}]}, "faults[0].period",
+     "period"),
+    ({"faults": [{"at": 1, "kind": "link-down", "target": "p0l0-p0s0", "when": 2}]},
+     "faults[0].when", "known fields"),
+    ({"transports": ["mrc", "tcp"]}, "transports", "[mrc, roce]"),
+    ({"capture": {"interfaces": ["h0-p9"]}}, "capture.interfaces[0]", "did you mean"),
+    ({"capture": {"snaplen": 10}}, "capture.snaplen", "bytes kept"),
+    ({"seed": "one"}, "seed", "seed: 1"),
+])
+def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
+    p = write(tmp_path, {**BASE, **patch})
+    with pytest.raises(ConfigError) as e:
+        load(p)
+    assert e.value.source == str(p) and e.value.field == field, str(e.value)
+    assert words in str(e.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    p = write(tmp_path, "topology: small\nworkload: [\n")
+    with pytest.raises(ConfigError) as e:
+        load(p)
+    assert e.value.field == "<yaml>" and "line" in str(e.value.value)
+
+
+def test_missing_file_lists_the_builtins():
+    with pytest.raises(ConfigError) as e:
+        load("no-such-scenario")
+    assert "failover" in e.value.fix
+
+
+def test_cli_rejects_a_bad_file_before_anything_starts(tmp_path):
+    p = write(tmp_path, {**BASE, "faults": [{"at": 1, "kind": "gray", "target": "nowhere"}]})
+    r = subprocess.run([sys.executable, "-m", "mrcemu", "run", str(p), "--out",
+                        str(tmp_path / "runs")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert str(p) in r.stderr and "faults[0].target" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "runs").exists()
