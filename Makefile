@@ -23,10 +23,9 @@ test: install
 unit: install
 	$(PY) -m pytest -q tests/unit
 
+# The main job: the failover scenario on the default fabric, MRC against RoCE.
 demo: install
-	$(SUDO) $(MRCEMU) up topologies/default.yaml
-	$(SUDO) $(MRCEMU) check || { $(SUDO) $(MRCEMU) down; exit 1; }
-	$(SUDO) $(MRCEMU) down
+	$(SUDO) $(MRCEMU) run failover --out runs
 
 bench: install
 	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md

@@ -388,6 +388,8 @@ class Nic:
                             frame = s.recv(65536)
                         except (BlockingIOError, InterruptedError):
                             break
+                        except OSError:  # ENETDOWN: the port lost carrier; poll_links acts
+                            break
                         self.on_frame(frame, fd_plane[s.fileno()])
                     else:
                         still.append(s)

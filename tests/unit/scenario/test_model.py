@@ -11,7 +11,7 @@ import yaml
 
 from mrcemu.errors import ConfigError
 from mrcemu.scenario import load
-from mrcemu.scenario.model import SCENARIO_DIR, builtin
+from mrcemu.scenario.model import builtin
 
 BASE = {"topology": "small", "workload": {"kind": "all-to-all", "size": "64KiB",
                                           "iterations": 2}}

@@ -1,0 +1,161 @@
+"""`mrcemu run` end to end: a short version of every built-in scenario on the small
+topology, then Ctrl-C in the middle of one. Real namespaces, real captures."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mrcemu.fabric.clean import clean
+from mrcemu.scenario.model import SCENARIO_DIR, builtin
+from tests.integration.conftest import assert_clean, mrcemu
+
+LUA = Path(__file__).resolve().parents[2] / "mrcemu" / "wireshark" / "mrc.lua"
+SIZES = {"all-to-all": "128KiB", "single": "4MiB", "incast": "512KiB",
+         "ring-allreduce": "512KiB"}
+
+
+def shrink(name: str, tmp: Path) -> Path:
+    """The built-in scenario on the small topology (2 planes, 2 leaves, 2 spines, 4 hosts):
+    names mapped into it, sizes and times cut down."""
+    data = yaml.safe_load((SCENARIO_DIR / f"{name}.yaml").read_text())
+
+    def remap(text: str) -> str:
+        text = re.sub(r"p(\d+)", lambda m: f"p{int(m[1]) % 2}", text)
+        text = re.sub(r"([ls])(\d+)", lambda m: f"{m[1]}{int(m[2]) % 2}", text)
+        return re.sub(r"h(\d+)", lambda m: f"h{int(m[1]) % 4}", text)
+
+    data["topology"] = "small"
+    wl = data["workload"]
+    wl["size"] = SIZES[wl["kind"]]
+    wl["iterations"] = 4 if wl["kind"] == "all-to-all" else 2
+    for k in ("src", "dst"):
+        if k in wl:
+            wl[k] = remap(wl[k])
+    if "senders" in wl:
+        wl["senders"] = [h for h in {remap(h) for h in wl["senders"]} if h != wl["dst"]]
+    for f in data.get("faults") or []:
+        f["at"] = round(f["at"] * 0.3, 3)
+        f["target"] = (str(int(f["target"]) % 2) if str(f["target"]).isdigit()
+                       else remap(f["target"]))
+        if "duration" in f:
+            f["duration"] = 1.0
+        if "period" in f:
+            f["period"] = 0.3
+    data["faults"] = list({json.dumps(f, sort_keys=True): f
+                           for f in data.get("faults") or []}.values())
+    data["capture"] = {"hosts": [remap(h) for h in data["capture"].get("hosts", ["h0"])],
+                       "snaplen": 128, "max_mb": 5}
+    data["timeout_s"] = 90
+    data["settle_s"] = 0.5
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def run(path: Path, out: Path) -> tuple[dict, Path]:
+    r = mrcemu("run", str(path), "--out", str(out), timeout=400)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (folder,) = list(out.iterdir())
+    assert str(folder) in r.stdout.replace("\n", "")
+    return json.loads((folder / "report.json").read_text()), folder
+
+
+def tshark(pcap: Path, *fields: str, filt: str = "mrc") -> list[str]:
+    r = subprocess.run(["tshark", "-r", str(pcap), "-X", f"lua_script:{LUA}", "-Y", filt,
+                        "-T", "fields", *sum((["-e", f] for f in fields), [])],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+@pytest.fixture
+def tidy():
+    clean()
+    yield
+    clean()
+    assert_clean()
+
+
+@pytest.mark.parametrize("name", builtin())
+def test_builtin_scenario_short(name, tmp_path, tidy):
+    rep, folder = run(shrink(name, tmp_path), tmp_path / "runs")
+    for f in ("report.json", "report.md", "goodput.png", "ev-states.png", "capture.pcapng"):
+        assert (folder / f).stat().st_size > 0, f
+    assert list((folder / "logs").glob("nic-h*.jsonl"))
+    assert rep["scenario"] == name and rep["topology"] == "small" and not rep["partial"]
+    assert set(rep["transports"]) == {"mrc", "roce"}
+    mrc = rep["transports"]["mrc"]
+    for t in rep["transports"].values():
+        for k in ("job_completion_s", "iteration_s_p50", "iteration_s_p99", "goodput_mbps",
+                  "retransmits", "trims", "nacks", "rtos", "integrity_ok", "faults"):
+            assert k in t
+        for f in t["faults"]:
+            assert f["error"] is None and f["at_s"] is not None
+            assert {"at_s", "last_packet_on_failed_path_s", "recovered_90pct_s"} <= set(f)
+    # MRC delivers every message intact, through whatever the scenario breaks.
+    assert mrc["integrity_ok"] and mrc["messages_ok"] == mrc["messages"] > 0
+    assert mrc["job_completion_s"] > 0 and mrc["goodput_mbps"] > 0
+    # The capture holds both transports' traffic, decoded by the Lua dissector.
+    ops = tshark(folder / "capture.pcapng", "mrc.opcode")
+    assert len(ops) > 100
+    report_md = (folder / "report.md").read_text()
+    assert "| job completion |" in report_md
+    if name == "failover":
+        # Probes on the broken paths, after the first fault.
+        probes = tshark(folder / "capture.pcapng", "frame.time_epoch",
+                        filt="mrc.opcode == 222")
+        assert probes
+        dead = mrc["faults"][0]
+        assert dead["new_packets_on_failed_path_max_per_connection"] <= dead["window_packets"]
+    if name == "plane-down":
+        # h0 lost its plane-0 port: after the port-status update nothing more is
+        # received on plane 0, while plane 1 keeps delivering.
+        f = mrc["faults"][0]
+        s = mrc["goodput_series"]
+        settle = f["at_s"] + 0.3
+        after = [i for i, t in enumerate(s["t"]) if t >= settle]
+        assert after and sum(s["per_plane_mbps"][0][i] for i in after) == 0
+        assert sum(s["per_plane_mbps"][1][i] for i in after) > 0
+        assert f["last_packet_on_failed_path_s"] < 0.3
+    if name == "incast":
+        assert mrc["trims"] == mrc["nacks"] > 0  # trimmed, NACKed, retransmitted
+    if name == "loss-1pct":
+        assert mrc["retransmits"] > 0
+
+
+def test_ctrl_c_leaves_a_partial_report_a_valid_capture_and_nothing_running(tmp_path, tidy):
+    scen = shrink("failover", tmp_path)
+    data = yaml.safe_load(scen.read_text())
+    data["workload"]["iterations"] = 200  # far longer than we wait
+    scen.write_text(yaml.safe_dump(data))
+    out = tmp_path / "runs"
+    p = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(scen), "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("*/pcap/mrc-*.pcapng")):
+        time.sleep(0.2)
+    time.sleep(4)  # well into the MRC run, after the faults
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr
+    (folder,) = list(out.iterdir())
+    rep = json.loads((folder / "report.json").read_text())
+    assert rep["partial"] and rep["transports"]["mrc"]["interrupted"]
+    assert rep["transports"]["mrc"]["iterations_done"] > 0
+    ops = tshark(folder / "capture.pcapng", "mrc.opcode")
+    assert ops
+    r = subprocess.run(["capinfos", str(folder / "capture.pcapng")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "h0-p0" in r.stdout + subprocess.run(
+        ["tshark", "-r", str(folder / "capture.pcapng"), "-T", "fields", "-e",
+         "frame.interface_name", "-c", "50"], capture_output=True, text=True).stdout
