@@ -113,6 +113,8 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["recovered_90pct_s"] = rec_s
         # How fast the transport stopped trusting each failed path it used after the fault.
         detect: list[float] = []
+        since_use: list[float] = []  # from the first packet on the path after the fault
+        within_2rto = 0
         bad_at: dict[tuple[int, int, int], float] = {}
         undetected = 0
         rtos = []
@@ -130,6 +132,8 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
                     if ev in first_bad and first_bad[ev] < end:
                         detect.append(first_bad[ev] - t_f)
                         bad_at[(s, peer, ev)] = first_bad[ev] - t_f
+                        since_use.append(first_bad[ev] - _t)
+                        within_2rto += first_bad[ev] - _t <= 2 * c["rto"]
                     else:
                         undetected += 1
         entry["failed_paths"] = [
@@ -141,6 +145,9 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["paths_not_detected"] = undetected
         entry["detect_s_p50"] = _r(percentile(detect, 50))
         entry["detect_s_max"] = _r(max(detect) if detect else None)
+        entry["detect_after_first_use_s_p50"] = _r(percentile(since_use, 50))
+        entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
+        entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
     return out
 
@@ -176,8 +183,12 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     iters = [it["end"] - it["start"] for it in raw["iterations"] if "end" in it]
     before = raw.get("stats_before", {})
     totals: dict[str, int] = defaultdict(int)
+    counters: dict[str, int] = defaultdict(int)  # every connection counter, summed
     for src, c in _conns(raw):
         b = before.get(str(src), {}).get(f"{c['peer']}:{c['transport']}", {})
+        for k, v in c["stats"].items():
+            if isinstance(v, int):
+                counters[k] += v - b.get(k, 0)
         for k, name in (("retransmits", "retransmits"), ("trims_nacked", "trims"),
                         ("nacks_rx", "nacks"), ("rtos", "rtos"), ("probes_tx", "probes")):
             totals[name] += c["stats"][k] - b.get(k, 0)
@@ -198,6 +209,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "messages_ok": sum(1 for f in flows if f.get("ok")),
         "integrity_ok": complete and all(f.get("ok") for f in flows),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
+        "counters": dict(sorted(counters.items())),
         "faults": fault_metrics(raw, layout, series, window_packets),
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),

@@ -49,6 +49,7 @@ class Ev:
     last_feedback: float = -1.0
     silent_since: float | None = None  # first send not yet followed by feedback
     unanswered: int = 0  # packets sent since the last feedback
+    heard_sent: float = -1.0  # send time of the latest packet on this EV known to arrive
     losses: int = 0  # packets found lost since loss_mark
     loss_mark: float = -1.0  # the last_feedback the loss count started from
     skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
@@ -182,6 +183,7 @@ class EvProfile:
         if e is None or e.state is not EvState.ASSUMED_BAD:
             return
         e.last_feedback = now
+        e.heard_sent = max(e.heard_sent, e.last_probe)  # the probe went out then
         if marked:
             e.skip_until_rotation = self.rotation + 1
         self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probe answered")

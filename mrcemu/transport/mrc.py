@@ -97,6 +97,9 @@ class Stats:
     probes_answered: int = 0
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
+    losses_blamed: int = 0  # losses counted against their EV (two make it ASSUMED_BAD)
+    losses_excused: int = 0  # losses on an EV heard from since the packet was sent
+    acks_credited_to_original: int = 0  # fast acks after a retransmission
 
     def to_json(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}
@@ -297,9 +300,12 @@ class MrcConnection(ConnectionBase):
         ev = o.ev
         if o.retx and now - o.sent_time < 0.8 * self.cc.base_rtt:
             ev = o.first_ev
+            self.stats.acks_credited_to_original += 1
         e = self.profile.evs.get(ev)
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
+            if ev == o.ev:  # the copy we know the send time of
+                e.heard_sent = max(e.heard_sent, o.sent_time)
         o.msg.acked += 1
         if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
             o.msg.complete(now)
@@ -401,14 +407,21 @@ class MrcConnection(ConnectionBase):
         e = self.profile.evs.get(o.ev)
         # No exemption for congested paths here: a switch that trims turns congestion
         # into NACKs, which are feedback; only a broken path loses packets outright.
-        if e is None or e.last_feedback >= o.sent_time:
+        # Excused only if a packet sent on the EV after this one arrived: feedback that
+        # merely came later (acks of packets in flight when a link died) proves nothing.
+        if e is None or e.heard_sent >= o.sent_time:
+            self.stats.losses_excused += 1
             return
-        if e.loss_mark != e.last_feedback:  # feedback since we started counting
-            e.loss_mark, e.losses = e.last_feedback, 0
+        self.stats.losses_blamed += 1
+        if e.loss_mark != e.heard_sent:  # a later packet arrived since we started counting
+            e.loss_mark, e.losses = e.heard_sent, 0
         e.losses += 1
-        if e.losses >= 2:
+        # One loss is enough when nothing sent on the EV for an RTO before it arrived
+        # either: an EV carries a packet or two per message here, and a second loss may
+        # be a whole iteration away. A wrong guess costs one probe round trip.
+        if e.losses >= 2 or o.sent_time - e.heard_sent > self.rto / self.backoff:
             e.losses = 0
-            self.profile.assume_bad(e.ev, now, "two losses without feedback")
+            self.profile.assume_bad(e.ev, now, "lost, no feedback")
 
     def _trimmed_lately(self, e: Ev, now: float) -> bool:
         """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
@@ -430,6 +443,8 @@ class MrcConnection(ConnectionBase):
         e = self.profile.evs.get(n["entropy"])
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
+            if o is not None and o.ev == e.ev:
+                e.heard_sent = max(e.heard_sent, o.sent_time)
             if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
                 e.last_congested = now
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
@@ -596,7 +611,7 @@ class MrcConnection(ConnectionBase):
             e = self.profile.evs.get(o.ev)
             # Blame the EV only if other paths were heard from meanwhile: total silence
             # is the peer (or us) stalling, not this path.
-            if (e is not None and e.last_feedback < o.sent_time < self.last_sack
+            if (e is not None and e.heard_sent < o.sent_time < self.last_sack
                     and not self._trimmed_lately(e, now)):
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
