@@ -350,6 +350,64 @@ def bpf_cost() -> str:
             f"The program counted {counted:,} packets on that port.\n")
 
 
+@section("Failover: MRC against RoCE (the `failover` scenario)")
+def failover() -> str:
+    import tempfile
+
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(3):
+            r = mrcemu("run", "failover", "--out", f"{tmp}/{i}")
+            if r.returncode:
+                return f"`mrcemu run failover` failed: {r.stderr.strip()[-500:]}\n"
+            (folder,) = Path(f"{tmp}/{i}").iterdir()
+            runs.append(json.loads((folder / "report.json").read_text()))
+    rows = []
+    for i, rep in enumerate(runs):
+        m, r = rep["transports"]["mrc"], rep["transports"]["roce"]
+        fm = {f["kind"]: f for f in m["faults"]}
+        fr = {f["kind"]: f for f in r["faults"]}
+
+        def s(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2f}"
+
+        rows.append(
+            f"| {i + 1} | {s(m['job_completion_s'])} | {s(r['job_completion_s'])} | "
+            f"**{r['job_completion_s'] / m['job_completion_s']:.2f}** | "
+            f"{s(fm['switch-down']['last_packet_on_failed_path_s'])} / "
+            f"{s(fr['switch-down']['last_packet_on_failed_path_s'])} | "
+            f"{s(fm['switch-down']['recovered_90pct_s'])} / "
+            f"{s(fr['switch-down']['recovered_90pct_s'])} | "
+            f"{s(fm['gray']['detect_after_first_use_s_p50'])} / "
+            f"{s(fm['gray']['detect_after_first_use_s_max'])} "
+            f"({fm['gray']['paths_detected_within_2_rto_of_first_use']}/"
+            f"{fm['gray']['paths_used_after_fault']} within 2 RTOs, RTO <= "
+            f"{s(fm['gray']['rto_s_max'])}) | "
+            f"{fm['switch-down']['new_packets_on_failed_path_max_per_connection']} / "
+            f"{fm['switch-down']['window_packets']} |")
+    return ("Command: `make bench` (section failover), which runs `mrcemu run failover` three "
+            "times: each run brings up the default fabric and runs the iterated all-to-all "
+            "over MRC and then RoCE with the same seed, spine p3s1 dying at t=1 s and link "
+            "p5l0-p5s2 going gray at t=1.5 s. Times in seconds; a/b is MRC/RoCE.\n\n"
+            "| run | MRC job | RoCE job | RoCE/MRC | spine: last packet on failed path | "
+            "spine: goodput back to 90 % | gray: MRC detection after first use p50 / max | "
+            "spine: MRC new packets on dead paths, max per connection / window |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+            "How this compares with the MRC publications. They report up to 35 % better "
+            "all-to-all efficiency at 32k-GPU scale, and link flaps with no measurable impact "
+            "on training. Here the gap is much larger (RoCE takes two to three times as long) "
+            "because the comparison is dominated by the failure: a RoCE flow pinned to the "
+            "dead spine waits out the emulated 2 s routing reconvergence (plus its go-back-N "
+            "timeouts), and an all-to-all iteration is as slow as its slowest flow, while "
+            "the job itself is only a few seconds long. Without failures the two are close "
+            "(iterations 0.3-0.9 s each): 8 hosts do not create the ECMP collisions of a "
+            "32k-GPU fabric, and both transports are held back by the Python NICs sharing two "
+            "cores. MRC does notice failures, but in hundreds of milliseconds, not "
+            "microseconds: its timers scale with the RTT, and an RTT here is tens to "
+            "hundreds of milliseconds (20 Mb/s links, 4 KiB packets, Python on two cores). "
+            "Its goodput dip is therefore visible, not absent as the publications report.\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="BENCHMARKS.md")

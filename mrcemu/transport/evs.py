@@ -50,8 +50,6 @@ class Ev:
     silent_since: float | None = None  # first send not yet followed by feedback
     unanswered: int = 0  # packets sent since the last feedback
     heard_sent: float = -1.0  # send time of the latest packet on this EV known to arrive
-    losses: int = 0  # packets found lost since loss_mark
-    loss_mark: float = -1.0  # the last_feedback the loss count started from
     skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
     last_congested: float = -1.0  # a switch on this path trimmed or ECN-marked our packet
     last_probe: float = -1.0

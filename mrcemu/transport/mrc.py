@@ -70,6 +70,8 @@ class Outstanding:
     retx: int = 0
     lost: bool = False
     first_ev: int = 0  # the EV of the original transmission
+    lost_ev: int = -1  # the EV of the first copy, if it was declared lost; when it left
+    lost_sent: float = -1.0
 
 
 @dataclass
@@ -97,8 +99,8 @@ class Stats:
     probes_answered: int = 0
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
-    losses_blamed: int = 0  # losses counted against their EV (two make it ASSUMED_BAD)
-    losses_excused: int = 0  # losses on an EV heard from since the packet was sent
+    losses_blamed: int = 0  # confirmed losses that made their EV ASSUMED_BAD
+    losses_excused: int = 0  # confirmed losses not blamed on their EV
     acks_credited_to_original: int = 0  # fast acks after a retransmission
 
     def to_json(self) -> dict:
@@ -148,6 +150,7 @@ class MrcConnection(ConnectionBase):
         self.latest_acked_sent = -1.0  # send time of the latest-sent packet acked so far
         self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
+        self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
         self.messages: dict[int, Message] = {}
         self.completed: list[Message] = []
         # responder
@@ -301,6 +304,11 @@ class MrcConnection(ConnectionBase):
         if o.retx and now - o.sent_time < 0.8 * self.cc.base_rtt:
             ev = o.first_ev
             self.stats.acks_credited_to_original += 1
+        elif o.retx and o.lost_ev >= 0:
+            # The retransmission arrived first: the first copy really was lost. Judging
+            # the path now, not when RACK or the timer guessed, keeps packets that were
+            # merely late behind a queue from blaming it.
+            self._blame_loss(o.lost_ev, o.lost_sent, now)
         e = self.profile.evs.get(ev)
         if e is not None:
             e.last_feedback, e.silent_since, e.unanswered = now, None, 0
@@ -396,32 +404,29 @@ class MrcConnection(ConnectionBase):
                     break
                 if not o.lost:
                     self._mark_lost(o)
-                    self._blame_loss(o, now)
                     self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
-    def _blame_loss(self, o: Outstanding, now: float) -> None:
-        """Two packets lost on one EV with no sign of life from it in between: a dead
-        path, not bad luck (1 % random loss does that once in 10,000 pairs). Without
-        this, losses that RACK repairs before any timer fires would never blame a path,
-        and a blackhole carrying a couple of packets per message goes unnoticed."""
-        e = self.profile.evs.get(o.ev)
-        # No exemption for congested paths here: a switch that trims turns congestion
-        # into NACKs, which are feedback; only a broken path loses packets outright.
-        # Excused only if a packet sent on the EV after this one arrived: feedback that
-        # merely came later (acks of packets in flight when a link died) proves nothing.
-        if e is None or e.heard_sent >= o.sent_time:
+    def _blame_loss(self, ev: int, sent: float, now: float) -> None:
+        """A first copy sent on `ev` at `sent` was really lost, and the EV had delivered
+        nothing sent in the RTO before it: the EV goes ASSUMED_BAD. An EV carries only a
+        packet or two per message here, so the timeout rules (several silent packets)
+        can take several iterations to fire.
+
+        Excused: losses on an EV that was trimming or ECN-marking around then (late
+        behind a queue), and losses that come with losses on several other EVs within
+        an RTO (an overloaded receiver drops on every path; a broken path loses alone)."""
+        window = self.rto / self.backoff
+        while self.recent_losses and self.recent_losses[0][0] < now - window:
+            self.recent_losses.popleft()
+        self.recent_losses.append((now, ev))
+        e = self.profile.evs.get(ev)
+        others = {x for _, x in self.recent_losses if x != ev}
+        if (e is None or e.heard_sent >= sent - window
+                or e.last_congested >= sent - 2 * window or len(others) >= 2):
             self.stats.losses_excused += 1
             return
         self.stats.losses_blamed += 1
-        if e.loss_mark != e.heard_sent:  # a later packet arrived since we started counting
-            e.loss_mark, e.losses = e.heard_sent, 0
-        e.losses += 1
-        # One loss is enough when nothing sent on the EV for an RTO before it arrived
-        # either: an EV carries a packet or two per message here, and a second loss may
-        # be a whole iteration away. A wrong guess costs one probe round trip.
-        if e.losses >= 2 or o.sent_time - e.heard_sent > self.rto / self.backoff:
-            e.losses = 0
-            self.profile.assume_bad(e.ev, now, "lost, no feedback")
+        self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
 
     def _trimmed_lately(self, e: Ev, now: float) -> bool:
         """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
@@ -431,6 +436,8 @@ class MrcConnection(ConnectionBase):
 
     def _mark_lost(self, o: Outstanding) -> None:
         o.lost = True
+        if not o.retx:  # judge paths by first copies: a burst of retransmissions after
+            o.lost_ev, o.lost_sent = o.ev, o.sent_time  # a failure queues everywhere
         self.inflight -= o.length
         self.rtx_queue.append(o.psn)
 
@@ -611,12 +618,10 @@ class MrcConnection(ConnectionBase):
             e = self.profile.evs.get(o.ev)
             # Blame the EV only if other paths were heard from meanwhile: total silence
             # is the peer (or us) stalling, not this path.
-            if (e is not None and e.heard_sent < o.sent_time < self.last_sack
+            if (e is not None and e.last_feedback < o.sent_time < self.last_sack
                     and not self._trimmed_lately(e, now)):
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
-            if o.sent_time < self.last_sack:
-                self._blame_loss(o, now)
         if fired:
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
             self.backoff = min(self.backoff * 2, 64)

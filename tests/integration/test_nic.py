@@ -63,4 +63,4 @@ def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_
     # ev_changes holds only what happened during this transfer.
     changed = {c[1] for c in res["ev_changes"] if c[3] == "ASSUMED_BAD"}
     assert changed and all(ev_fields(ev) == (2, 1) for ev in changed), [
-        hex(ev) for ev in changed]
+        c for c in res["ev_changes"] if c[3] == "ASSUMED_BAD"]
