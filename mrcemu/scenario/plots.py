@@ -64,6 +64,9 @@ def ev_states(report: dict, dest: Path) -> None:
         counts: dict[str, list[tuple[float, int]]] = {}
         rows: dict[tuple[str, str, str], list[tuple[float, str]]] = {}
         for tt, src, dst, ev, old, new, _why in changes:
+            if new not in STATE_COLOR:
+                continue  # BACKUP -> ACTIVE promotions are not states
+            old = old if old in STATE_COLOR else "GOOD"  # RoCE: PATH -> REHASHED
             key = (src, dst, ev)
             state.setdefault(key, old)
             state[key] = new
