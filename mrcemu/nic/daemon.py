@@ -299,6 +299,26 @@ class Nic:
             return {"ok": True, "msn": m.msn, "acked_pkts": m.acked, "npkts": m.npkts,
                     "posted_at": m.posted_at, "done_at": m.done_at,
                     "failed": getattr(c, "failed", False)}
+        if op == "internals":  # a snapshot of each busy connection, for diagnosis
+            now = self.now()
+            out = []
+            for (peer, _transport), c in self.conns.items():
+                if not c.busy or not isinstance(c, MrcConnection):
+                    continue
+                live = [o for o in c.outstanding.values() if not o.lost]
+                out.append({"peer": peer, "outstanding": len(c.outstanding),
+                            "live": len(live), "rtx_queue": len(c.rtx_queue),
+                            "pending": len(c.pending), "inflight": c.inflight,
+                            "cwnd": c.cc.cwnd, "backoff": c.backoff, "rto": c.rto,
+                            "srtt": c.srtt, "una": c.una,
+                            "oldest_age": now - min((o.sent_time for o in live),
+                                                    default=now),
+                            "oldest_evs": [f"0x{o.ev:08x}" for o in live][:4],
+                            "next_timer_in": (c.next_timer() or now) - now,
+                            "usable": c.profile.count_usable(),
+                            "control": len(c.control)})
+            return {"ok": True, "conns": out, "backlog": {p: len(q) for p, q in
+                                                          self.backlog.items()}}
         if op == "trace_reset":
             for c in self.conns.values():
                 c.tx_trace.clear()

@@ -99,6 +99,7 @@ class Stats:
     probes_answered: int = 0
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
+    rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)
     losses_blamed: int = 0  # confirmed losses that made their EV ASSUMED_BAD
     losses_excused: int = 0  # confirmed losses not blamed on their EV
     acks_credited_to_original: int = 0  # fast acks after a retransmission
@@ -473,18 +474,22 @@ class MrcConnection(ConnectionBase):
                     return x
         return e
 
-    def _emit(self, opcode: int, headers: dict[str, dict[str, int]], psn: int) -> None:
-        e = self._control_ev()
-        if e is None:
-            return
-        p = e.path
-        pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                           flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
-                           bth={"opcode": opcode, "dqpn": self.remote_qpn,
-                                "psn": psn & PSN_MASK}, headers=headers)
-        self.control.append((e.ev, pkt))
+    def _emit(self, opcode: int, headers: dict[str, dict[str, int]], psn: int,
+              copies: int = 1) -> None:
+        used: set[int] = set()
+        for _ in range(copies):
+            e = self._control_ev()
+            if e is None or e.ev in used:
+                return
+            used.add(e.ev)
+            p = e.path
+            pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+                               flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
+                               bth={"opcode": opcode, "dqpn": self.remote_qpn,
+                                    "psn": psn & PSN_MASK}, headers=headers)
+            self.control.append((e.ev, pkt))
 
-    def _sack(self, now: float, probe_ev: int | None = None) -> None:
+    def _sack(self, now: float, probe_ev: int | None = None, copies: int = 1) -> None:
         cack = self.rx_cack
         trigger = self.last_trigger if probe_ev is None else cack
         off = max(1, trigger - cack - 63)
@@ -500,7 +505,7 @@ class MrcConnection(ConnectionBase):
                 "cack_psn": cack & PSN_MASK, "sack_offset": off, "sack_bitmap": bm}
         cc = {"rcvd_bytes": self.stats.rx_bytes & 0xFFFFFF, "ooo_count": min(len(self.rx_ooo),
                                                                             0x7FFF)}
-        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack)
+        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack, copies)
         self.stats.sacks_tx += 1
         self.mark = SackMark.NONE
         self.unsacked = 0
@@ -556,6 +561,7 @@ class MrcConnection(ConnectionBase):
         else:
             self.rx_ooo.add(psn)
         # Complete in MSN order; an immediate that arrived early waits for its message.
+        done_before = len(self.rx_completed)
         while True:
             nxt = self.rx_msgs.get(self.rx_next_msn & 0xFFFF)
             if nxt is None or nxt.got < nxt.length:
@@ -564,7 +570,13 @@ class MrcConnection(ConnectionBase):
             del self.rx_msgs[self.rx_next_msn & 0xFFFF]
             self.rx_next_msn += 1
         self.unsacked += 1
-        if self.unsacked >= self.cfg.sack_every or self.mark != SackMark.NONE:
+        if len(self.rx_completed) > done_before:
+            # The SACK that completes a message goes out at once and on two paths: if it
+            # is lost on a path our own sending has not found broken, the requester
+            # learns only from its RTO, and the whole message (an iteration barrier)
+            # waits for it.
+            self._sack(now, copies=2)
+        elif self.unsacked >= self.cfg.sack_every or self.mark != SackMark.NONE:
             self._sack(now)
         elif self.sack_due is None:
             self.sack_due = now + self.cfg.sack_delay
@@ -603,9 +615,27 @@ class MrcConnection(ConnectionBase):
         else:
             self.stats.dropped["unexpected_opcode"] += 1
 
+    def _rack_deadline(self, o: Outstanding) -> float:
+        srtt = self.srtt or self.cfg.min_rto
+        return o.sent_time + srtt + max(self.cfg.reorder_window, srtt)
+
     def timer(self, now: float) -> None:
         if self.sack_due is not None and now >= self.sack_due:
             self._sack(now)
+        # RACK's timer: a packet sent before one that has arrived is lost once it is a
+        # round trip plus the reorder window old, even if no further ack comes to say
+        # so. That is the tail of a message on a path that just died; waiting for the
+        # RTO instead held every iteration barrier up by about half a second.
+        rack_lost = False
+        for o in list(self.outstanding.values()):
+            if o.sent_time >= self.latest_acked_sent or self._rack_deadline(o) > now:
+                break
+            if not o.lost:
+                self._mark_lost(o)
+                self.stats.rack_timer_losses += 1
+                rack_lost = True
+        if rack_lost:
+            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
         rto = self.rto
         fired = False
         for o in list(self.outstanding.values()):
@@ -645,6 +675,8 @@ class MrcConnection(ConnectionBase):
         for o in self.outstanding.values():
             if not o.lost:
                 times.append(o.sent_time + self.rto)
+                if o.sent_time < self.latest_acked_sent:
+                    times.append(self._rack_deadline(o))
                 break
         bad = [e.last_probe + self.cfg.probe_interval for e in
                self.profile.needs_probe(float("inf"), 0.0)]
