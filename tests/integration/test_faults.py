@@ -78,3 +78,33 @@ def test_bad_fault_requests_are_one_clear_line(fabric, args, words):
     r = mrcemu(*args)
     assert r.returncode == 1
     assert words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_flap_toggles_the_link_until_healed_and_leaves_it_up(fabric):
+    from mrcemu.fabric.clean import our_processes
+    from mrcemu.faults import LOG
+
+    start = LOG.stat().st_size if LOG.exists() else 0
+    r = mrcemu("fail", "flap", "p0l0-p0s1", "--period", "0.2", "--duty", "0.5")
+    assert r.returncode == 0, r.stderr
+    (active,) = json.loads((state.RUN_DIR / "faults.json").read_text()).values()
+    pid = active["pid"]
+    assert pid in our_processes()
+    import time
+
+    time.sleep(1.1)
+    events = [json.loads(x)["event"] for x in LOG.read_text()[start:].splitlines()]
+    flaps = [e for e in events if e.startswith("flap-")]
+    # About five cycles in 1.1 s: down and up alternate, starting with down.
+    assert len(flaps) >= 5 and "inject" in events
+    assert flaps == ["flap-down", "flap-up"] * (len(flaps) // 2) + ["flap-down"] * (
+        len(flaps) % 2)
+    r = mrcemu("heal", "flap:p0l0-p0s1")
+    assert r.returncode == 0, r.stderr
+    assert pid not in our_processes()
+    assert failed_evs() == set()  # the link is up, with its routes back
+
+
+def test_flap_needs_period_and_duty(fabric):
+    r = mrcemu("fail", "flap", "p0l0-p0s1")
+    assert r.returncode == 1 and "--period" in r.stderr and "Traceback" not in r.stderr
