@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mrcemu import yamlfile
 from mrcemu.errors import ConfigError, MrcemuError
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology import load as load_topology
@@ -310,27 +309,7 @@ def builtin() -> list[str]:
     return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
 
 
-def load(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
-    """Load a scenario file; a bare name such as 'failover' is a built-in one.
-    `overrides` replace top-level fields (tests shrink built-ins with it)."""
-    p = Path(path)
-    if not p.exists() and not p.suffix and (SCENARIO_DIR / f"{p.name}.yaml").exists():
-        p = SCENARIO_DIR / f"{p.name}.yaml"
-    source = str(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
-                          "give a scenario YAML file or a built-in name: "
-                          + ", ".join(builtin())) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "the file"
-        raise ConfigError(source, "<yaml>", where,
-                          f"is not valid YAML ({getattr(e, 'problem', e)})",
-                          "fix the YAML syntax at that line") from None
-    if overrides and isinstance(data, dict):
-        data = {**data, **overrides}
-    return from_mapping(data, source, p.stem)
+def load(path: str | Path) -> Scenario:
+    """Load a scenario file; a bare name such as 'failover' is a built-in one."""
+    data, source, stem = yamlfile.read(path, SCENARIO_DIR, "scenario")
+    return from_mapping(data, source, stem)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mrcemu import yamlfile
 from mrcemu.errors import ConfigError
 
 # The uSID is plane(4) | kind(2) | index(10): these bounds come from that layout.
@@ -142,22 +141,5 @@ def from_mapping(data: Any, source: str, name: str) -> Topology:
 
 def load(path: str | Path) -> Topology:
     """Load a topology file. A bare name such as 'small' means topologies/small.yaml."""
-    p = Path(path)
-    if not p.exists() and not p.suffix and (TOPOLOGY_DIR / f"{p.name}.yaml").exists():
-        p = TOPOLOGY_DIR / f"{p.name}.yaml"
-    source = str(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        known = ", ".join(sorted(x.stem for x in TOPOLOGY_DIR.glob("*.yaml")))
-        raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
-                          f"give a path to a topology YAML file, or one of: {known}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "the file"
-        why = getattr(e, "problem", e)
-        raise ConfigError(source, "<yaml>", where, f"is not valid YAML ({why})",
-                          "fix the YAML syntax at that line") from None
-    return from_mapping(data, source, p.stem)
+    data, source, stem = yamlfile.read(path, TOPOLOGY_DIR, "topology")
+    return from_mapping(data, source, stem)
