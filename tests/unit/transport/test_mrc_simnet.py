@@ -100,3 +100,29 @@ def test_ecn_mark_echoes_skip_once_and_sets_skip():
     assert sha(mr.buf) == sha(data)
     skipped = {c[1] for c in ca.profile.changes if c[3] == "SKIP"}
     assert skipped and all(ev_fields(ev) == (1, 2) for ev in skipped)
+
+
+def test_rack_timer_recovers_tail_packets_of_a_dead_path_without_an_rto():
+    net, ca, cb = pair(min_rto=1.0)
+    net.default.delay = 0.01
+    net.path("h0", 3, 1).blackhole = True
+    data, mr = write(ca, cb, 2 << 20)
+    net.run(10.0, stop=lambda: ca.idle)
+    assert sha(mr.buf) == sha(data)
+    # Packets sent before others that arrived were declared lost by the timer, with no
+    # further ack to trigger RACK, and long before the (1 s) RTO.
+    assert ca.stats.rack_timer_losses > 0 and ca.stats.rtos == 0
+    assert ca.completed[0].done_at < 0.2
+
+
+def test_the_sack_completing_a_message_goes_on_two_paths():
+    net, ca, cb = pair()
+    net.default.jitter = 0.0005  # arrivals apart, all within the 2 ms SACK delay
+    data, mr = write(ca, cb, 3 * 4096)  # three packets: below the SACK cadence of 4
+    net.run(5.0, stop=lambda: ca.idle)
+    assert sha(mr.buf) == sha(data) and cb.rx_completed == [(0, None)]
+    sacks = [(t, ev) for t, src, ev, op in net.sent_log
+             if src == "h7" and op == Opcode.RELIABILITY_SACK]
+    first_t = min(t for t, _ in sacks)
+    first = [ev for t, ev in sacks if t == first_t]
+    assert len(first) == 2 and first[0] != first[1]
