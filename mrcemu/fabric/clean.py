@@ -35,6 +35,9 @@ def our_processes() -> list[int]:
         args = _cmdline(int(d.name))
         if {"mrcemu.fabric.manager", "mrcemu.nic.daemon", "mrcemu.faults"} & set(args):
             out.append(int(d.name))
+        elif args and args[0].endswith("dumpcap") and "-i" in args[:-1] and IFNAME.match(
+                args[args.index("-i") + 1]):
+            out.append(int(d.name))  # a capture of `mrcemu run` left by a kill -9
         elif args and args[-1].startswith("mininet:") and NODE.match(args[-1][8:]):
             out.append(int(d.name))
     return out
