@@ -522,7 +522,8 @@ def run(scenario: str, out: str) -> None:
     need_root("run")
     from mrcemu.fabric import state
 
-    if state.load_state() is not None and state.pid_alive(state.load_state().manager_pid):
+    running = state.load_state()
+    if running is not None and state.pid_alive(running.manager_pid):
         raise FabricStateError("a fabric is already running: 'mrcemu run' brings up its own; "
                                "stop the other with 'sudo mrcemu down'")
     console.print(f"[bold]{sc.name}[/]: {sc.description.strip()}")

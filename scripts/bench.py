@@ -35,6 +35,12 @@ def mem_available_kib() -> int:
     return 0
 
 
+def sh(cmd: str) -> None:
+    """A shell command whose failure is expected (deleting what may not exist) or checked
+    by what follows; the benchmarks' own netns rigs use it."""
+    subprocess.run(cmd, shell=True, check=False, capture_output=True)
+
+
 def mrcemu(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mrcemu", *args], capture_output=True,
                           text=True, timeout=600)
@@ -135,9 +141,6 @@ def nic_send_path() -> str:
     from mrcemu.transport.config import TransportConfig
     from mrcemu.transport.mrc import MrcConnection
     from mrcemu.transport.profiles import profile
-
-    def sh(cmd: str) -> None:
-        sp.run(cmd, shell=True, check=False, capture_output=True)
 
     sh("ip netns del mrcb-a; ip netns del mrcb-b")
     sh("ip netns add mrcb-a && ip netns add mrcb-b && ip link add mrcb0 netns mrcb-a type veth "
@@ -290,9 +293,6 @@ def bpf_cost() -> str:
     import subprocess as sp
 
     from mrcemu.fabric import bpf
-
-    def sh(cmd: str) -> None:
-        sp.run(cmd, shell=True, check=False, capture_output=True)
 
     ns = ("mrcb-a", "mrcb-r", "mrcb-b")
     sh("; ".join(f"ip netns del {n}" for n in ns))

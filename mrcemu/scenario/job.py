@@ -124,12 +124,10 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
                                 "iterations": sc.workload.iterations},
                    "transports": summaries}
+            report.write(folder, rep)
             if summaries:
-                report.write(folder, rep)
                 plots.goodput(rep, folder / "goodput.png")
                 plots.ev_states(rep, folder / "ev-states.png")
-            else:
-                report.write(folder, rep)
             if pcaps:
                 merge(pcaps, folder / "capture.pcapng")
                 shutil.rmtree(folder / "pcap", ignore_errors=True)

@@ -91,18 +91,20 @@ class Timeline(threading.Thread):
         self.join(timeout=10)
 
 
-def _batches(pool: ThreadPoolExecutor, reqs: dict[int, list[dict]],
-             timeout: float = 120) -> dict[int, list[dict]]:
-    futs = {h: pool.submit(request, f"h{h}", "batch", timeout, requests=rs)
-            for h, rs in reqs.items() if rs}
-    return {h: f.result()["replies"] for h, f in futs.items()}
-
-
-def _check(replies: dict[int, list[dict]]) -> None:
-    for h, rs in replies.items():
-        for r in rs:
-            if not r.get("ok"):
-                raise MrcemuError(f"h{h}: {r.get('error')}")
+def _ask(pool: ThreadPoolExecutor, calls: list[tuple[int, dict]]) -> list[dict]:
+    """Each (host, request), one batch per host and the hosts in parallel; the replies
+    in the order of `calls`. A refused request is an error."""
+    per_host: dict[int, list[dict]] = {}
+    for h, req in calls:
+        per_host.setdefault(h, []).append(req)
+    futs = {h: pool.submit(request, f"h{h}", "batch", 120, requests=rs)
+            for h, rs in per_host.items()}
+    replies = {h: iter(f.result()["replies"]) for h, f in futs.items()}
+    out = [next(replies[h]) for h, _ in calls]
+    for (h, _), r in zip(calls, out, strict=True):
+        if not r.get("ok"):
+            raise MrcemuError(f"h{h}: {r.get('error')}")
+    return out
 
 
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
@@ -116,10 +118,11 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False}
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
-        before = _batches(pool, {h: [{"op": "trace_reset"}, {"op": "trace"}] for h in hosts})
+        _ask(pool, [(h, {"op": "trace_reset"}) for h in hosts])
+        before = _ask(pool, [(h, {"op": "trace"}) for h in hosts])
         raw["stats_before"] = {
-            str(h): {f"{c['peer']}:{c['transport']}": c["stats"] for c in r[1]["conns"]}
-            for h, r in before.items()}
+            str(h): {f"{c['peer']}:{c['transport']}": c["stats"] for c in r["conns"]}
+            for h, r in zip(hosts, before, strict=True)}
         t0 = time.monotonic()
         raw["t0"] = t0
         timeline = Timeline(sc.faults, t0, layout, pids, topology, notify)
@@ -151,8 +154,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["t_end"] = time.monotonic()
             timeline.stop()
             raw["faults"] = [r.__dict__ for r in timeline.records]
-            traces = _batches(pool, {h: [{"op": "trace"}] for h in hosts})
-            raw["traces"] = {str(h): r[0] for h, r in traces.items()}
+            traces = _ask(pool, [(h, {"op": "trace"}) for h in hosts])
+            raw["traces"] = {str(h): r for h, r in zip(hosts, traces, strict=True)}
     return raw
 
 
@@ -161,26 +164,16 @@ def _run_phase(pool: ThreadPoolExecutor, sc: Scenario, transport: str, it: int, 
                stop: threading.Event) -> bool:
     """Post one phase's writes at once and wait for all; then check every message's
     SHA-256 at the destination. False if it did not finish."""
-    regs: dict[int, list[dict]] = {}
-    for _s, d, n in flows:
-        regs.setdefault(d, []).append({"op": "register", "size": n})
-    got = _batches(pool, regs)
-    _check(got)
-    slot = {d: iter(rs) for d, rs in got.items()}
+    regions = _ask(pool, [(d, {"op": "register", "size": n}) for _s, d, n in flows])
     jobs = []
-    writes: dict[int, list[dict]] = {}
-    for k, (s, d, n) in enumerate(flows):
-        mr = next(slot[d])
+    for k, ((s, d, n), mr) in enumerate(zip(flows, regions, strict=True)):
         seed = (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF
-        jobs.append({"src": s, "dst": d, "size": n, "rkey": mr["rkey"], "phase": ph})
-        writes.setdefault(s, []).append({"op": "write", "peer": d, "transport": transport,
-                                         "size": n, "seed": seed, "va": mr["va"],
-                                         "rkey": mr["rkey"]})
-    wrote = _batches(pool, writes)
-    _check(wrote)
-    order = {s: iter(rs) for s, rs in wrote.items()}
-    for j in jobs:
-        w = next(order[j["src"]])
+        jobs.append({"src": s, "dst": d, "size": n, "rkey": mr["rkey"], "phase": ph,
+                     "va": mr["va"], "seed": seed})
+    wrote = _ask(pool, [(j["src"], {"op": "write", "peer": j["dst"], "transport": transport,
+                                    "size": j["size"], "seed": j["seed"], "va": j["va"],
+                                    "rkey": j["rkey"]}) for j in jobs])
+    for j, w in zip(jobs, wrote, strict=True):
         j["msn"], j["sha_src"] = w["msn"], w["sha256"]
     rec["flows"].extend(jobs)
     pending = list(jobs)
@@ -188,30 +181,14 @@ def _run_phase(pool: ThreadPoolExecutor, sc: Scenario, transport: str, it: int, 
         if stop.is_set() or time.monotonic() - t0 > sc.timeout_s:
             return False
         time.sleep(POLL)
-        q: dict[int, list[dict]] = {}
-        for j in pending:
-            q.setdefault(j["src"], []).append({"op": "msg", "peer": j["dst"],
-                                               "transport": transport, "msn": j["msn"]})
-        got = _batches(pool, q)
-        _check(got)
-        order = {s: iter(rs) for s, rs in got.items()}
-        still = []
-        for j in pending:
-            m = next(order[j["src"]])
+        states = _ask(pool, [(j["src"], {"op": "msg", "peer": j["dst"], "transport": transport,
+                                          "msn": j["msn"]}) for j in pending])
+        for j, m in zip(pending, states, strict=True):
             j["posted_at"], j["done_at"], j["failed"] = m["posted_at"], m["done_at"], m["failed"]
-            if not (m["done_at"] or m["failed"]):
-                still.append(j)
-        pending = still
-    hashes: dict[int, list[dict]] = {}
-    for j in jobs:
-        hashes.setdefault(j["dst"], []).extend([{"op": "hash", "rkey": j["rkey"]},
-                                                {"op": "free", "rkey": j["rkey"]}])
-    got = _batches(pool, hashes)
-    _check(got)
-    order = {d: iter(rs) for d, rs in got.items()}
-    for j in jobs:
-        h = next(order[j["dst"]])
-        next(order[j["dst"]])
+        pending = [j for j in pending if not (j["done_at"] or j["failed"])]
+    hashes = _ask(pool, [(j["dst"], {"op": "hash", "rkey": j["rkey"]}) for j in jobs])
+    _ask(pool, [(j["dst"], {"op": "free", "rkey": j["rkey"]}) for j in jobs])
+    for j, h in zip(jobs, hashes, strict=True):
         j["sha_dst"] = h["sha256"]
         j["ok"] = bool(j["done_at"]) and j["sha_dst"] == j["sha_src"]
     return all(j["done_at"] for j in jobs)

@@ -627,7 +627,7 @@ class MrcConnection(ConnectionBase):
         # so. That is the tail of a message on a path that just died; waiting for the
         # RTO instead held every iteration barrier up by about half a second.
         rack_lost = False
-        for o in list(self.outstanding.values()):
+        for o in self.outstanding.values():  # marking lost never removes an entry
             if o.sent_time >= self.latest_acked_sent or self._rack_deadline(o) > now:
                 break
             if not o.lost:
@@ -638,7 +638,7 @@ class MrcConnection(ConnectionBase):
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
         rto = self.rto
         fired = False
-        for o in list(self.outstanding.values()):
+        for o in self.outstanding.values():
             if o.sent_time + rto > now:
                 break
             if o.lost:
