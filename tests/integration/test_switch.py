@@ -10,11 +10,17 @@ import sys
 import time
 from collections import Counter
 
-from mrcemu.fabric import rates, state
+from mrcemu.fabric import state
 from mrcemu.topology import Layout, load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
-from tests.integration.switch_helpers import delta, incast, switch_counters
+from tests.integration.switch_helpers import (
+    delta,
+    incast,
+    last_hop_ports,
+    slowed,
+    switch_counters,
+)
 
 LUA = "mrcemu/wireshark/mrc.lua"
 
@@ -25,10 +31,14 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
     cap = subprocess.Popen(["mnexec", "-a", str(st.nodes["h7"]), "tcpdump", "-i", "h7-p0",
                             "-s", "160", "-w", str(pcap), "udp", "port", "4791"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30  # tcpdump writes the file header once it listens
+    while (not pcap.exists() or pcap.stat().st_size < 24) and time.monotonic() < deadline:
+        time.sleep(0.05)
     before = switch_counters()
     try:
-        results = incast()
+        # h7's last hop at half rate: seven senders overload it whatever CPU they get.
+        with slowed(last_hop_ports("default", 7), 0.5):
+            results = incast(size=2 << 20)
     finally:
         cap.send_signal(signal.SIGINT)
         cap.wait(timeout=10)
@@ -37,19 +47,22 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
     last_hop = sum(c["trimmed"] for p, c in d.items() if p.endswith("-h7"))
     all_trims = sum(c["trimmed"] for c in d.values())
     assert last_hop > 0
+    # Every trim the switches made was NACKed by h7 and every NACK reached its sender,
+    # which retransmitted (RTOs and paths judged bad under incast are load-dependent
+    # figures: `make bench`, section incast).
     assert sum(r["nacks"] for r in results) == sum(r["trims"] for r in results) == all_trims
-    data_packets = 7 * (8 << 20) // 4096
-    assert sum(r["rtos"] for r in results) <= 0.01 * data_packets
-    # A trim gives SKIP, never ASSUMED_BAD: no EV is declared bad within 200 ms of a trim
-    # NACK on it. (Queueing alone still makes a few EVs look silent under incast: at most
-    # 5 % of the 448 EVs in play, measured 0-13.)
+    assert sum(r["retransmits"] for r in results) >= all_trims
+    # A trim gives SKIP, never ASSUMED_BAD: every EV change a trim NACK caused is to
+    # SKIP, and no EV is declared bad within 200 ms of a trim NACK on it (the transport
+    # excuses a trimmed path's silence for two RTOs, and an RTO is never below 100 ms).
+    why = Counter((c[3], c[4]) for r in results for c in r["ev_changes"])
+    assert why[("SKIP", "NACK trimmed")] > 0
+    assert {state for state, reason in why if reason == "NACK trimmed"} == {"SKIP"}
     for r in results:
         trims = [c for c in r["ev_changes"] if c[4] == "NACK trimmed"]
         bad = [c for c in r["ev_changes"] if c[3] == "ASSUMED_BAD"]
         for b in bad:
             assert not any(t[1] == b[1] and 0 <= b[0] - t[0] <= 0.2 for t in trims), b
-    why = Counter(c[4] for r in results for c in r["ev_changes"] if c[3] == "ASSUMED_BAD")
-    assert sum(why.values()) <= 0.05 * 7 * 64, why
     # The capture at the destination shows them, headers only, as the tools label them.
     rows = json.loads(mrcemu("decode", str(pcap), "--json").stdout)
     trimmed = [r for r in rows if r["trimmed"]]
@@ -70,24 +83,21 @@ def test_hot_spine_gets_marked_skipped_and_sheds_its_share(default_fabric):
     layout = Layout(topo)
     hot = [i.name for i in layout.interfaces["p3s1"]]
     before = switch_counters()
-    for name in hot:
-        rates.set_port_rate(layout, st.nodes, "p3s1", name, topo.fabric_link_mbps * 0.1)
-    try:
-        r = mrcemu("send", "h0", "h7", "--size", "64MiB", "--json", timeout=300)
+    # One spine at 5 % of its rate (1 Mb/s): congested unless h0 sends under 32 Mb/s.
+    with slowed([("p3s1", name) for name in hot], 0.05):
+        r = mrcemu("send", "h0", "h7", "--size", "32MiB", "--json", timeout=300)
         res = json.loads(r.stdout)
-    finally:
-        for name in hot:
-            rates.set_port_rate(layout, st.nodes, "p3s1", name, topo.fabric_link_mbps)
     d = delta(switch_counters(), before)
     assert res["integrity_ok"]
     assert sum(d[p]["ecn_marked"] for p in hot) > 0
     skipped = {c[1] for c in res["ev_changes"] if c[3] == "SKIP"}
     assert any(ev_fields(ev) == (3, 1) for ev in skipped)
-    # Bytes through each plane-3 spine toward h7's leaf, as its egress counted them.
-    through = {s: d[f"p3s{s}-l1"]["bytes"] for s in range(topo.spines_per_plane)}
-    others = [v for s, v in through.items() if s != 1]
-    fair = sum(others) / len(others)
+    # The sender shed the hot spine's share: it put fewer than half as many data
+    # packets on its paths as on each cool plane-3 spine's (the switch alone, which
+    # can only trim, would not change what the sender offers).
     sent = res["packets_per_path"]
-    print(f"bytes through p3s1 {through[1]:,} vs other spines' mean {fair:,.0f} "
-          f"({through[1] / fair:.2f}); data packets sent on it {sent['p3s1']}", file=sys.stderr)
-    assert through[1] < 0.5 * fair
+    cool = [sent[f"p3s{s}"] for s in range(topo.spines_per_plane) if s != 1]
+    fair = sum(cool) / len(cool)
+    print(f"data packets sent on p3s1 {sent['p3s1']} vs the other plane-3 spines' mean "
+          f"{fair:.0f} ({sent['p3s1'] / fair:.2f})", file=sys.stderr)
+    assert sent["p3s1"] < 0.5 * fair
