@@ -15,6 +15,8 @@ from pathlib import Path
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import Layout
 
+DRAIN_S = 0.6  # over two of libpcap's 250 ms block timeouts
+
 
 class Capture:
     def __init__(self, layout: Layout, pids: dict[str, int], interfaces: tuple[str, ...],
@@ -48,6 +50,11 @@ class Capture:
 
     def stop(self) -> list[Path]:
         """Stop every dumpcap (each closes its file) and return the files written."""
+        if self.procs:
+            # libpcap hands dumpcap packets a block at a time, a block at the latest
+            # after its 250 ms timeout, and dumpcap drops the unread block when told to
+            # stop: wait for the last one, or the capture misses the run's last packets.
+            time.sleep(DRAIN_S)
         for p, _, _ in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)

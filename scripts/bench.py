@@ -221,6 +221,13 @@ def nic_goodput() -> str:
             for line in Path(f"/proc/{st.nics[h]}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     rss[h] = int(line.split()[1]) / 1024
+        # Spray evenness and false blame, moved here from the tests (both depend on CPU
+        # load): the 64 MiB transfer's per-path spread, then a link taken down under a
+        # second one and every EV judged bad that does not cross it.
+        shares = list(res["mrc"]["packets_per_path"].values())
+        mean = sum(shares) / len(shares)
+        spread = max(abs(v - mean) for v in shares) / mean
+        down = _link_down_blame()
         for tr, r in res.items():
             rows.append(f"| {tr} | {r['size'] >> 20} MiB | {r['completion_s']:.2f} s | "
                         f"{r['goodput_mbps']:.1f} Mb/s | {r['capacity_mbps']:.0f} Mb/s | "
@@ -238,10 +245,38 @@ def nic_goodput() -> str:
             "paths | retransmits | SHA-256 equal |\n|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + f"\n\nMRC / RoCE goodput ratio in this run: **{ratio:.1f}** "
             f"(RoCE pins one 20 Mb/s path; 8 planes give at most 8).\n\n"
+            f"Spray evenness (MRC 64 MiB): the busiest or idlest of the {len(shares)} paths "
+            f"is **{spread:.1%}** from the mean (the integration test asserts +-25 % on the "
+            "paths whose EVs never changed state).\n\n"
+            f"Link p2l0-s1 down 1 s into another 64 MiB write: {down['dead']} EVs on the "
+            f"dead path judged ASSUMED_BAD, **{down['other']}** EVs on healthy paths also "
+            f"judged bad (false positives: CPU-starved NIC, not the network); hashes equal: "
+            f"{down['ok']}.\n\n"
             f"NIC daemon RSS after the transfers: h0 {rss['h0']:.0f} MiB, h7 {rss['h7']:.0f} MiB "
             "(goal: 100 MiB plus memory regions; a source buffer is released when its "
             "message completes and h7's 64 MiB region when the transfer is checked, though "
             "Python does not always hand freed memory back to the system).\n")
+
+
+def _link_down_blame() -> dict:
+    """On the running default fabric: 64 MiB h0->h7, link p2l0-s1 down after 1 s."""
+    import json as js
+    import threading
+
+    from mrcemu.topology.paths import ev_fields
+
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(res=mrcemu(
+        "send", "h0", "h7", "--size", "64MiB", "--json")))
+    t.start()
+    time.sleep(1.0)
+    mrcemu("exec", "p2l0", "--", "ip", "link", "set", "p2l0-s1", "down")
+    t.join()
+    mrcemu("exec", "p2l0", "--", "ip", "link", "set", "p2l0-s1", "up")
+    res = js.loads(out["res"].stdout)
+    bad = {c[1] for c in res["ev_changes"] if c[3] == "ASSUMED_BAD"}
+    dead = {ev for ev in bad if ev_fields(ev) == (2, 1)}
+    return {"dead": len(dead), "other": len(bad - dead), "ok": res["integrity_ok"]}
 
 
 @section("Switch: incast with trimming on and off")
@@ -266,6 +301,11 @@ def incast_trim() -> str:
             mrcemu("down")
         agg = {k: sum(r[k] for r in res) for k in ("retransmits", "trims", "nacks", "rtos")}
         agg["ok"] = len(res) == 7 and all(r["integrity_ok"] for r in res)
+        # Paths judged broken under a congestion-only load: each is a false positive
+        # (a CPU-starved NIC's silence, not a fault). Moved here from the tests, whose
+        # verdict must not depend on CPU load.
+        agg["bad"] = sum(1 for r in res for c in r["ev_changes"] if c[3] == "ASSUMED_BAD")
+        agg["rto_share"] = agg["rtos"] / (7 * (8 << 20) // 4096)
         return dt, agg
 
     with tempfile.TemporaryDirectory() as d:
@@ -275,14 +315,20 @@ def incast_trim() -> str:
         t_on, a_on = run(str(TOPOLOGY_DIR / "default.yaml"))
         t_off, a_off = run(str(off))
     rows = [f"| {name} | {t:.2f} s | {a['trims']} | {a['nacks']} | {a['retransmits']} | "
-            f"{a['rtos']} | {'yes' if a['ok'] else 'NO'} |"
+            f"{a['rtos']} ({a['rto_share']:.2%}) | {a['bad']} of 448 | "
+            f"{'yes' if a['ok'] else 'NO'} |"
             for name, t, a in (("trimming on", t_on, a_on), ("trimming off", t_off, a_off))]
     return ("Command: `make bench` (section incast). Seven hosts each write 8 MiB to h7 at "
             "once on the default fabric (completion of the last one, measured from the "
             "first post), then the same on a copy of the topology with "
             "`trim_threshold_bytes: 0`, in this run.\n\n"
-            "| switches | completion | trims | NACKs | retransmits | RTOs | hashes equal |\n"
-            "|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+            "RTOs are also given as a share of the 14,336 data packets; EVs judged "
+            "ASSUMED_BAD are false positives (nothing is broken, only congested) out of "
+            "the 7 x 64 in play. Both depend on how much CPU the NICs get, which is why "
+            "they are measured here and not asserted in tests.\n\n"
+            "| switches | completion | trims | NACKs | retransmits | RTOs (share) | "
+            "EVs ASSUMED_BAD | hashes equal |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
             + f"\n\nCompletion time, trimming off / on: **{t_off / t_on:.2f}**\n")
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -27,6 +28,14 @@ def pytest_collection_modifyitems(items):
 def mrcemu(*args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mrcemu", *args], capture_output=True,
                           text=True, timeout=timeout, check=check)
+
+
+def wait_for(cond: Callable[[], bool], limit: float = 30.0) -> None:
+    """Wait until `cond()` holds, polling: tests wait for events, not for a number of
+    seconds (the limit only ends a broken run; the caller's assertion then fails)."""
+    deadline = time.monotonic() + limit
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def leftovers() -> dict[str, object]:

@@ -17,7 +17,7 @@ from mrcemu.fabric.netlink import read_routes
 from mrcemu.fabric.netns import iproute
 from mrcemu.topology import Layout, load
 from mrcemu.topology.routes import tables
-from tests.integration.conftest import assert_clean, mrcemu
+from tests.integration.conftest import assert_clean, mrcemu, wait_for
 
 
 def test_small_fabric_routes_match_the_model(fabric):
@@ -58,7 +58,7 @@ def test_status_and_exec(fabric):
 def test_a_dead_nic_daemon_is_reported_by_status(fabric):
     st = state.load_state()
     os.kill(st.nics["h2"], signal.SIGKILL)
-    time.sleep(0.2)
+    wait_for(lambda: not state.pid_alive(st.nics["h2"]))
     out = json.loads(mrcemu("status", "--json").stdout)
     assert out["nics"]["h2"]["alive"] is False
     assert out["nics"]["h1"]["alive"] is True
@@ -83,7 +83,7 @@ def test_nic_daemon_survives_garbage_on_the_wire_and_the_control_socket(fabric):
                "udp=struct.pack('!HHHH',49152,4791,12,0)+b'\\xc7abc';"
                "[s.sendto(hdr+udp,('fcbb:bb00:c01::',0)) for _ in range(5)]")
     assert r.returncode == 0, r.stderr
-    time.sleep(0.3)
+    wait_for(lambda: request("h1", "ping")["malformed"].get("truncated", 0) >= 5)
     pong = request("h1", "ping")
     assert pong["ok"] and pong["malformed"].get("truncated") == 5
 
@@ -127,7 +127,7 @@ def test_clean_after_kill_9_of_the_manager():
     assert mrcemu("up", "small").returncode == 0
     st = state.load_state()
     os.kill(st.manager_pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_for(lambda: not state.pid_alive(st.manager_pid))
     r = mrcemu("clean")
     assert r.returncode == 0, r.stderr
     assert_clean()

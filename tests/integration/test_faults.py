@@ -44,7 +44,9 @@ def test_fault_breaks_its_paths_and_heal_restores_all(fabric, kind, target, valu
            (state.RUN_DIR / "logs" / "faults.jsonl").read_text().splitlines()]
     mine = [e for e in log if e["target"] == target and e["kind"] == kind]
     assert [e["event"] for e in mine[-2:]] == ["inject", "heal"]
-    assert mine[-1]["t"] >= mine[-2]["t"] == pytest.approx(mine[-2]["at"], abs=1.0)
+    # The log's time is when each action took effect: the injection's own clock reading
+    # comes first, then its log line, then the heal's.
+    assert mine[-2]["at"] <= mine[-2]["t"] <= mine[-1]["t"]
 
 
 def test_host_port_down_takes_one_plane_from_one_host_and_comes_back(fabric):
@@ -92,10 +94,16 @@ def test_flap_toggles_the_link_until_healed_and_leaves_it_up(fabric):
     assert pid in our_processes()
     import time
 
-    time.sleep(1.1)
-    events = [json.loads(x)["event"] for x in LOG.read_text()[start:].splitlines()]
-    flaps = [e for e in events if e.startswith("flap-")]
-    # About five cycles in 1.1 s: down and up alternate, starting with down.
+    # Wait for five transitions however slowly the flapper is scheduled (the deadline is
+    # only there to end a broken run).
+    deadline = time.monotonic() + 60
+    while True:
+        events = [json.loads(x)["event"] for x in LOG.read_text()[start:].splitlines()]
+        flaps = [e for e in events if e.startswith("flap-")]
+        if len(flaps) >= 5 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    # Down and up alternate, starting with down.
     assert len(flaps) >= 5 and "inject" in events
     assert flaps == ["flap-down", "flap-up"] * (len(flaps) // 2) + ["flap-down"] * (
         len(flaps) % 2)

@@ -77,7 +77,7 @@ def test_plane_loss_port_status_stops_the_peer_using_the_plane():
     net.run(0.05)
     # h7 loses its plane-4 port: its NIC tells h0.
     cb.port_status(set(range(8)) - {4}, net.now)
-    net.path("h0", 4, None)  # no-op; the plane is dead at the far end:
+    # The plane is dead at the far end: every path on it, both ways.
     for s in range(4):
         net.path("h0", 4, s).blackhole = True
         net.path("h7", 4, s).blackhole = True
