@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from mrcemu.errors import MrcemuError
+from mrcemu.fabric import children
 from mrcemu.topology import Layout
 
 DRAIN_S = 0.6  # over two of libpcap's 250 ms block timeouts
@@ -33,12 +34,15 @@ class Capture:
         for name, pid in self.specs:
             out = self.folder / f"{tag}-{name}.pcapng"
             errf = self.folder / f"{tag}-{name}.log"
-            p = subprocess.Popen(
+            errf.unlink(missing_ok=True)
+            # Recorded as a child of the fabric (so `down`/`clean` end it after a kill -9
+            # of ours), in a session of its own (our Ctrl-C must not reach it first), and
+            # asked to stop with SIGINT, on which dumpcap closes its file cleanly.
+            p = children.spawn(
                 ["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i", name,
                  "-s", str(self.snaplen), "-a", f"filesize:{max(1, int(self.max_mb * 1000))}",
-                 "-w", str(out)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf.open("w"),
-                start_new_session=True)  # our Ctrl-C must not reach it before we stop it
+                 "-w", str(out)], what=f"capture {name}", log=errf,
+                stop_signal=signal.SIGINT)
             self.procs.append((p, out, errf))
         deadline = time.monotonic() + timeout
         for p, _out, errf in self.procs:
@@ -57,14 +61,10 @@ class Capture:
             time.sleep(DRAIN_S)
         for p, _, _ in self.procs:
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+                p.send_signal(signal.SIGINT)  # all at once, then wait for each
         files = []
         for p, out, _ in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            children.stop(p.pid)
             if out.exists() and out.stat().st_size > 0:
                 files.append(out)
         self.procs = []

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
 from mrcemu.topology import Layout, Topology, load
+from mrcemu.topology.faults import KINDS as FAULT_KINDS
 from mrcemu.topology.model import TOPOLOGY_DIR
 
 console = Console()
@@ -48,7 +49,7 @@ def running_topology() -> tuple[Topology, dict[str, int]]:
     from mrcemu.fabric.state import require_state
 
     st = require_state()
-    return load(st.topology), st.nodes
+    return st.topo(), st.nodes  # the snapshot taken at `up`, not the file as it is now
 
 
 def node_pid(nodes: dict[str, int], name: str) -> int:
@@ -143,7 +144,7 @@ def status(as_json: bool) -> None:
     need_root("status")
     from mrcemu.fabric.netns import iproute
 
-    topo = load(st.topology)
+    topo = st.topo()
     layout = Layout(topo)
     nodes = []
     for name, pid in st.nodes.items():
@@ -191,10 +192,8 @@ def paths(src: str, dst: str, topology: str | None, as_json: bool) -> None:
     from mrcemu.fabric.state import load_state
     from mrcemu.topology.paths import paths as all_paths
 
-    if topology is None:
-        st = load_state()
-        topology = st.topology if st else DEFAULT_TOPOLOGY
-    topo = load(topology)
+    st = load_state() if topology is None else None
+    topo = st.topo() if st else load(topology or DEFAULT_TOPOLOGY)
     a, b = (_host_index(x, topo) for x in (src, dst))
     try:
         ps = all_paths(topo, a, b)
@@ -462,9 +461,7 @@ def stats(node: str | None, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(
-    ["link-down", "gray", "loss", "degrade", "flap", "switch-down", "host-port-down",
-     "plane-down"]))
+@click.argument("kind", type=click.Choice(FAULT_KINDS))
 @click.argument("target")
 @click.option("--value", type=float, default=None,
               help="Percent: packets lost (loss) or rate kept (degrade).")
@@ -477,13 +474,12 @@ def fail(kind: str, target: str, value: float | None, one_way: bool, period: flo
     """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2)
     or plane (2). Undo it with `mrcemu heal`."""
     need_root("fail")
-    from mrcemu import faults
-    from mrcemu.fabric.state import require_state
+    from mrcemu.fabric import inject
+    from mrcemu.topology.faults import Fault
 
     topo, nodes = running_topology()
-    f = faults.inject(Layout(topo), nodes, faults.Fault(kind, target, value, one_way,
-                                                        period=period, duty=duty),
-                      topology=require_state().topology)
+    f = inject.inject(Layout(topo), nodes, Fault(kind, target, value, one_way,
+                                                 period=period, duty=duty))
     console.print(f"injected {f.kind} on {f.target} at t={f.at:.6f} (monotonic)")
 
 
@@ -493,10 +489,10 @@ def fail(kind: str, target: str, value: float | None, one_way: bool, period: flo
 def heal(fault: str | None) -> None:
     """Heal FAULT (as KIND:TARGET, e.g. gray:p2l0-p2s1), or every active fault."""
     need_root("heal")
-    from mrcemu import faults
+    from mrcemu.fabric import inject
 
     topo, nodes = running_topology()
-    healed = faults.heal(Layout(topo), nodes, fault)
+    healed = inject.heal(Layout(topo), nodes, fault)
     for f in healed:
         console.print(f"healed {f.kind} on {f.target}")
     if not healed:

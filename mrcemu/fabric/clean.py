@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
+from mrcemu import rundir
 from mrcemu.fabric import state
 
 # Our interface names (see topology.layout) and Mininet's shell marker for our nodes.
@@ -33,7 +34,7 @@ def our_processes() -> list[int]:
         if not d.name.isdigit() or int(d.name) == me:
             continue
         args = _cmdline(int(d.name))
-        if {"mrcemu.fabric.manager", "mrcemu.nic.daemon", "mrcemu.faults"} & set(args):
+        if {"mrcemu.fabric.manager", "mrcemu.nic.daemon", "mrcemu.fabric.inject"} & set(args):
             out.append(int(d.name))
         elif args and args[0].endswith("dumpcap") and "-i" in args[:-1] and IFNAME.match(
                 args[args.index("-i") + 1]):
@@ -45,6 +46,9 @@ def our_processes() -> list[int]:
 
 def clean() -> dict[str, int]:
     """Returns counts of what was removed."""
+    from mrcemu.fabric import children
+
+    stopped = children.stop_all()  # first, each with its own signal (captures close)
     pids = set(our_processes())
     st = state.load_state()
     if st:
@@ -74,11 +78,11 @@ def clean() -> dict[str, int]:
     bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
-              state.RUN_DIR / "faults.json",
+              rundir.FAULTS, rundir.CHILDREN,
               *state.RUN_DIR.glob("nic-*.sock")):
         try:
             p.unlink()
             files += 1
         except FileNotFoundError:
             pass
-    return {"processes": len(pids), "veths": veths, "files": files}
+    return {"processes": len(pids) + stopped, "veths": veths, "files": files}

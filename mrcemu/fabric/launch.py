@@ -19,13 +19,14 @@ from mrcemu.fabric.clean import clean
 def launch(topology: str, progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Start a manager for `topology` and wait until the fabric is up; returns its summary.
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
-    if state.Lock().held_by_other():
-        state.Lock().acquire()  # raises the clear "already running" error
+    with state.Lock() as lock:
+        if lock.held_by_other():
+            lock.acquire()  # raises the clear "already running" error
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(state.LOG, "a")
-    proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
-                            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True)
+    with open(state.LOG, "a") as log:  # the manager has its own copy
+        proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
+                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                start_new_session=True, text=True)
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -53,7 +54,8 @@ def launch(topology: str, progress: Callable[[str, int, int], None] | None = Non
         clean()
         raise
     finally:
-        log.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def stop() -> float:

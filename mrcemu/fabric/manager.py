@@ -16,10 +16,12 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
+from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import state
+from mrcemu.fabric import children, state
 from mrcemu.fabric.build import Fabric
 from mrcemu.topology import load
 
@@ -66,21 +68,23 @@ def serve(st: state.FabricState) -> None:
         srv.close()
 
 
-def start_nics(st: state.FabricState, topology_path: str, hosts: int) -> list[subprocess.Popen]:
-    """One NIC daemon per host, inside the host's namespace; returns once all answer."""
+def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
+    """One NIC daemon per host, inside the host's namespace; returns once all answer.
+    Each is handed the topology snapshot itself, not a path to re-read."""
     from mrcemu.nic.control import request
 
     procs = []
-    log = open(state.LOG, "a")
-    for h in range(hosts):
-        name = f"h{h}"
-        p = subprocess.Popen(["mnexec", "-a", str(st.nodes[name]), sys.executable, "-m",
-                              "mrcemu.nic.daemon", "--host", str(h), "--topology",
-                              topology_path], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                             start_new_session=True)
-        procs.append(p)
-        st.nics[name] = p.pid
-        st.save()
+    snapshot = json.dumps(st.topology_snapshot)
+    with open(state.LOG, "a") as log:  # each daemon has its own copy
+        for h in range(hosts):
+            name = f"h{h}"
+            p = subprocess.Popen(["mnexec", "-a", str(st.nodes[name]), sys.executable, "-m",
+                                  "mrcemu.nic.daemon", "--host", str(h), "--topology-json",
+                                  snapshot], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                 start_new_session=True)
+            procs.append(p)
+            st.nics[name] = p.pid
+            st.save()
     deadline = time.monotonic() + 30
     for h, p in enumerate(procs):
         while True:
@@ -114,7 +118,7 @@ def main(topology_path: str) -> int:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
     st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
-                           started_at=time.time())
+                           started_at=time.time(), topology_snapshot=asdict(topo))
     st.save()
 
     def on_node(name: str, pid: int) -> None:
@@ -128,7 +132,7 @@ def main(topology_path: str) -> int:
         t0 = time.monotonic()
         fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
                      if n == total or n % max(1, total // 50) == 0 else None)
-        nics = start_nics(st, topology_path, topo.hosts)
+        nics = start_nics(st, topo.hosts)
         st.phase = "up"
         st.summary = {
             "topology": topo.name, "planes": topo.planes, "switches": topo.switch_count,
@@ -155,9 +159,7 @@ def main(topology_path: str) -> int:
             signal.signal(sig, signal.SIG_IGN)
         st.phase = "stopping"
         st.save()
-        from mrcemu.faults import stop_all_flappers
-
-        stop_all_flappers()
+        children.stop_all()  # flappers, captures: whatever the fabric ran beside it
         for p in nics:
             if p.poll() is None:
                 p.terminate()
@@ -167,7 +169,7 @@ def main(topology_path: str) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         fabric.stop()
-        for p in (state.STATE, state.SOCKET, state.RUN_DIR / "faults.json"):
+        for p in (state.STATE, state.SOCKET, rundir.FAULTS):
             try:
                 p.unlink()
             except FileNotFoundError:

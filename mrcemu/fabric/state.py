@@ -12,13 +12,15 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mrcemu import rundir
 from mrcemu.errors import FabricStateError
+from mrcemu.topology import Topology
 
-RUN_DIR = Path(os.environ.get("MRCEMU_RUN_DIR", "/run/mrcemu"))
-STATE = RUN_DIR / "state.json"
-LOCK = RUN_DIR / "lock"
-SOCKET = RUN_DIR / "manager.sock"
-LOG = RUN_DIR / "manager.log"
+RUN_DIR = rundir.RUN_DIR
+STATE = rundir.STATE
+LOCK = rundir.LOCK
+SOCKET = rundir.SOCKET
+LOG = rundir.MANAGER_LOG
 
 
 @dataclass
@@ -30,6 +32,12 @@ class FabricState:
     nics: dict[str, int] = field(default_factory=dict)  # host name -> NIC daemon PID
     started_at: float = 0.0
     summary: dict = field(default_factory=dict)
+    # The validated topology as it was at `up`: every process of the fabric works from
+    # this snapshot, so a file edited while the fabric runs changes nothing.
+    topology_snapshot: dict = field(default_factory=dict)
+
+    def topo(self) -> Topology:
+        return Topology(**self.topology_snapshot)
 
     def save(self) -> None:
         RUN_DIR.mkdir(parents=True, exist_ok=True)
@@ -72,11 +80,23 @@ def pid_alive(pid: int) -> bool:
 
 
 class Lock:
-    """An flock on /run/mrcemu/lock held for the manager's whole life."""
+    """An flock on /run/mrcemu/lock held for the manager's whole life. A context
+    manager: leaving it closes the descriptor (and so drops the lock)."""
 
     def __init__(self) -> None:
         RUN_DIR.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def acquire(self) -> None:
         try:

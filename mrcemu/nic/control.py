@@ -1,21 +1,24 @@
-"""JSON-lines requests to a NIC daemon's Unix socket, from the CLI side."""
+"""The NIC daemons' control socket: JSON-lines requests from the CLI side, and the
+non-blocking server the daemon runs."""
 
 from __future__ import annotations
 
 import json
+import select
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
+from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import state
 
 
 def socket_path(host: str) -> Path:
-    return state.RUN_DIR / f"nic-{host}.sock"
+    return rundir.nic_socket(host)
 
 
 def log_path(host: str) -> Path:
-    return state.RUN_DIR / "logs" / f"nic-{host}.jsonl"
+    return rundir.nic_log(host)
 
 
 def request(host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
@@ -41,3 +44,113 @@ def request(host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
     if not reply.get("ok"):
         raise MrcemuError(f"{host}: {reply.get('error', 'request failed')}")
     return reply
+
+
+class ControlServer:
+    """The daemon's side of the control socket: JSON lines in, JSON lines out, never
+    blocking the packet loop it shares an epoll with.
+
+    Replies are queued per client and written as the socket takes them (EPOLLOUT), so
+    a client that stops reading stalls only itself; one whose unread replies pass
+    MAX_QUEUED bytes is dropped."""
+
+    MAX_QUEUED = 64 << 20
+
+    def __init__(self, path: Path, handle: Callable[[dict], dict], poller: select.epoll
+                 ) -> None:
+        self.path, self.handle, self.poller = path, handle, poller
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(16)
+        self.sock.setblocking(False)
+        poller.register(self.sock.fileno(), select.EPOLLIN)
+        self.clients: dict[int, _Client] = {}
+
+    @property
+    def queued(self) -> int:
+        """Reply bytes written by us and not yet taken by the clients."""
+        return sum(len(c.out) for c in self.clients.values())
+
+    def on_event(self, fd: int, mask: int) -> bool:
+        """Handle an epoll event if the fd is ours; False if it is not."""
+        if fd == self.sock.fileno():
+            while True:
+                try:
+                    s, _ = self.sock.accept()
+                except (BlockingIOError, InterruptedError):
+                    return True
+                s.setblocking(False)
+                self.clients[s.fileno()] = _Client(s)
+                self.poller.register(s.fileno(), select.EPOLLIN)
+        c = self.clients.get(fd)
+        if c is None:
+            return False
+        if mask & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
+            self._read(c)
+        if fd in self.clients and c.out:
+            self._write(c)
+        return True
+
+    def _read(self, c: _Client) -> None:
+        try:
+            chunk = c.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(c)
+            return
+        c.inbuf += chunk
+        while b"\n" in c.inbuf:
+            line, c.inbuf = c.inbuf.split(b"\n", 1)
+            try:
+                reply = self.handle(json.loads(line))
+            except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            c.out += json.dumps(reply).encode() + b"\n"
+        if len(c.out) > self.MAX_QUEUED:
+            self._drop(c)
+
+    def _write(self, c: _Client) -> None:
+        try:
+            n = c.sock.send(c.out)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        except OSError:
+            self._drop(c)
+            return
+        del c.out[:n]
+        want = select.EPOLLIN | (select.EPOLLOUT if c.out else 0)
+        if want != c.mask:
+            self.poller.modify(c.sock.fileno(), want)
+            c.mask = want
+
+    def _drop(self, c: _Client) -> None:
+        fd = c.sock.fileno()
+        self.poller.unregister(fd)
+        del self.clients[fd]
+        c.sock.close()
+
+    def close(self) -> None:
+        for c in list(self.clients.values()):
+            self._drop(c)
+        self.poller.unregister(self.sock.fileno())
+        self.sock.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class _Client:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.inbuf = b""
+        self.out = bytearray()
+        self.mask = select.EPOLLIN

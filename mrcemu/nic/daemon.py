@@ -1,8 +1,8 @@
 """One NIC per host, in the host's namespace: AF_PACKET per plane port, a JSON control
 socket, JSON-lines logs on the monotonic clock. Never Scapy, never a crash on bad input.
 
-Run as `python -m mrcemu.nic.daemon --host 3 --topology FILE` inside the namespace
-(the fabric manager does this at `up`).
+Run as `python -m mrcemu.nic.daemon --host 3 --topology-json '{...}'` inside the
+namespace (the fabric manager does this at `up`, with its topology snapshot).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from collections import deque
 
 from pyroute2 import IPRoute
 
-from mrcemu.nic.control import log_path, socket_path
-from mrcemu.topology import Layout, load
+from mrcemu.nic.control import ControlServer, log_path, socket_path
+from mrcemu.topology import Layout, Topology
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.memory import MemoryTable
+from mrcemu.transport.memory import BudgetExceeded, MemoryTable
 from mrcemu.transport.mrc import MrcConnection
 from mrcemu.transport.profiles import pmtu_for, profile, qpn
 from mrcemu.transport.roce import RoceConnection
@@ -52,13 +52,15 @@ def mac_bytes(mac: str) -> bytes:
 
 
 class Nic:
-    def __init__(self, host: int, topology: str) -> None:
+    def __init__(self, host: int, topo: Topology) -> None:
         self.host = host
         self.name = f"h{host}"
-        self.topo = load(topology)
+        self.topo = topo
         self.layout = Layout(self.topo)
         self.cfg = TransportConfig(pmtu=pmtu_for(self.topo.mtu))
-        self.memory = MemoryTable()
+        # Registered regions and the source buffers of unfinished writes share one
+        # budget: a request over it is refused before anything is allocated.
+        self.memory = MemoryTable(budget=self.topo.nic_memory_mib << 20)
         self.conns: dict[tuple[int, str], MrcConnection | RoceConnection] = {}
         self.by_qpn: dict[int, MrcConnection | RoceConnection] = {}
         self.t0 = time.monotonic()
@@ -90,22 +92,14 @@ class Nic:
         self.sink.bind(("::", 4791))
         self.sink.setblocking(False)
         self.ctl_path = socket_path(self.name)
-        self.ctl_path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.ctl_path.unlink()
-        except FileNotFoundError:
-            pass
-        self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.ctl.bind(str(self.ctl_path))
-        self.ctl.listen(16)
-        self.ctl.setblocking(False)
+        self.poller = select.epoll()
+        self.control = ControlServer(self.ctl_path, self._try, self.poller)
         log_path(self.name).parent.mkdir(parents=True, exist_ok=True)
         self.log_file = open(log_path(self.name), "a", buffering=1)
         self.ipr = IPRoute()
         self.planes_up = set(self.ports)
         self.next_link_poll = 0.0
         self.malformed: dict[str, int] = {}
-        self.clients: dict[int, tuple[socket.socket, bytes]] = {}
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
@@ -136,6 +130,12 @@ class Nic:
             self.conns[key] = c
             self.by_qpn[local] = c
         return c
+
+    def source_bytes(self) -> int:
+        """Bytes held as the source of writes not yet complete (released when done)."""
+        return sum(m.size for c in self.conns.values()
+                   for m in (c.messages.values() if isinstance(c.messages, dict)
+                             else c.messages) if not m.done_at)
 
     # ---- packets --------------------------------------------------------------
     def budget(self) -> int:
@@ -234,7 +234,10 @@ class Nic:
             return {"ok": True, "host": self.name, "pid": os.getpid(),
                     "malformed": self.malformed}
         if op == "register":
-            mr = self.memory.register(int(req["size"]))
+            try:
+                mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())
+            except BudgetExceeded as e:
+                return {"ok": False, "error": str(e)}
             self.log("register", rkey=mr.rkey, size=len(mr.buf))
             return {"ok": True, "rkey": mr.rkey, "va": mr.base}
         if op == "free":
@@ -250,6 +253,10 @@ class Nic:
             if not 0 <= peer < self.topo.hosts or peer == self.host:
                 return {"ok": False, "error": f"no peer h{peer}"}
             size = int(req["size"])
+            try:
+                self.memory.check_budget(size, also_held=self.source_bytes())
+            except BudgetExceeded as e:
+                return {"ok": False, "error": str(e)}
             data = bytearray(random.Random(int(req.get("seed", 1))).randbytes(size))
             digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
             c = self.conn(peer, transport)
@@ -350,42 +357,12 @@ class Nic:
         except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
-    def on_client(self, fd: int) -> None:
-        s, buf = self.clients[fd]
-        try:
-            chunk = s.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.poller.unregister(fd)
-            del self.clients[fd]
-            s.close()
-            return
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            try:
-                reply = self.handle(json.loads(line))
-            except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
-                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            try:
-                s.setblocking(True)
-                s.sendall(json.dumps(reply).encode() + b"\n")
-                s.setblocking(False)
-            except OSError:
-                pass
-        self.clients[fd] = (s, buf)
-
     # ---- loop -------------------------------------------------------------------
     def run(self) -> None:
-        self.poller = select.epoll()
         fd_plane = {}
         for plane, s in self.ports.items():
             self.poller.register(s.fileno(), select.EPOLLIN)
             fd_plane[s.fileno()] = plane
-        self.poller.register(self.ctl.fileno(), select.EPOLLIN)
         self.poller.register(self.sink.fileno(), select.EPOLLIN)
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
         while self.running:
@@ -417,33 +394,23 @@ class Nic:
                 if len(self.touched) and sum(len(q) for q in self.backlog.values()) == 0:
                     self._flush_touched()
             self._flush_touched()
-            for fd, _ in events:
-                if fd in fd_plane:
+            for fd, mask in events:
+                if fd in fd_plane or self.control.on_event(fd, mask):
                     continue
-                if fd == self.ctl.fileno():
-                    try:
-                        cs, _ = self.ctl.accept()
-                    except BlockingIOError:
-                        continue
-                    cs.setblocking(False)
-                    self.clients[cs.fileno()] = (cs, b"")
-                    self.poller.register(cs.fileno(), select.EPOLLIN)
-                elif fd == self.sink.fileno():
+                if fd == self.sink.fileno():
                     try:
                         while True:
                             self.sink.recv(65536)
                     except BlockingIOError:
                         pass
-                elif fd in self.clients:
-                    self.on_client(fd)
             now = self.now()
             if now >= self.next_link_poll:
                 self.next_link_poll = now + LINK_POLL
                 self.poll_links()
-            conns = [c for c in self.conns.values() if c.busy]
+            conns = [(peer, c) for (peer, _tr), c in self.conns.items() if c.busy]
             self.rr += 1
             for i in range(len(conns)):  # rotate who gets the send budget first
-                c = conns[(i + self.rr) % len(conns)]
+                peer, c = conns[(i + self.rr) % len(conns)]
                 changes = c.profile.changes
                 nt = c.next_timer()
                 if nt is not None and nt <= now:
@@ -451,7 +418,7 @@ class Nic:
                 self.flush(c)
                 if len(changes) > getattr(c, "_logged", 0):
                     for ch in changes[getattr(c, "_logged", 0):]:
-                        self.log("ev_state", peer=c.remote_qpn, t_change=ch[0],
+                        self.log("ev_state", peer=f"h{peer}", t_change=ch[0],
                                  ev=f"0x{ch[1] & 0xFFFFFFFF:08x}", old=ch[2], new=ch[3],
                                  why=ch[4])
                     c._logged = len(changes)  # type: ignore[union-attr]
@@ -462,10 +429,11 @@ class Nic:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", type=int, required=True)
-    ap.add_argument("--topology", required=True)
+    ap.add_argument("--topology-json", required=True,
+                    help="the validated topology, as the fabric manager snapshot it")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    nic = Nic(args.host, args.topology)
+    nic = Nic(args.host, Topology(**json.loads(args.topology_json)))
     try:
         nic.run()
     except SystemExit:
@@ -474,10 +442,7 @@ def main() -> int:
         nic.log("crash", error=traceback.format_exc())
         raise
     finally:
-        try:
-            nic.ctl_path.unlink()
-        except FileNotFoundError:
-            pass
+        nic.control.close()
     return 0
 
 

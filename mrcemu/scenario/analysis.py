@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from mrcemu import faults
-from mrcemu.topology import Layout
+from mrcemu.topology import Layout, faults
 
 BIN = 0.05  # goodput series resolution, seconds
 PRE_FAULT = 0.5  # the goodput level before a fault is its mean over this long

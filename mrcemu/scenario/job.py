@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mrcemu import faults
 from mrcemu.capture import Capture, merge
-from mrcemu.fabric import state
+from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
 from mrcemu.scenario import analysis, plots, report
 from mrcemu.scenario.model import Scenario
@@ -104,11 +103,10 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
             capture.start(transport)
             ui("transport", {"transport": transport, "iterations": sc.workload.iterations})
             try:
-                raw = run_transport(sc, transport, layout, pids, str(sc.topology.source),
-                                    ui, halt)
+                raw = run_transport(sc, transport, layout, pids, ui, halt)
             finally:
                 pcaps += capture.stop()
-            faults.heal(layout, pids)  # belt and braces: nothing carries over
+            inject.heal(layout, pids)  # belt and braces: nothing carries over
             summaries[transport] = analysis.summarize(raw, layout, window)
             ui("transport_done", {"transport": transport, "summary": summaries[transport]})
     finally:

@@ -14,14 +14,13 @@ from typing import Any
 
 from mrcemu import yamlfile
 from mrcemu.errors import ConfigError, MrcemuError
-from mrcemu.topology import Layout, Topology
+from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast")
 TRANSPORTS = ("mrc", "roce")
-FAULT_KINDS = ("link-down", "gray", "loss", "degrade", "flap", "switch-down",
-               "host-port-down", "plane-down")
+FAULT_KINDS = faults.KINDS  # the one list, from the fault model
 
 
 @dataclass(frozen=True)
@@ -182,6 +181,11 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
     return Workload(kind, size, iterations, src, dst, senders)
 
 
+_PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of the rate kept)",
+              "period": "e.g. period: 0.5 (with duty: 0.5)",
+              "duty": "e.g. duty: 0.5 (with period: 0.5)"}
+
+
 def _fault(source: str, i: int, data: Any, layout: Layout) -> TimedFault:
     where = f"faults[{i}]"
     if not isinstance(data, dict):
@@ -210,16 +214,14 @@ def _fault(source: str, i: int, data: Any, layout: Layout) -> TimedFault:
             source, f"{where}.period", data["period"], 0.05, None, "seconds per cycle, e.g. 0.5")),
         duty=None if data.get("duty") is None else float(_number(
             source, f"{where}.duty", data["duty"], 0.01, 0.99, "the down fraction, e.g. 0.5")))
-    if kind in ("loss", "degrade") and f.value is None:
-        raise ConfigError(source, f"{where}.value", None, f"{kind} needs a percentage",
-                          "add value: 1 (loss: percent lost; degrade: percent of rate kept)")
-    if kind == "flap" and (f.period is None or f.duty is None):
-        raise ConfigError(source, f"{where}.period", f.period, "a flap needs period and duty",
-                          "add period: 0.5 and duty: 0.5")
-    from mrcemu.faults import Fault, targets  # the live faults' own target check
-
+    live = faults.Fault(kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty)
+    try:  # the same check live injection makes: a file that passes cannot fail mid-run
+        faults.check(live)
+    except faults.FaultParamError as e:
+        raise ConfigError(source, f"{where}.{e.field}", e.value, e.problem,
+                          _PARAM_FIX[e.field]) from None
     try:
-        targets(layout, Fault(kind, f.target, f.value, f.one_way))
+        faults.targets(layout, live)
     except MrcemuError as e:
         raise ConfigError(source, f"{where}.target", f.target, "is not in the topology",
                           str(e)) from None

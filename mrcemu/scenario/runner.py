@@ -14,11 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from mrcemu import faults
 from mrcemu.errors import MrcemuError
+from mrcemu.fabric import inject
 from mrcemu.nic.control import request
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
+from mrcemu.topology.faults import Fault
 
 POLL = 0.02
 
@@ -40,9 +41,9 @@ class Timeline(threading.Thread):
     """Applies timed faults relative to t0; heals what it injected when stopped."""
 
     def __init__(self, fault_list: tuple[TimedFault, ...], t0: float, layout: Layout,
-                 pids: dict[str, int], topology: str, notify: Notify) -> None:
+                 pids: dict[str, int], notify: Notify) -> None:
         super().__init__(daemon=True, name="timeline")
-        self.t0, self.layout, self.pids, self.topology = t0, layout, pids, topology
+        self.t0, self.layout, self.pids = t0, layout, pids
         self.notify = notify
         self.records = [FaultRecord(f.kind, f.target, f.at, spec=f.__dict__.copy())
                         for f in fault_list]
@@ -69,12 +70,11 @@ class Timeline(threading.Thread):
         f, rec = self.faults[i], self.records[i]
         try:
             if action == "inject":
-                live = faults.inject(self.layout, self.pids, faults.Fault(
-                    f.kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty),
-                    topology=self.topology)
+                live = inject.inject(self.layout, self.pids, Fault(
+                    f.kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty))
                 rec.t_inject = live.at
             elif rec.t_inject is not None and rec.t_heal is None:
-                faults.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
+                inject.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
                 rec.t_heal = time.monotonic()
         except MrcemuError as e:
             rec.error = str(e)
@@ -108,7 +108,7 @@ def _ask(pool: ThreadPoolExecutor, calls: list[tuple[int, dict]]) -> list[dict]:
 
 
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
-                  topology: str, notify: Notify, stop: threading.Event) -> dict:
+                  notify: Notify, stop: threading.Event) -> dict:
     """One transport's run: the workload's iterations with the fault timeline.
 
     Returns the raw record; `stop` (set on Ctrl-C) ends it early and the record says
@@ -125,7 +125,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             for h, r in zip(hosts, before, strict=True)}
         t0 = time.monotonic()
         raw["t0"] = t0
-        timeline = Timeline(sc.faults, t0, layout, pids, topology, notify)
+        timeline = Timeline(sc.faults, t0, layout, pids, notify)
         timeline.start()
         try:
             for it in range(sc.workload.iterations):

@@ -38,6 +38,7 @@ class Topology:
     buffer_bytes: int = 200_000
     ecn_threshold_bytes: int = 30_000
     trim_threshold_bytes: int = 60_000
+    nic_memory_mib: int = 1024  # per NIC daemon: registered regions + unfinished sources
     name: str = "topology"
     source: str = "<memory>"
 
@@ -110,6 +111,9 @@ def _validate(t: Topology) -> None:
                               f"set {name} to a positive number such as 20")
     _check_int(t, "mtu", 1280, 9000, "must be 1280..9000 (IPv6 needs at least 1280)",
                "set mtu to 1500")
+    _check_int(t, "nic_memory_mib", 1, None,
+               "must be a positive number of MiB: each NIC's memory budget",
+               "set nic_memory_mib to 1024")
     for name in ("buffer_bytes", "ecn_threshold_bytes", "trim_threshold_bytes"):
         _check_int(t, name, 0, None, "must be zero (disabled) or positive",
                    f"set {name} to 0 or a byte count")

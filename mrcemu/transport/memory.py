@@ -23,13 +23,39 @@ class MemoryRegion:
         return hashlib.sha256(self.buf).hexdigest()
 
 
+class BudgetExceeded(Exception):
+    """A registration (or a write's source buffer) would pass the NIC's memory budget."""
+
+
 class MemoryTable:
-    def __init__(self) -> None:
+    """The NIC's registered regions, within a byte budget (None: no limit)."""
+
+    def __init__(self, budget: int | None = None) -> None:
         self.regions: dict[int, MemoryRegion] = {}
         self._next_key = 0x1000
+        self.budget = budget
 
-    def register(self, size: int, base: int = 0x7F00_0000_0000, rkey: int | None = None
-                 ) -> MemoryRegion:
+    @property
+    def used(self) -> int:
+        return sum(len(mr.buf) for mr in self.regions.values())
+
+    def check_budget(self, size: int, also_held: int = 0) -> None:
+        """Raise BudgetExceeded unless `size` more bytes fit, with `also_held` bytes held
+        outside the regions (the source buffers of unfinished writes)."""
+        if size <= 0:
+            raise BudgetExceeded(f"a region of {size} bytes: the size must be positive")
+        if self.budget is None:
+            return
+        held = self.used + also_held
+        if held + size > self.budget:
+            raise BudgetExceeded(
+                f"{size:,} bytes would pass the NIC memory budget of {self.budget:,} bytes "
+                f"({held:,} in use): send less, free regions, or raise nic_memory_mib "
+                "in the topology")
+
+    def register(self, size: int, base: int = 0x7F00_0000_0000, rkey: int | None = None,
+                 also_held: int = 0) -> MemoryRegion:
+        self.check_budget(size, also_held)  # before allocating anything
         if rkey is None:
             rkey = self._next_key
             self._next_key += 1

@@ -30,7 +30,7 @@ def slowed(ports: list[tuple[str, str]], fraction: float) -> Iterator[None]:
     Tests that need a congested port make it congested by construction: the senders'
     rate depends on how much CPU the Python NICs get, a port's rate does not."""
     st = state.load_state()
-    layout = Layout(load(st.topology))
+    layout = Layout(st.topo())
     mbps = {(n, p): next(i.mbps for i in layout.interfaces[n] if i.name == p)
             for n, p in ports}
     for (n, p), m in mbps.items():

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 from mrcemu.fabric import state
-from mrcemu.topology import Layout, load
+from mrcemu.topology import Layout
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
 from tests.integration.switch_helpers import (
@@ -79,7 +79,7 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
 
 def test_hot_spine_gets_marked_skipped_and_sheds_its_share(default_fabric):
     st = state.load_state()
-    topo = load(st.topology)
+    topo = st.topo()
     layout = Layout(topo)
     hot = [i.name for i in layout.interfaces["p3s1"]]
     before = switch_counters()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from mrcemu import faults
 from mrcemu.scenario import analysis, report
-from mrcemu.topology import Layout, load
+from mrcemu.topology import Layout, faults, load
 from mrcemu.topology.paths import make_ev
 
 LAYOUT = Layout(load("default"))

@@ -70,6 +70,9 @@ def test_workload_phases():
      "value: 1"),
     ({"faults": [{"at": 1, "kind": "flap", "target": "p0l0-p0s0"}]}, "faults[0].period",
      "period"),
+    # Live injection refuses a degrade to 0 %: so must the file, before anything starts.
+    ({"faults": [{"at": 1, "kind": "degrade", "target": "p0l0-p0s0", "value": 0}]},
+     "faults[0].value", "0 < x <= 100"),
     ({"faults": [{"at": 1, "kind": "link-down", "target": "p0l0-p0s0", "when": 2}]},
      "faults[0].when", "known fields"),
     ({"transports": ["mrc", "tcp"]}, "transports", "[mrc, roce]"),

@@ -1,0 +1,222 @@
+"""Fault injection on a running fabric: carrier, drop rules, rates, and the flapping
+process. Each fault is applied and healed here, and every action is logged with its
+time on the monotonic clock the NIC daemons log with, so reports can line faults up
+with what the transports did. What a fault is and what it breaks is the pure model
+in `mrcemu.topology.faults`.
+
+A flap is a small process of its own (`python -m mrcemu.fabric.inject flap ...`),
+recorded as a child of the fabric, so it keeps flapping after `mrcemu fail` returns;
+healing the fault, `down` and `clean` end it by its PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+from mrcemu import rundir
+from mrcemu.errors import MrcemuError
+from mrcemu.fabric import children, rates
+from mrcemu.topology import Layout
+from mrcemu.topology.faults import CARRIER_KINDS, DROP_KINDS, Fault, check, targets
+from mrcemu.topology.layout import Interface
+
+NFT_TABLE = "mrcemu_faults"
+# Kept for readers of the old module layout (tests, scripts): where faults are logged.
+LOG = rundir.FAULT_LOG
+
+
+def _ip(pid: int, *args: str) -> None:
+    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", *args], capture_output=True,
+                       text=True)
+    if r.returncode:
+        raise MrcemuError(f"{' '.join(args[:4])}: {r.stderr.strip()[:300]}")
+
+
+def _nft_rules(pid: int, rules: list[str]) -> None:
+    """Replace the node's fault table with these forward-path drop rules (none: remove it).
+    Creating the table first makes the delete idempotent."""
+    script = f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\n"
+    if rules:
+        script += (f"table inet {NFT_TABLE} {{\n chain forward_drops {{ type filter hook forward "
+                   f"priority 0; policy accept;\n" + "".join(f"  {r}\n" for r in rules)
+                   + " }\n}\n")
+    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "-f", "-"],
+                       input=script, capture_output=True, text=True)
+    if r.returncode:
+        raise MrcemuError(f"nft: {r.stderr.strip()[:300]}")
+
+
+def _active() -> dict[str, dict]:
+    try:
+        return json.loads(rundir.FAULTS.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _save(active: dict[str, dict]) -> None:
+    rundir.FAULTS.parent.mkdir(parents=True, exist_ok=True)
+    rundir.FAULTS.write_text(json.dumps(active, indent=1))
+
+
+def _log(event: str, fault: Fault) -> None:
+    rundir.FAULT_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with rundir.FAULT_LOG.open("a") as f:
+        f.write(json.dumps({"t": round(time.monotonic(), 6), "event": event,
+                            **asdict(fault)}) + "\n")
+
+
+def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
+              also: set[str]) -> None:
+    """Rewrite the drop rules of every switch an active gray/loss fault touches, and of
+    the switches in `also` (a healed fault's, which may now need none)."""
+    rules: dict[str, list[str]] = {}
+    for d in active.values():
+        f = Fault(**d)
+        if f.kind not in DROP_KINDS:
+            continue
+        for i in targets(layout, f):
+            if i.node.startswith("h"):
+                continue  # hosts send with AF_PACKET, which netfilter never sees
+            pct = 100 if f.kind == "gray" else int(f.value or 0)
+            if pct <= 0:
+                continue
+            cond = "" if pct >= 100 else f"numgen random mod 100 < {pct} "
+            rules.setdefault(i.node, []).append(f'oifname "{i.name}" {cond}drop')
+    for node in set(rules) | also:
+        _nft_rules(pids[node], rules.get(node, []))
+
+
+def _restore(layout: Layout, pids: dict[str, int], ends: list[Interface]) -> None:
+    """Both ends of every link that came back up get their addresses, neighbours and
+    routes again (the kernel flushed them when the link went down)."""
+    from mrcemu.fabric.netlink import restore
+    from mrcemu.fabric.netns import iproute
+    from mrcemu.topology.routes import tables
+
+    tabs = tables(layout)
+    devs: dict[str, set[str]] = {}
+    for i in ends:
+        devs.setdefault(i.node, set()).add(i.name)
+        devs.setdefault(i.peer_node, set()).add(i.peer_name)
+    for node, names in devs.items():
+        with iproute(pids[node]) as ipr:
+            restore(ipr, tabs[node], names)
+
+
+def _set_carrier(layout: Layout, pids: dict[str, int], ends: list[Interface], up: bool) -> None:
+    for i in ends:
+        _ip(pids[i.node], "ip", "link", "set", i.name, "up" if up else "down")
+    if up:
+        _restore(layout, pids, ends)
+
+
+def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
+    """Apply `fault` now; returns it with `at` (and a flap's `pid`) filled in."""
+    check(fault)
+    active = _active()
+    if fault.key in active:
+        raise MrcemuError(f"{fault.kind} on {fault.target} is already active")
+    ends = targets(layout, fault)
+    if fault.kind == "flap":
+        proc = children.spawn(
+            [sys.executable, "-m", "mrcemu.fabric.inject", "flap", fault.target, "--period",
+             str(fault.period), "--duty", str(fault.duty)],
+            what=f"flap {fault.target}", log=rundir.LOGS / "flap.err")
+        fault.pid = proc.pid
+    if fault.kind in CARRIER_KINDS:
+        for i in ends:
+            _ip(pids[i.node], "ip", "link", "set", i.name, "down")
+    elif fault.kind == "degrade":
+        for i in ends:
+            rates.set_port_rate(layout, pids, i.node, i.name, i.mbps * (fault.value or 0) / 100)
+    fault.at = time.monotonic()
+    active[fault.key] = asdict(fault)
+    if fault.kind in DROP_KINDS:
+        _sync_nft(layout, pids, active, set())
+    _save(active)
+    _log("inject", fault)
+    return fault
+
+
+def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[Fault]:
+    """Heal one active fault (by `kind:target`) or, with no key, every one."""
+    active = _active()
+    keys = list(active) if key is None else [key]
+    healed = []
+    for k in keys:
+        if k not in active:
+            raise MrcemuError(f"no active fault {k}; active: {', '.join(active) or 'none'}")
+        f = Fault(**active.pop(k))
+        if f.kind == "flap" and f.pid:
+            children.stop(f.pid)
+        if f.kind in CARRIER_KINDS or f.kind == "flap":
+            _set_carrier(layout, pids, targets(layout, f), up=True)
+        elif f.kind == "degrade":
+            for i in targets(layout, f):
+                rates.set_port_rate(layout, pids, i.node, i.name, i.mbps)
+        if f.kind in DROP_KINDS:
+            _sync_nft(layout, pids, active, {i.node for i in targets(layout, f)
+                                             if not i.node.startswith("h")})
+        _save(active)
+        _log("heal", f)
+        healed.append(f)
+    return healed
+
+
+def active_faults() -> list[Fault]:
+    return [Fault(**d) for d in _active().values()]
+
+
+def _sleep_until(t: float, stopping: list[bool]) -> None:
+    while not stopping and time.monotonic() < t:
+        time.sleep(min(0.01, max(0.0, t - time.monotonic())))
+
+
+def _flap(target: str, period: float, duty: float) -> None:
+    from mrcemu.fabric import state
+
+    st = state.require_state()
+    layout = Layout(st.topo())
+    fault = Fault("flap", target, period=period, duty=duty)
+    ends = targets(layout, fault)
+    stopping: list[bool] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    t = time.monotonic()
+    try:
+        while not stopping:
+            _set_carrier(layout, st.nodes, ends, up=False)
+            _log("flap-down", fault)
+            t += period * duty
+            _sleep_until(t, stopping)
+            _set_carrier(layout, st.nodes, ends, up=True)
+            _log("flap-up", fault)
+            t += period * (1 - duty)
+            _sleep_until(t, stopping)
+    finally:
+        try:
+            _set_carrier(layout, st.nodes, ends, up=True)
+        except MrcemuError:
+            pass  # the fabric is already gone
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="python -m mrcemu.fabric.inject")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("flap")
+    f.add_argument("target")
+    f.add_argument("--period", type=float, required=True)
+    f.add_argument("--duty", type=float, required=True)
+    args = ap.parse_args()
+    _flap(args.target, args.period, args.duty)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

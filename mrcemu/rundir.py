@@ -1,0 +1,28 @@
+"""Where a running fabric keeps its files: one place for every process to find them.
+
+Only paths: the fabric manager, the NIC daemons, fault injection and the CLI all
+meet here without importing one another.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RUN_DIR = Path(os.environ.get("MRCEMU_RUN_DIR", "/run/mrcemu"))
+LOGS = RUN_DIR / "logs"
+STATE = RUN_DIR / "state.json"
+LOCK = RUN_DIR / "lock"
+SOCKET = RUN_DIR / "manager.sock"
+MANAGER_LOG = RUN_DIR / "manager.log"
+CHILDREN = RUN_DIR / "children.json"  # helper processes `down` and `clean` must end
+FAULTS = RUN_DIR / "faults.json"  # the active faults
+FAULT_LOG = LOGS / "faults.jsonl"
+
+
+def nic_socket(host: str) -> Path:
+    return RUN_DIR / f"nic-{host}.sock"
+
+
+def nic_log(host: str) -> Path:
+    return LOGS / f"nic-{host}.jsonl"

@@ -1,0 +1,135 @@
+"""The fault model: what each kind of fault is, what it may target, which parameters
+it needs, and which paths it breaks. Pure: no root, no clock, no Linux.
+
+The one list of fault kinds and the one parameter check: the CLI, scenario files
+and live injection (`mrcemu.fabric.inject`) all use these.
+
+Targets use the topology's names: a node (`p2s1`, `h3`), a link (`p2l0-p2s1`), a
+host port (`h3-p2`), a plane (`2`), or `all-spines` (loss on every spine port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mrcemu.errors import MrcemuError
+from mrcemu.topology.layout import Interface, Layout
+from mrcemu.topology.paths import ev_fields
+
+KINDS = ("link-down", "gray", "loss", "degrade", "flap", "switch-down", "host-port-down",
+         "plane-down")
+LINK_KINDS = ("link-down", "gray", "loss", "degrade", "flap")
+CARRIER_KINDS = ("link-down", "switch-down", "host-port-down", "plane-down")
+DROP_KINDS = ("gray", "loss")  # applied as drop rules on switch egress
+ALL_SPINES = "all-spines"  # loss: every spine port, i.e. each cross-leaf path once
+MIN_FLAP_PERIOD = 0.05  # seconds: shorter than this the flapper cannot keep time
+
+
+class FaultParamError(MrcemuError):
+    """A fault parameter out of range. `field` is the parameter's name, so the CLI can
+    say `--value` and a scenario file `faults[2].value`."""
+
+    def __init__(self, kind: str, field: str, value: object, problem: str) -> None:
+        self.kind, self.field, self.value, self.problem = kind, field, value, problem
+        super().__init__(f"{kind}: --{field} {value}: {problem}")
+
+
+@dataclass
+class Fault:
+    kind: str
+    target: str
+    value: float | None = None  # percent: lost (loss) or of the rate kept (degrade)
+    one_way: bool = False  # gray: only the direction from the link's first node
+    at: float = 0.0  # when it took effect, on the NICs' monotonic clock (set by inject)
+    period: float | None = None  # flap: seconds per down+up cycle
+    duty: float | None = None  # flap: fraction of the period the link is down
+    pid: int | None = None  # flap: the flapping process
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.target}"
+
+
+def check(fault: Fault) -> None:
+    """Raise FaultParamError unless the fault's kind and parameters make sense."""
+    k = fault.kind
+    if k not in KINDS:
+        raise MrcemuError(f"unknown fault kind '{k}': use one of {', '.join(KINDS)}")
+    if k == "loss" and (fault.value is None or not 0 <= fault.value <= 100):
+        raise FaultParamError(k, "value", fault.value, "must be a percentage of packets "
+                              "lost, 0 <= x <= 100")
+    if k == "degrade" and (fault.value is None or not 0 < fault.value <= 100):
+        raise FaultParamError(k, "value", fault.value, "must be a percentage of the rate "
+                              "kept, 0 < x <= 100 (to stop the link, use link-down)")
+    if k == "flap":
+        if fault.period is None or fault.period < MIN_FLAP_PERIOD:
+            raise FaultParamError(k, "period", fault.period, "must be seconds per down+up "
+                                  f"cycle, >= {MIN_FLAP_PERIOD} (give --period and --duty)")
+        if fault.duty is None or not 0 < fault.duty < 1:
+            raise FaultParamError(k, "duty", fault.duty, "must be the fraction of the period "
+                                  "the link is down, 0 < x < 1")
+
+
+def targets(layout: Layout, fault: Fault) -> list[Interface]:
+    """The interfaces a fault acts on, each seen from its own node; raises a clear
+    error for a target the topology does not have."""
+    t = fault.target
+    if fault.kind == "loss" and t == ALL_SPINES:
+        return [i for sw in layout.switches if sw.kind.name == "SPINE"
+                for i in layout.interfaces[sw.name]]
+    if fault.kind in DROP_KINDS and t in layout.nodes and not t.startswith("h"):
+        return list(layout.interfaces[t])  # every egress port of that switch
+    if fault.kind in LINK_KINDS:
+        link = layout.links_by_name.get(t)
+        if link is None:
+            extra = (f", a switch, or {ALL_SPINES}" if fault.kind == "loss" else
+                     ", or a switch" if fault.kind == "gray" else "")
+            raise MrcemuError(f"no link '{t}': links are named NODE-NODE, e.g. "
+                              f"{layout.links[-1].name}{extra}")
+        first = link.a if t.startswith(link.a.node + "-") else link.b
+        other = link.b if first is link.a else link.a
+        return [first] if fault.one_way else [first, other]
+    if fault.kind == "switch-down":
+        if t not in layout.nodes or t.startswith("h"):
+            raise MrcemuError(f"no switch '{t}' (e.g. p3s1, p0l0)")
+        return list(layout.interfaces[t])
+    if fault.kind == "host-port-down":
+        host, _, plane = t.partition("-p")
+        ifs = [i for i in layout.interfaces.get(host, []) if i.name == t]
+        if not ifs or not plane.isdigit():
+            raise MrcemuError(f"no host port '{t}' (e.g. h0-p2)")
+        return ifs
+    if fault.kind == "plane-down":
+        if not t.isdigit() or int(t) >= layout.topo.planes:
+            raise MrcemuError(f"no plane '{t}': planes are 0..{layout.topo.planes - 1}")
+        return [link.a for link in layout.links if link.a.plane == int(t)]
+    raise MrcemuError(f"unknown fault kind '{fault.kind}': use one of {', '.join(KINDS)}")
+
+
+def affects(layout: Layout, fault: Fault) -> Callable[[int, int, int], bool]:
+    """Whether the data path of EV `ev` from host `src` to host `dst` crosses what the
+    fault breaks (either direction). Reports use it to find the failed paths."""
+    topo = layout.topo
+    t = fault.target
+    if fault.kind == "plane-down":
+        return lambda s, d, ev: ev_fields(ev)[0] == int(t)
+    if fault.kind == "host-port-down":
+        host, plane = int(t.split("-p")[0][1:]), int(t.split("-p")[1])
+        return lambda s, d, ev: ev_fields(ev)[0] == plane and host in (s, d)
+    if fault.kind == "loss" and t == ALL_SPINES:
+        return lambda s, d, ev: ev_fields(ev)[1] is not None
+    if fault.kind == "switch-down" or t in layout.nodes:
+        node = layout.nodes[t]
+        if node.kind.name == "SPINE":
+            return lambda s, d, ev: ev_fields(ev) == (node.plane, node.index)
+        return lambda s, d, ev: ev_fields(ev)[0] == node.plane and node.index in (
+            topo.leaf_of(s), topo.leaf_of(d))
+    link = layout.links_by_name[t]
+    a, b = layout.nodes[link.a.node], layout.nodes[link.b.node]
+    if a.kind.name == "HOST" or b.kind.name == "HOST":
+        host, leaf = (a, b) if a.kind.name == "HOST" else (b, a)
+        return lambda s, d, ev: ev_fields(ev)[0] == leaf.plane and host.index in (s, d)
+    leaf, spine = (a, b) if a.kind.name == "LEAF" else (b, a)
+    return lambda s, d, ev: (ev_fields(ev) == (spine.plane, spine.index)
+                             and leaf.index in (topo.leaf_of(s), topo.leaf_of(d)))
