@@ -14,7 +14,7 @@ install:
 	@$(MAKE) --no-print-directory $(BPF_OBJ)
 
 # The switch data plane: clang from Debian (installed above), loaded by bpftool.
-$(BPF_OBJ): mrcemu/bpf/switch.c
+$(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h
 	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
 
 test: install

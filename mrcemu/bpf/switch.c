@@ -14,6 +14,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "vq.h"
+
 #define ROCE_PORT 4791
 #define DSCP_TRIMMABLE 4
 #define DSCP_TRIMMABLE_RETX 8
@@ -181,8 +183,7 @@ int mrc_switch(struct __sk_buff *skb)
 
 	/* The virtual queue: bytes that drain at the port rate. */
 	__u64 now = bpf_ktime_get_ns();
-	__u64 drained = (now - st->last_ns) * (cfg->rate_bps / 8) / 1000000000ULL;
-	__u64 q = st->vq_bytes > drained ? st->vq_bytes - drained : 0;
+	__u64 q = vq_drain(st->vq_bytes, now - st->last_ns, cfg->rate_bps);
 	st->last_ns = now;
 	__sync_fetch_and_add(&st->packets, 1);
 
