@@ -243,6 +243,7 @@ class Decoded:
     payload: bytes = b""
     trimmed: bool = False
     icrc_ok: bool | None = None
+    snapped: bool = False  # a capture kept only the first bytes: payload partial, no ICRC
 
     @property
     def opcode(self) -> int:
@@ -257,25 +258,33 @@ class Decoded:
         return (self.sport << 16) | (self.flow_label & 0xFFFF)
 
 
-def decode(pkt: bytes | memoryview, verify_icrc: bool = True) -> Decoded:
+def decode(pkt: bytes | memoryview, verify_icrc: bool = True,
+           wire_len: int | None = None) -> Decoded:
     """Decode an IPv6 packet. Trimmed packets (DSCP TRIMMED or TRIMMED_LASTHOP, cut to
-    the headers, no payload and no ICRC) decode with `trimmed=True`."""
+    the headers, no payload and no ICRC) decode with `trimmed=True`.
+
+    `wire_len`, for captures: the packet's length on the wire when a snap length kept
+    less. Its lengths are then checked against that, its headers decoded as far as the
+    capture holds them, and the packet comes back `snapped` (partial payload, ICRC not
+    checked) rather than malformed."""
     try:
-        return _decode(memoryview(pkt), verify_icrc)
+        return _decode(memoryview(pkt), verify_icrc, wire_len)
     except DecodeError:
         raise
     except (struct.error, KeyError, ValueError, IndexError) as e:  # pragma: no cover - guard
         raise DecodeError("bad_length", repr(e)) from None
 
 
-def _decode(m: memoryview, verify_icrc: bool) -> Decoded:
+def _decode(m: memoryview, verify_icrc: bool, wire_len: int | None = None) -> Decoded:
+    snapped = wire_len is not None and wire_len > len(m)
+    full = wire_len if snapped else len(m)
     if len(m) < IP6_UDP + BTH.size:
         raise DecodeError("truncated", f"{len(m)} bytes")
     vtf, plen, nh, hlim, src, dst = IP6.unpack_from(m, 0)
     if vtf >> 28 != 6 or nh != 17:
         raise DecodeError("not_roce", "not IPv6/UDP")
-    if plen != len(m) - IP6.size:
-        raise DecodeError("bad_length", f"IPv6 payload length {plen}, have {len(m) - 40}")
+    if plen != full - IP6.size:
+        raise DecodeError("bad_length", f"IPv6 payload length {plen}, have {full - 40}")
     sport, dport, ulen, _ck = UDPH.unpack_from(m, IP6.size)
     if dport != ROCE_UDP_PORT:
         raise DecodeError("not_roce", f"UDP port {dport}")
@@ -290,7 +299,7 @@ def _decode(m: memoryview, verify_icrc: bool) -> Decoded:
         raise DecodeError("unknown_opcode", f"0x{bth['opcode']:02x}") from None
     off = IP6_UDP + BTH.size
     trimmed = dscp in TRIMMED_DSCPS and bth["opcode"] in MRC_DATA
-    end = len(m) if trimmed else len(m) - ICRC_LEN
+    end = len(m) if trimmed or snapped else len(m) - ICRC_LEN
     headers = {}
     for h in hdrs:
         if off + h.size > end:
@@ -298,7 +307,10 @@ def _decode(m: memoryview, verify_icrc: bool) -> Decoded:
         headers[h.name] = h.unpack(m, off)
         off += h.size
     d = Decoded(bytes(src), bytes(dst), dscp, ecn, vtf & 0xFFFFF, hlim, sport, bth, headers,
-                trimmed=trimmed)
+                trimmed=trimmed, snapped=snapped)
+    if snapped:
+        d.payload = bytes(m[off:full - ICRC_LEN])  # as much of it as was kept
+        return d
     if trimmed:
         if off != len(m):
             # A trimmed packet may still carry its ICRC slot; anything else is malformed.

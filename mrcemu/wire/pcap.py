@@ -31,6 +31,7 @@ class Row:
     info: str
     trimmed: bool = False
     error: str | None = None
+    snapped: bool = False  # the capture's snap length cut it: headers only, partial payload
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -56,6 +57,8 @@ def info_of(d: Decoded) -> str:
             parts.append("rtx")
         if d.trimmed:
             parts.append("TRIMMED")
+        if d.snapped:
+            parts[0] = f"va=0x{h['RETH']['va']:x} SNAPPED ({len(d.payload)} payload bytes kept)"
         return " ".join(parts)
     if "SETH" in h:
         s = h["SETH"]
@@ -96,8 +99,10 @@ def read(path: str | Path) -> Iterator[Row]:
             wire = bytes(ip)
             iface = getattr(pkt, "sniffed_on", None)
             t = float(pkt.time)
+            # The length on the wire, when the snap length kept less (Ethernet: 14 more).
+            cut = (pkt.wirelen or 0) - len(bytes(pkt))
             try:
-                d = decode(wire)
+                d = decode(wire, wire_len=len(wire) + cut if cut > 0 else None)
             except DecodeError as e:
                 if e.reason == "not_roce":
                     continue
@@ -106,4 +111,4 @@ def read(path: str | Path) -> Iterator[Row]:
             yield Row(n, t, iface, socket.inet_ntop(socket.AF_INET6, d.src),
                       socket.inet_ntop(socket.AF_INET6, d.dst), f"0x{d.ev:08x}",
                       _name(Dscp, d.dscp), d.ecn, _name(Opcode, d.opcode), d.psn, info_of(d),
-                      trimmed=d.trimmed)
+                      trimmed=d.trimmed, snapped=d.snapped)

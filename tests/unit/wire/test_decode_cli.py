@@ -57,3 +57,43 @@ def test_decode_bad_input_is_one_clear_line(tmp_path):
     assert r.exit_code == 1 and "not a pcap" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(cli.main, ["decode", str(junk), "--opcode", "BOGUS"])
     assert r.exit_code == 1 and "not an opcode" in r.output
+
+
+def test_a_capture_cut_by_its_snap_length_decodes_headers_as_snapped(tmp_path):
+    # As `mrcemu run` captures (snaplen 256): data packets longer than that are kept in
+    # part. Their headers still decode; they are marked snapped, not malformed.
+    import struct
+
+    from scapy.packet import Raw
+
+    from mrcemu.wire import layers
+    from tests.unit.wire.test_wireshark import pkt
+
+    data = [pkt(layers.BTH(opcode=0xC6, dqpn=77, psn=1001 + i, ackreq=1),
+                layers.METH(rqmsn=2, msn=9), layers.RETH(va=0x7F0000001000 + 4096 * i,
+                                                         rkey=0xBEEF, dmalen=65536),
+                Raw(bytes([i]) * 4096)) for i in range(3)]
+    path = tmp_path / "snapped.pcap"
+    with path.open("wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 256, 1))
+        for p in data:
+            raw = bytes(p)
+            f.write(struct.pack("<IIII", 1, 0, 256, len(raw)) + raw[:256])
+    r = CliRunner().invoke(cli.main, ["decode", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    assert len(rows) == len(data)
+    for row, p in zip(rows, data, strict=True):
+        whole = codec.decode(bytes(p[IPv6]))
+        assert row["error"] is None and row["snapped"] and not row["trimmed"]
+        assert row["psn"] == whole.psn and row["ev"] == f"0x{whole.ev:08x}"
+        assert f"va=0x{whole.headers['RETH']['va']:x} SNAPPED" in row["info"]
+    # A packet whose own lengths disagree with the wire is still malformed.
+    raw = bytearray(bytes(data[0]))
+    raw[14 + 4:14 + 6] = (1000).to_bytes(2, "big")
+    bad = tmp_path / "bad.pcap"
+    with bad.open("wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 256, 1))
+        f.write(struct.pack("<IIII", 1, 0, 256, len(raw)) + bytes(raw[:256]))
+    (row,) = json.loads(CliRunner().invoke(cli.main, ["decode", str(bad), "--json"]).output)
+    assert row["error"] is not None and "bad_length" in row["error"]
