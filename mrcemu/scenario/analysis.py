@@ -197,6 +197,8 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "completed": complete,
         "interrupted": raw["interrupted"],
         "timed_out": raw["timed_out"],
+        "failed": raw.get("failed", False),  # a connection gave up (RoCE: QP in error)
+        "failed_flows": raw.get("failed_flows", []),
         "job_completion_s": _r(jct),
         "iterations_done": len(iters),
         "iteration_s": [round(x, 4) for x in iters],

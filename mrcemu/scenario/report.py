@@ -18,12 +18,23 @@ def _fmt(x: object, unit: str = "", nd: int = 3) -> str:
     return f"{x}{unit}"
 
 
+def _outcome(t: dict) -> str:
+    if t.get("completed"):
+        return "completed"
+    if t.get("interrupted"):
+        return "interrupted"
+    if t.get("failed"):
+        return "FAILED: " + ", ".join(t.get("failed_flows", [])[:4]) + " gave up"
+    return "TIMED OUT" if t.get("timed_out") else "-"
+
+
 def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
     """The side-by-side comparison as (header, rows): report.md and the terminal share it."""
     ts = report["transports"]
     names = list(ts)
     head = ["", *[LABEL.get(n, n) for n in names]]
     rows = [
+        ["outcome", *[_outcome(ts[n]) for n in names]],
         ["job completion", *[_fmt(ts[n]["job_completion_s"], " s") for n in names]],
         ["iteration p50", *[_fmt(ts[n]["iteration_s_p50"], " s") for n in names]],
         ["iteration p99", *[_fmt(ts[n]["iteration_s_p99"], " s") for n in names]],

@@ -116,7 +116,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     hosts = range(sc.topology.hosts)
     phases = sc.workload.phases(sc.topology.hosts)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
-                 "interrupted": False, "timed_out": False}
+                 "interrupted": False, "timed_out": False, "failed": False,
+                 "failed_flows": []}
     with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
         _ask(pool, [(h, {"op": "trace_reset"}) for h in hosts])
         before = _ask(pool, [(h, {"op": "trace"}) for h in hosts])
@@ -145,8 +146,14 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                                      "of": sc.workload.iterations, "record": rec,
                                      "t": time.monotonic() - t0})
                 if not rec["complete"]:
+                    # Why it stopped: Ctrl-C, a connection that gave up (a RoCE QP past
+                    # its retry count), or the scenario's time limit.
+                    failed = [f"h{f['src']}->h{f['dst']}" for f in rec["flows"]
+                              if f.get("failed") and not f.get("done_at")]
                     raw["interrupted"] = stop.is_set()
-                    raw["timed_out"] = not stop.is_set()
+                    raw["failed"] = bool(failed) and not stop.is_set()
+                    raw["failed_flows"] = failed
+                    raw["timed_out"] = not stop.is_set() and not failed
                     break
             else:
                 raw["completed"] = True
