@@ -21,7 +21,11 @@ MAX_INDEX = 1023
 # Spine index 1023 is reserved: it marks the same-leaf path in an EV.
 MAX_SPINES = 1023
 
-TOPOLOGY_DIR = Path(__file__).resolve().parents[2] / "topologies"
+# Built-in topologies: inside the package when installed from a wheel, else the
+# source tree's top-level topologies/ (an editable install, or a checkout).
+_PACKAGED = Path(__file__).resolve().parents[1] / "topologies"
+TOPOLOGY_DIR = _PACKAGED if _PACKAGED.is_dir() else (
+    Path(__file__).resolve().parents[2] / "topologies")
 
 
 @dataclass(frozen=True)

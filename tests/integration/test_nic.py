@@ -10,6 +10,7 @@ import threading
 import time
 
 from mrcemu.nic import transfer
+from mrcemu.nic.control import log_path
 from mrcemu.topology import load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
@@ -74,3 +75,7 @@ def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_
     changed = [c for c in res["ev_changes"] if c[3] == "ASSUMED_BAD"]
     dead_bad = [c for c in changed if ev_fields(c[1]) == (2, 1)]
     assert any(c[0] >= t_down for c in dead_bad), changed
+    # h0's log names the peer whose paths changed (it once named h0's own QP for all).
+    logged = [json.loads(x) for x in log_path("h0").read_text().splitlines()]
+    mine = [e for e in logged if e["event"] == "ev_state" and e["t"] >= t_down]
+    assert mine and {e["peer"] for e in mine} == {"h7"}

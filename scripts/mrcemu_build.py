@@ -1,0 +1,41 @@
+"""The package's build backend: setuptools, extended in one place. A wheel
+(`pip install .`) carries the built-in topologies and the compiled switch program
+inside the package, so a non-editable install works without this source tree.
+
+pyproject.toml names this module as the backend (from scripts/, its backend-path)
+and `BuildPy` as setuptools' build_py; everything else is setuptools' own."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools.build_meta import *  # noqa: F403 - the backend is setuptools' own
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class BuildPy(build_py):
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return  # an editable install reads both straight from the tree
+        pkg = Path(self.build_lib) / "mrcemu"
+        topo = pkg / "topologies"
+        topo.mkdir(parents=True, exist_ok=True)
+        for f in (ROOT / "topologies").glob("*.yaml"):
+            shutil.copy2(f, topo / f.name)
+        obj = ROOT / "mrcemu" / "bpf" / "switch.o"
+        src = ROOT / "mrcemu" / "bpf" / "switch.c"
+        if not obj.exists() or obj.stat().st_mtime < src.stat().st_mtime:
+            # The same compile as the Makefile's, with the machine's clang.
+            machine = subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True,
+                                     check=True).stdout.strip()
+            subprocess.run(["clang", "-O2", "-g", "-Wall", "-target", "bpf",
+                            f"-I/usr/include/{machine}", "-c", str(src), "-o", str(obj)],
+                           check=True)
+        (pkg / "bpf").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(obj, pkg / "bpf" / "switch.o")
+
