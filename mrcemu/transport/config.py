@@ -1,8 +1,29 @@
-"""Transport knobs. Times are seconds on the caller's monotonic clock."""
+"""Transport knobs. Times are seconds on the caller's monotonic clock.
+
+`TransportConfig.for_topology` is the one place a fabric's config is made: the
+fabric manager makes it at `up`, snapshots it into the state, and hands it to every
+NIC daemon; whoever needs it later reads the snapshot.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Protocol
+
+from mrcemu.errors import MrcemuError
+
+
+class _HasMtu(Protocol):
+    mtu: int
+
+
+def pmtu_for(mtu: int) -> int:
+    """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
+    room = mtu - 40 - 8 - 12 - 4 - 16 - 4 - 4  # IPv6 UDP BTH METH RETH ImmDt ICRC
+    p = 4096
+    while p > room and p > 256:
+        p //= 2
+    return p
 
 
 @dataclass(frozen=True)
@@ -28,3 +49,21 @@ class TransportConfig:
     roce_ack_every: int = 8
     roce_retry_count: int = 7
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
+
+    @classmethod
+    def for_topology(cls, topo: _HasMtu, seed: int = 1) -> TransportConfig:
+        """The config a fabric runs with: the PMTU its links carry, and the run's seed
+        (which orders every EV profile's spraying)."""
+        return cls(pmtu=pmtu_for(topo.mtu), seed=seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TransportConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise MrcemuError(f"transport config: unknown field(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+        return cls(**data)

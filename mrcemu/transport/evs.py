@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mrcemu.topology.paths import ev_variant
+from mrcemu.transport.events import EvStateChanged
 
 
 class EvState(enum.Enum):
@@ -69,7 +71,9 @@ class EvProfile:
     min_active: int = 1
     rotation: int = 0
     planes_down: set[int] = field(default_factory=set)  # our port or the peer's
-    changes: list[tuple[float, int, str, str, str]] = field(default_factory=list)
+    # Where state changes go: the owning connection's event queue (a bare profile
+    # reports to nobody).
+    emit: Callable[[EvStateChanged], None] = field(default=lambda _e: None, repr=False)
     _rng: random.Random = field(default_factory=lambda: random.Random(1))
     _order: list[int] = field(default_factory=list)
     _pos: int = 0
@@ -128,7 +132,7 @@ class EvProfile:
 
     def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
         if e.state is not state:
-            self.changes.append((now, e.ev, e.state.value, state.value, why))
+            self.emit(EvStateChanged(now, e.ev, e.state.value, state.value, why))
             self.bad_count += (state is EvState.ASSUMED_BAD) - (e.state is EvState.ASSUMED_BAD)
             e.state = state
 
@@ -174,7 +178,7 @@ class EvProfile:
         pool.sort(key=lambda b: b.path.spine in suspect)
         if pool:
             pool[0].active = True
-            self.changes.append((now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
+            self.emit(EvStateChanged(now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
 
     def probe_answered(self, ev: int, now: float, marked: bool) -> None:
         e = self.evs.get(ev)
@@ -211,7 +215,7 @@ class EvProfile:
                     self._set(e, EvState.ASSUMED_BAD, now, "plane back: probe first")
         elif not up and plane not in self.planes_down:
             self.planes_down.add(plane)
-            self.changes.append((now, -1, f"plane {plane}", "DOWN", "port status"))
+            self.emit(EvStateChanged(now, -1, f"plane {plane}", "DOWN", "port status"))
 
     def needs_probe(self, now: float, interval: float) -> list[Ev]:
         if not self.bad_count:

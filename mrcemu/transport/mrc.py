@@ -8,10 +8,13 @@ It never reads a clock: every entry point takes `now`.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass
 
+from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, unwrap
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.events import MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.nscc import Nscc
@@ -27,36 +30,6 @@ from mrcemu.wire.constants import (
 )
 
 ECT0, CE = 0b10, 0b11
-PSN_MASK = 0xFFFFFF
-
-
-def unwrap(psn24: int, ref: int) -> int:
-    """The full PSN nearest to `ref` whose low 24 bits are `psn24`."""
-    base = ref - (1 << 23)
-    return base + ((psn24 - base) & PSN_MASK)
-
-
-@dataclass
-class Message:
-    msn: int
-    va: int
-    rkey: int
-    data: memoryview
-    first_psn: int
-    npkts: int
-    imm: int | None
-    acked: int = 0
-    posted_at: float = 0.0
-    done_at: float | None = None
-    size: int = 0  # bytes; kept when the data is released at completion
-
-    def __post_init__(self) -> None:
-        self.size = len(self.data)
-
-    def complete(self, now: float) -> None:
-        """Done: remember when, and let go of the source buffer."""
-        self.done_at = now
-        self.data = memoryview(b"")
 
 
 @dataclass
@@ -81,53 +54,6 @@ class RxMessage:
     imm: int | None = None
 
 
-@dataclass
-class Stats:
-    tx_data: int = 0
-    tx_bytes: int = 0
-    retransmits: int = 0
-    rtos: int = 0
-    nacks_rx: int = 0
-    trims_nacked: int = 0
-    sacks_rx: int = 0
-    rx_data: int = 0
-    rx_bytes: int = 0
-    rx_dup: int = 0
-    sacks_tx: int = 0
-    nacks_tx: int = 0
-    probes_tx: int = 0
-    probes_answered: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
-    rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)
-    losses_blamed: int = 0  # confirmed losses that made their EV ASSUMED_BAD
-    losses_excused: int = 0  # confirmed losses not blamed on their EV
-    acks_credited_to_original: int = 0  # fast acks after a retransmission
-
-    def to_json(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}
-        d["dropped"] = dict(self.dropped)
-        d["per_ev"] = {f"0x{k:08x}": v for k, v in self.per_ev.items()}
-        return d
-
-
-class ConnectionBase:
-    """What both transports share: decoding untrusted bytes without ever raising."""
-
-    stats: Stats
-
-    def receive(self, pkt: bytes | memoryview, now: float) -> None:
-        try:
-            d = codec.decode(pkt)
-        except codec.DecodeError as e:
-            self.stats.dropped[f"malformed_{e.reason}"] += 1
-            return
-        self.receive_decoded(d, now)
-
-    def receive_decoded(self, d: codec.Decoded, now: float) -> None:
-        raise NotImplementedError
-
-
 class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None) -> None:
@@ -137,6 +63,7 @@ class MrcConnection(ConnectionBase):
         self.memory = memory or MemoryTable()
         self.stats = Stats()
         self.tx_trace = TxTrace()
+        super().__init__()
         # requester
         self.next_psn = 0
         self.next_msn = 0
@@ -152,14 +79,12 @@ class MrcConnection(ConnectionBase):
         self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
-        self.messages: dict[int, Message] = {}
-        self.completed: list[Message] = []
+        self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder
         self.rx_cack = 0  # lowest PSN not yet received
         self.rx_ooo: set[int] = set()
         self.rx_msgs: dict[int, RxMessage] = {}
         self.rx_next_msn = 0
-        self.rx_completed: list[tuple[int, int | None]] = []  # (msn, imm) in MSN order
         self.sack_due: float | None = None
         self.unsacked = 0
         self.last_trigger = 0
@@ -317,8 +242,8 @@ class MrcConnection(ConnectionBase):
                 e.heard_sent = max(e.heard_sent, o.sent_time)
         o.msg.acked += 1
         if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
-            o.msg.complete(now)
-            self.completed.append(o.msg)
+            self._events.append(o.msg.complete(now))
+            self.messages.pop(o.msg.msn, None)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         self.stats.sacks_rx += 1
@@ -561,16 +486,17 @@ class MrcConnection(ConnectionBase):
         else:
             self.rx_ooo.add(psn)
         # Complete in MSN order; an immediate that arrived early waits for its message.
-        done_before = len(self.rx_completed)
+        done = 0
         while True:
             nxt = self.rx_msgs.get(self.rx_next_msn & 0xFFFF)
             if nxt is None or nxt.got < nxt.length:
                 break
-            self.rx_completed.append((self.rx_next_msn, nxt.imm))
+            self._events.append(MessageReceived(self.rx_next_msn, nxt.imm, now))
             del self.rx_msgs[self.rx_next_msn & 0xFFFF]
             self.rx_next_msn += 1
+            done += 1
         self.unsacked += 1
-        if len(self.rx_completed) > done_before:
+        if done:
             # The SACK that completes a message goes out at once and on two paths: if it
             # is lost on a path our own sending has not found broken, the requester
             # learns only from its RTO, and the whole message (an iteration barrier)
@@ -698,6 +624,32 @@ class MrcConnection(ConnectionBase):
     @property
     def idle(self) -> bool:
         return not self.pending and not self.outstanding
+
+    @property
+    def failed(self) -> bool:
+        return False  # MRC never gives up on a QP: it probes its paths back
+
+    @property
+    def cwnd(self) -> int:
+        return self.cc.cwnd
+
+    def message(self, msn: int) -> Message | None:
+        return self.messages.get(msn)
+
+    def unfinished(self) -> Iterable[Message]:
+        return self.messages.values()
+
+    def snapshot(self, now: float) -> dict:
+        """The requester's insides, for diagnosing a stall."""
+        live = [o for o in self.outstanding.values() if not o.lost]
+        return {"outstanding": len(self.outstanding), "live": len(live),
+                "rtx_queue": len(self.rtx_queue), "pending": len(self.pending),
+                "inflight": self.inflight, "cwnd": self.cc.cwnd, "backoff": self.backoff,
+                "rto": self.rto, "srtt": self.srtt, "una": self.una,
+                "oldest_age": now - min((o.sent_time for o in live), default=now),
+                "oldest_evs": [f"0x{o.ev:08x}" for o in live][:4],
+                "next_timer_in": (self.next_timer() or now) - now,
+                "usable": self.profile.count_usable(), "control": len(self.control)}
 
     @property
     def busy(self) -> bool:

@@ -30,12 +30,3 @@ def qpn(peer: int, transport: str = "mrc") -> int:
 def local_qpn_pair(a: int, b: int, transport: str = "mrc") -> tuple[int, int]:
     """(a's QPN for b, b's QPN for a)."""
     return qpn(b, transport), qpn(a, transport)
-
-
-def pmtu_for(mtu: int) -> int:
-    """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
-    room = mtu - 40 - 8 - 12 - 4 - 16 - 4 - 4  # IPv6 UDP BTH METH RETH ImmDt ICRC
-    p = 4096
-    while p > room and p > 256:
-        p //= 2
-    return p

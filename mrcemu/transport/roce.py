@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
+from collections.abc import Iterable
 
+from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, unwrap
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.events import ConnectionFailed, MessageReceived, PathRehashed
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryRegion, MemoryTable
-from mrcemu.transport.mrc import PSN_MASK, ConnectionBase, Message, Stats, unwrap
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
@@ -34,22 +36,25 @@ class RoceConnection(ConnectionBase):
         self.memory = memory or MemoryTable()
         self.stats = Stats()
         self.tx_trace = TxTrace()
+        super().__init__()
         base = sorted(e.ev for e in profile.evs.values() if e.active)
         self.paths = base
         h = zlib.crc32(flow_key + local_qpn.to_bytes(4, "big") + remote_qpn.to_bytes(4, "big"))
         self.path_index = h % len(base)
-        self.path_changes: list[tuple[float, int, int]] = []
+        self.srtt: float | None = None  # go-back-N keeps no RTT estimate
         # requester
         self.next_psn = 0  # next new PSN to assign
         self.send_psn = 0  # next PSN to (re)send: go-back-N rewinds this
         self.una = 0
-        self.packets: list[tuple[Message, int, int]] = []  # by PSN
-        self.messages: list[Message] = []
-        self.completed: list[Message] = []
+        # Segments from PSN `first_unacked` on; acknowledged ones are let go.
+        self.packets: deque[tuple[Message, int, int]] = deque()
+        self.first_unacked = 0
+        self.messages: deque[Message] = deque()  # posted and not yet complete, in order
+        self.next_msn = 0
         self.last_progress = 0.0
         self.retries = 0
         self.failing_since: float | None = None
-        self.failed = False
+        self._failed = False
         self.timeout_at: float | None = None
         # responder
         self.rx_expected = 0
@@ -58,7 +63,6 @@ class RoceConnection(ConnectionBase):
         self.rx_len = 0
         self.rx_got = 0
         self.rx_msn = 0
-        self.rx_completed: list[tuple[int, int | None]] = []
         self.nak_sent_for: int | None = None
         self.ack_failing_since: float | None = None
         self.unacked = 0
@@ -74,8 +78,9 @@ class RoceConnection(ConnectionBase):
         mv = memoryview(data)
         pmtu = self.cfg.pmtu
         n = max(1, -(-len(mv) // pmtu))
-        msg = Message(len(self.messages), remote_va, rkey, mv, self.next_psn, n, imm,
+        msg = Message(self.next_msn, remote_va, rkey, mv, self.next_psn, n, imm,
                       posted_at=now)
+        self.next_msn += 1
         self.messages.append(msg)
         for i in range(n):
             self.packets.append((msg, i * pmtu, min(pmtu, len(mv) - i * pmtu)))
@@ -84,7 +89,9 @@ class RoceConnection(ConnectionBase):
             self.last_progress = now
         return msg.msn
 
-    def _rto(self) -> float:
+    @property
+    def rto(self) -> float:
+        """The local ACK timeout, doubled on each retry."""
         return min(self.cfg.max_rto * 8, self.cfg.roce_timeout * (2 ** self.retries))
 
     def _opcode(self, msg: Message, offset: int) -> int:
@@ -100,7 +107,7 @@ class RoceConnection(ConnectionBase):
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         out = list(self.control)
         self.control.clear()
-        if self.failed:
+        if self._failed:
             return out
         e = self.ev
         p = e.path
@@ -108,7 +115,7 @@ class RoceConnection(ConnectionBase):
         while (self.send_psn < self.next_psn and self.send_psn < self.una + self.cfg.roce_window
                and left > 0):
             left -= 1
-            msg, offset, length = self.packets[self.send_psn]
+            msg, offset, length = self.packets[self.send_psn - self.first_unacked]
             op = self._opcode(msg, offset)
             headers: dict[str, dict[str, int]] = {}
             if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY):
@@ -131,7 +138,7 @@ class RoceConnection(ConnectionBase):
             self.send_psn += 1
             self.max_sent = max(self.max_sent, self.send_psn)
             if self.timeout_at is None:
-                self.timeout_at = now + self._rto()
+                self.timeout_at = now + self.rto
         return out
 
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
@@ -148,11 +155,12 @@ class RoceConnection(ConnectionBase):
             self.last_progress = now
             self.retries = 0
             self.failing_since = None
-            self.timeout_at = now + self._rto() if self.una < self.send_psn else None
-            for msg in self.messages:
-                if msg.done_at is None and msg.first_psn + msg.npkts <= self.una:
-                    msg.complete(now)
-                    self.completed.append(msg)
+            self.timeout_at = now + self.rto if self.una < self.send_psn else None
+            while self.messages and (m := self.messages[0]).first_psn + m.npkts <= self.una:
+                self._events.append(self.messages.popleft().complete(now))
+            while self.first_unacked < self.una:
+                self.packets.popleft()
+                self.first_unacked += 1
 
     def _ack(self, syndrome: int, psn: int) -> None:
         e = self.ev
@@ -208,7 +216,7 @@ class RoceConnection(ConnectionBase):
         done = op in (Opcode.RC_WRITE_LAST, Opcode.RC_WRITE_LAST_IMM, Opcode.RC_WRITE_ONLY)
         if done:
             imm = d.headers.get("ImmDt", {}).get("imm")
-            self.rx_completed.append((self.rx_msn, imm))
+            self._events.append(MessageReceived(self.rx_msn, imm, now))
             self.rx_msn += 1
             self.rx_mr = None
         if done or self.unacked >= self.cfg.roce_ack_every:
@@ -226,11 +234,11 @@ class RoceConnection(ConnectionBase):
             self.stats.dropped["unexpected_opcode"] += 1
 
     def timer(self, now: float) -> None:
-        if self.timeout_at is None or now < self.timeout_at or self.failed:
+        if self.timeout_at is None or now < self.timeout_at or self._failed:
             return
         self.stats.rtos += 1
         if self.failing_since is None:
-            self.failing_since = now - self._rto()
+            self.failing_since = now - self.rto
         if now - self.failing_since >= self.cfg.roce_reconvergence:
             self._rehash(now)
             self.failing_since = None
@@ -238,25 +246,52 @@ class RoceConnection(ConnectionBase):
         else:
             self.retries += 1
             if self.retries > self.cfg.roce_retry_count:
-                self.failed = True
+                self._failed = True
                 self.timeout_at = None
+                self._events.append(ConnectionFailed(
+                    now, f"{self.cfg.roce_retry_count} retries without an ACK"))
                 return
         self.send_psn = self.una  # go back N
-        self.timeout_at = now + self._rto()
+        self.timeout_at = now + self.rto
 
     def _rehash(self, now: float) -> None:
         """Routing has reconverged around the failure: ECMP now hashes elsewhere."""
         old = self.paths[self.path_index]
         self.path_index = (self.path_index + 1) % len(self.paths)
-        self.path_changes.append((now, old, self.paths[self.path_index]))
+        self._events.append(PathRehashed(now, old, self.paths[self.path_index]))
 
     def next_timer(self) -> float | None:
-        return None if self.failed else self.timeout_at
+        return None if self._failed else self.timeout_at
+
+    def port_status(self, planes_up: set[int], now: float) -> None:
+        """An RC QP has no port status protocol: it learns of a dead path from its ACK
+        timeout and is moved by routing reconvergence."""
 
     @property
     def busy(self) -> bool:
-        return bool(self.control) or (not self.failed and self.una < self.next_psn)
+        return bool(self.control) or (not self._failed and self.una < self.next_psn)
 
     @property
     def idle(self) -> bool:
         return self.una >= self.next_psn
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    @property
+    def cwnd(self) -> None:
+        return None  # a fixed window of `roce_window` packets, no congestion window
+
+    def message(self, msn: int) -> Message | None:
+        return next((m for m in self.messages if m.msn == msn), None)
+
+    def unfinished(self) -> Iterable[Message]:
+        return self.messages
+
+    def snapshot(self, now: float) -> dict:
+        return {"una": self.una, "send_psn": self.send_psn, "next_psn": self.next_psn,
+                "retries": self.retries, "rto": self.rto, "failed": self._failed,
+                "path": f"0x{self.paths[self.path_index]:08x}",
+                "next_timer_in": (self.next_timer() or now) - now,
+                "control": len(self.control)}

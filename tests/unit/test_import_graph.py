@@ -58,3 +58,10 @@ def test_the_rules_catch_a_back_arrow(tmp_path):
     names = [n for _, n in imports(f)]
     assert banned("mrcemu.fabric.state", RULES["nic"]) and "mrcemu.fabric" in names
     assert any(banned(n, RULES["transport"]) for n in names)
+
+
+def test_the_two_transports_share_a_base_not_each_other():
+    for a, b in (("roce", "mrc"), ("mrc", "roce")):
+        names = [n for _, n in imports(PKG / "transport" / f"{a}.py")]
+        assert f"mrcemu.transport.{b}" not in names
+        assert "mrcemu.transport.base" in names

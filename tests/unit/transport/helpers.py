@@ -9,6 +9,15 @@ from mrcemu.transport.profiles import local_qpn_pair, profile
 from mrcemu.transport.simnet import SimNet
 
 
+def drain(c, kind: type | None = None) -> list:
+    """Every event the connection queued (of `kind`, if given), in order."""
+    out = []
+    while (ev := c.next_event()) is not None:
+        if kind is None or isinstance(ev, kind):
+            out.append(ev)
+    return out
+
+
 def pair(topo_name: str = "default", a: int = 0, b: int = 7, seed: int = 1, **cfg_kw):
     topo = load(topo_name)
     cfg = TransportConfig(seed=seed, **cfg_kw)

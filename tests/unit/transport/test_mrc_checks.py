@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 
+from mrcemu.transport.events import MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire import codec
 from mrcemu.wire.constants import NackReason, Opcode
-from tests.unit.transport.helpers import pair, write
+from tests.unit.transport.helpers import drain, pair, write
 
 
 def test_wrong_rkey_and_out_of_range_va_are_dropped_and_counted_memory_unchanged():
@@ -65,10 +66,11 @@ def test_messages_complete_in_msn_order_and_an_early_immediate_waits():
     pkts = [net._deliver_bytes(p) for _, p in ca.packets_to_send(0.0)]
     # Deliver the second message (with its immediate) first.
     cb.receive(pkts[-1], 0.001)
-    assert cb.rx_completed == []
+    assert drain(cb, MessageReceived) == []
     for p in pkts[:-1]:
         cb.receive(p, 0.002)
-    assert cb.rx_completed == [(0, None), (1, 0xFEED)]
+    assert drain(cb, MessageReceived) == [MessageReceived(0, None, 0.002),
+                                          MessageReceived(1, 0xFEED, 0.002)]
 
 
 def test_plane_loss_port_status_stops_the_peer_using_the_plane():

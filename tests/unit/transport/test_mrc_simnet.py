@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 
 from mrcemu.topology.paths import ev_fields
+from mrcemu.transport.events import EvStateChanged, MessageCompleted, MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire.constants import Opcode
-from tests.unit.transport.helpers import pair, write
+from tests.unit.transport.helpers import drain, pair, write
+
+
+def received(c) -> list[tuple[int, int | None]]:
+    return [(e.msn, e.imm) for e in drain(c, MessageReceived)]
 
 
 def sha(b) -> str:
@@ -19,7 +24,7 @@ def test_clean_network_delivers_and_sprays_over_every_path():
     data, mr = write(ca, cb, 4 << 20)
     net.run(5.0, stop=lambda: ca.idle)
     assert ca.idle and sha(mr.buf) == sha(data)
-    assert cb.rx_completed == [(0, None)]
+    assert received(cb) == [(0, None)]
     base_evs = {ev for ev, n in ca.stats.per_ev.items() if n}
     assert len({ev_fields(ev) for ev in base_evs}) == 32
     counts = list(ca.stats.per_ev.values())
@@ -85,14 +90,14 @@ def test_trimmed_packet_gets_nack_and_immediate_retransmit_and_skip_not_bad():
     ca.tx_trace.record = lambda now, ev, rtx: (order.append("rtx" if rtx else "new"),
                                                record(now, ev, rtx))
     net.run(10.0, stop=lambda: ca.idle)
-    changes = [c for c in ca.profile.changes if c[3] in ("SKIP", "ASSUMED_BAD")]
+    changes = [c for c in drain(ca, EvStateChanged) if c.new in ("SKIP", "ASSUMED_BAD")]
     assert sha(mr.buf) == sha(data)
     assert cb.stats.dropped["trimmed"] > 0
     assert cb.stats.nacks_tx == cb.stats.dropped["trimmed"] == ca.stats.trims_nacked
     assert ca.stats.retransmits >= ca.stats.trims_nacked
     assert ca.stats.rtos == 0
-    assert any(c[3] == "SKIP" for c in changes)
-    assert not any(c[3] == "ASSUMED_BAD" for c in changes)
+    assert any(c.new == "SKIP" for c in changes)
+    assert not any(c.new == "ASSUMED_BAD" for c in changes)
     # Retransmission follows each NACK at once: the next data packet h0 sends after a
     # trim NACK is a retransmission, ahead of any new data, with no timer in between.
     assert [e for i, e in enumerate(order) if i and order[i - 1] == "nack" and e != "nack"
@@ -106,7 +111,7 @@ def test_ecn_mark_echoes_skip_once_and_sets_skip():
     data, mr = write(ca, cb, 2 << 20)
     net.run(10.0, stop=lambda: ca.idle)
     assert sha(mr.buf) == sha(data)
-    skipped = {c[1] for c in ca.profile.changes if c[3] == "SKIP"}
+    skipped = {c.ev for c in drain(ca, EvStateChanged) if c.new == "SKIP"}
     assert skipped and all(ev_fields(ev) == (1, 2) for ev in skipped)
 
 
@@ -120,7 +125,8 @@ def test_rack_timer_recovers_tail_packets_of_a_dead_path_without_an_rto():
     # Packets sent before others that arrived were declared lost by the timer, with no
     # further ack to trigger RACK, and long before the (1 s) RTO.
     assert ca.stats.rack_timer_losses > 0 and ca.stats.rtos == 0
-    assert ca.completed[0].done_at < 0.2
+    done = drain(ca, MessageCompleted)
+    assert [d.msn for d in done] == [0] and done[0].done_at < 0.2
 
 
 def test_the_sack_completing_a_message_goes_on_two_paths():
@@ -128,7 +134,7 @@ def test_the_sack_completing_a_message_goes_on_two_paths():
     net.default.jitter = 0.0005  # arrivals apart, all within the 2 ms SACK delay
     data, mr = write(ca, cb, 3 * 4096)  # three packets: below the SACK cadence of 4
     net.run(5.0, stop=lambda: ca.idle)
-    assert sha(mr.buf) == sha(data) and cb.rx_completed == [(0, None)]
+    assert sha(mr.buf) == sha(data) and received(cb) == [(0, None)]
     sacks = [(t, ev) for t, src, ev, op in net.sent_log
              if src == "h7" and op == Opcode.RELIABILITY_SACK]
     first_t = min(t for t, _ in sacks)

@@ -7,9 +7,11 @@ import hashlib
 from mrcemu.topology import load
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.events import ConnectionFailed, MessageCompleted, PathRehashed
 from mrcemu.transport.profiles import local_qpn_pair, profile
 from mrcemu.transport.roce import RoceConnection
 from mrcemu.transport.simnet import SimNet
+from tests.unit.transport.helpers import drain
 
 
 def roce_pair(seed=1, **kw):
@@ -38,18 +40,25 @@ def test_one_path_and_integrity_with_loss():
 
 def test_blackholed_path_stalls_until_reconvergence():
     net, ca, cb = roce_pair()
-    plane, spine = ev_fields(ca.ev.ev)
+    first = ca.ev.ev
+    plane, spine = ev_fields(first)
     net.path("h0", plane, spine).blackhole = True
     data = bytes(1 << 20)
     mr = cb.memory.register(len(data))
     ca.post_write(data, mr.base, mr.rkey, 0.0)
     net.run(10.0, stop=lambda: ca.idle)
     assert ca.idle and not ca.failed
-    assert len(ca.path_changes) == 1
-    t_change = ca.path_changes[0][0]
+    events = drain(ca)
+    rehashed = [e for e in events if isinstance(e, PathRehashed)]
+    assert len(rehashed) == 1
+    assert rehashed[0].old_ev == first and rehashed[0].new_ev == ca.ev.ev != first
+    t_change = rehashed[0].t
     assert t_change >= ca.cfg.roce_reconvergence
-    # Nothing delivered before the reconvergence: it kept retrying the dead path.
-    assert ca.completed[0].done_at > t_change
+    # Nothing delivered before the reconvergence: it kept retrying the dead path; the
+    # message completes after the rehash, and that is the order the events say.
+    done = [e for e in events if isinstance(e, MessageCompleted)]
+    assert [type(e) for e in events] == [PathRehashed, MessageCompleted]
+    assert done[0].done_at > t_change
     before = {ev for t, src, ev, op in net.sent_log if src == "h0" and t < t_change}
     assert len(before) == 1
 
@@ -62,6 +71,9 @@ def test_fails_the_qp_after_retry_count_without_reconvergence():
     ca.post_write(bytes(8192), mr.base, mr.rkey, 0.0)
     net.run(30.0)
     assert ca.failed and ca.stats.rtos == 4
+    # It says so once, and nothing completes.
+    assert [type(e) for e in drain(ca)] == [ConnectionFailed]
+    assert ca.next_timer() is None
 
 
 def test_lost_acks_make_the_responder_rehash_after_reconvergence():
@@ -74,5 +86,6 @@ def test_lost_acks_make_the_responder_rehash_after_reconvergence():
     net.run(20.0, stop=lambda: ca.idle)
     assert ca.idle and not ca.failed
     assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
-    assert len(cb.path_changes) == 1 and cb.path_changes[0][0] >= cb.cfg.roce_reconvergence
-    assert ca.completed[0].done_at > cb.path_changes[0][0]
+    rehashed = drain(cb, PathRehashed)
+    assert len(rehashed) == 1 and rehashed[0].t >= cb.cfg.roce_reconvergence
+    assert drain(ca, MessageCompleted)[0].done_at > rehashed[0].t

@@ -1,0 +1,144 @@
+"""What both transports share: the message and counter records, decoding untrusted
+bytes without ever raising, the event queue, and the contract the I/O shell drives.
+
+The NIC daemon and the simulated network see a `Connection` and nothing else: no
+isinstance, no private attributes. Each transport fills in the same entry points.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mrcemu.transport.events import Event, MessageCompleted
+from mrcemu.transport.evs import EvProfile
+from mrcemu.transport.trace import TxTrace
+from mrcemu.wire import codec
+
+PSN_MASK = 0xFFFFFF
+
+
+def unwrap(psn24: int, ref: int) -> int:
+    """The full PSN nearest to `ref` whose low 24 bits are `psn24`."""
+    base = ref - (1 << 23)
+    return base + ((psn24 - base) & PSN_MASK)
+
+
+@dataclass
+class Message:
+    msn: int
+    va: int
+    rkey: int
+    data: memoryview
+    first_psn: int
+    npkts: int
+    imm: int | None
+    acked: int = 0
+    posted_at: float = 0.0
+    done_at: float | None = None
+    size: int = 0  # bytes; kept when the data is released at completion
+
+    def __post_init__(self) -> None:
+        self.size = len(self.data)
+
+    def complete(self, now: float) -> MessageCompleted:
+        """Done: remember when, let go of the source buffer, and say so."""
+        self.done_at = now
+        self.data = memoryview(b"")
+        return MessageCompleted(self.msn, self.size, self.npkts, self.posted_at, now)
+
+
+@dataclass
+class Stats:
+    tx_data: int = 0
+    tx_bytes: int = 0
+    retransmits: int = 0
+    rtos: int = 0
+    nacks_rx: int = 0
+    trims_nacked: int = 0
+    sacks_rx: int = 0
+    rx_data: int = 0
+    rx_bytes: int = 0
+    rx_dup: int = 0
+    sacks_tx: int = 0
+    nacks_tx: int = 0
+    probes_tx: int = 0
+    probes_answered: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
+    rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)
+    losses_blamed: int = 0  # confirmed losses that made their EV ASSUMED_BAD
+    losses_excused: int = 0  # confirmed losses not blamed on their EV
+    acks_credited_to_original: int = 0  # fast acks after a retransmission
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}
+        d["dropped"] = dict(self.dropped)
+        d["per_ev"] = {f"0x{k:08x}": v for k, v in self.per_ev.items()}
+        return d
+
+
+class Connection(Protocol):
+    """One QP toward one peer, sans-IO: fed packets and the time, it returns packets
+    and timers and reports `Event`s."""
+
+    local_qpn: int
+    remote_qpn: int
+    stats: Stats
+    tx_trace: TxTrace
+    profile: EvProfile
+
+    def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
+                   now: float, imm: int | None = None) -> int: ...
+    def receive(self, pkt: bytes | memoryview, now: float) -> None: ...
+    def receive_decoded(self, d: codec.Decoded, now: float) -> None: ...
+    def packets_to_send(self, now: float, budget: int | None = None
+                        ) -> list[tuple[int, bytes]]: ...
+    def timer(self, now: float) -> None: ...
+    def next_timer(self) -> float | None: ...
+    def port_status(self, planes_up: set[int], now: float) -> None: ...
+    def next_event(self) -> Event | None: ...
+    def message(self, msn: int) -> Message | None: ...
+    def unfinished(self) -> Iterable[Message]: ...
+    def snapshot(self, now: float) -> dict: ...
+    @property
+    def failed(self) -> bool: ...
+    @property
+    def rto(self) -> float: ...
+    @property
+    def cwnd(self) -> int | None: ...
+    @property
+    def srtt(self) -> float | None: ...
+    @property
+    def busy(self) -> bool: ...
+    @property
+    def idle(self) -> bool: ...
+
+
+class ConnectionBase:
+    """The shared half of both transports."""
+
+    stats: Stats
+    profile: EvProfile
+
+    def __init__(self) -> None:
+        self._events: deque[Event] = deque()
+        # The EV profile reports its state changes into the same queue, so the drained
+        # order is the order things happened in.
+        self.profile.emit = self._events.append
+
+    def next_event(self) -> Event | None:
+        return self._events.popleft() if self._events else None
+
+    def receive(self, pkt: bytes | memoryview, now: float) -> None:
+        try:
+            d = codec.decode(pkt)
+        except codec.DecodeError as e:
+            self.stats.dropped[f"malformed_{e.reason}"] += 1
+            return
+        self.receive_decoded(d, now)
+
+    def receive_decoded(self, d: codec.Decoded, now: float) -> None:
+        raise NotImplementedError

@@ -1,0 +1,62 @@
+"""What a connection reports, as typed events the I/O shell drains (aioquic's style).
+
+A core never keeps a growing history of its own: it queues events, and whoever drives
+it (the NIC daemon, a test, the simulated network) takes them with `next_event()` and
+keeps what it needs, as much as it can afford.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MessageCompleted:
+    """A posted WRITE was acknowledged in full (requester side)."""
+
+    msn: int
+    size: int
+    npkts: int
+    posted_at: float
+    done_at: float
+
+
+@dataclass(frozen=True)
+class MessageReceived:
+    """A WRITE was placed in full, in MSN order (responder side)."""
+
+    msn: int
+    imm: int | None
+    at: float
+
+
+@dataclass(frozen=True)
+class EvStateChanged:
+    """An EV changed state, or a plane went out of the rotation (`ev` is -1 then and
+    `old` names the plane)."""
+
+    t: float
+    ev: int
+    old: str
+    new: str
+    why: str
+
+
+@dataclass(frozen=True)
+class PathRehashed:
+    """The RoCE baseline's ECMP hash moved the QP from one path to another."""
+
+    t: float
+    old_ev: int
+    new_ev: int
+
+
+@dataclass(frozen=True)
+class ConnectionFailed:
+    """The QP gave up (a RoCE QP past its retry count); nothing more will complete."""
+
+    t: float
+    why: str
+
+
+Event = MessageCompleted | MessageReceived | EvStateChanged | PathRehashed | ConnectionFailed
