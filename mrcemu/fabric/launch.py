@@ -16,15 +16,18 @@ from mrcemu.fabric import state
 from mrcemu.fabric.clean import clean
 
 
-def launch(topology: str, progress: Callable[[str, int, int], None] | None = None) -> dict:
+def launch(topology: str, progress: Callable[[str, int, int], None] | None = None,
+           seed: int = 1) -> dict:
     """Start a manager for `topology` and wait until the fabric is up; returns its summary.
+    `seed` goes into the fabric's transport config (it orders the EV spraying).
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
     with state.Lock() as lock:
         if lock.held_by_other():
             lock.acquire()  # raises the clear "already running" error
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
     with open(state.LOG, "a") as log:  # the manager has its own copy
-        proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology],
+        proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology,
+                                 str(seed)],
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
     try:

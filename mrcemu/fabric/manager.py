@@ -24,6 +24,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children, state
 from mrcemu.fabric.build import Fabric
 from mrcemu.topology import load
+from mrcemu.transport.config import TransportConfig
 
 
 def emit(event: str, **data: object) -> None:
@@ -70,17 +71,19 @@ def serve(st: state.FabricState) -> None:
 
 def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
     """One NIC daemon per host, inside the host's namespace; returns once all answer.
-    Each is handed the topology snapshot itself, not a path to re-read."""
+    Each is handed the topology and transport snapshots, not a path to re-read."""
     from mrcemu.nic.control import request
 
     procs = []
     snapshot = json.dumps(st.topology_snapshot)
+    transport = json.dumps(st.transport_snapshot)
     with open(state.LOG, "a") as log:  # each daemon has its own copy
         for h in range(hosts):
             name = f"h{h}"
             p = subprocess.Popen(["mnexec", "-a", str(st.nodes[name]), sys.executable, "-m",
                                   "mrcemu.nic.daemon", "--host", str(h), "--topology-json",
-                                  snapshot], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  snapshot, "--transport-json", transport],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                  start_new_session=True)
             procs.append(p)
             st.nics[name] = p.pid
@@ -101,7 +104,7 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
     return procs
 
 
-def main(topology_path: str) -> int:
+def main(topology_path: str, seed: int = 1) -> int:
     topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
         else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -118,7 +121,8 @@ def main(topology_path: str) -> int:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
     st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
-                           started_at=time.time(), topology_snapshot=asdict(topo))
+                           started_at=time.time(), topology_snapshot=asdict(topo),
+                           transport_snapshot=TransportConfig.for_topology(topo, seed).to_json())
     st.save()
 
     def on_node(name: str, pid: int) -> None:
@@ -178,4 +182,4 @@ def main(topology_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1))

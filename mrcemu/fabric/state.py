@@ -15,6 +15,7 @@ from pathlib import Path
 from mrcemu import rundir
 from mrcemu.errors import FabricStateError
 from mrcemu.topology import Topology
+from mrcemu.transport.config import TransportConfig
 
 RUN_DIR = rundir.RUN_DIR
 STATE = rundir.STATE
@@ -35,9 +36,13 @@ class FabricState:
     # The validated topology as it was at `up`: every process of the fabric works from
     # this snapshot, so a file edited while the fabric runs changes nothing.
     topology_snapshot: dict = field(default_factory=dict)
+    transport_snapshot: dict = field(default_factory=dict)  # likewise, the TransportConfig
 
     def topo(self) -> Topology:
         return Topology(**self.topology_snapshot)
+
+    def transport(self) -> TransportConfig:
+        return TransportConfig.from_json(self.transport_snapshot)
 
     def save(self) -> None:
         RUN_DIR.mkdir(parents=True, exist_ok=True)

@@ -24,13 +24,14 @@ from collections import deque
 from pyroute2 import IPRoute
 
 from mrcemu.nic.control import ControlServer, log_path, socket_path
+from mrcemu.nic.history import History
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.paths import ev_fields
+from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
+from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import BudgetExceeded, MemoryTable
-from mrcemu.transport.mrc import MrcConnection
-from mrcemu.transport.profiles import pmtu_for, profile, qpn
-from mrcemu.transport.roce import RoceConnection
 from mrcemu.wire import codec
 
 ETH_P_IPV6 = 0x86DD
@@ -52,17 +53,18 @@ def mac_bytes(mac: str) -> bytes:
 
 
 class Nic:
-    def __init__(self, host: int, topo: Topology) -> None:
+    def __init__(self, host: int, topo: Topology, cfg: TransportConfig) -> None:
         self.host = host
         self.name = f"h{host}"
         self.topo = topo
         self.layout = Layout(self.topo)
-        self.cfg = TransportConfig(pmtu=pmtu_for(self.topo.mtu))
+        self.cfg = cfg
         # Registered regions and the source buffers of unfinished writes share one
         # budget: a request over it is refused before anything is allocated.
         self.memory = MemoryTable(budget=self.topo.nic_memory_mib << 20)
-        self.conns: dict[tuple[int, str], MrcConnection | RoceConnection] = {}
-        self.by_qpn: dict[int, MrcConnection | RoceConnection] = {}
+        self.conns: dict[tuple[int, str], Connection] = {}
+        self.by_qpn: dict[int, Connection] = {}
+        self.history: dict[tuple[int, str], History] = {}
         self.t0 = time.monotonic()
         self.ports: dict[int, socket.socket] = {}
         self.eth: dict[int, bytes] = {}
@@ -112,36 +114,38 @@ class Nic:
                                         "event": event, **data}) + "\n")
 
     # ---- connections --------------------------------------------------------
-    def conn(self, peer: int, transport: str) -> MrcConnection | RoceConnection:
+    def conn(self, peer: int, transport: str) -> Connection:
         key = (peer, transport)
         c = self.conns.get(key)
         if c is None:
-            prof = profile(self.topo, self.host, peer, self.cfg)
-            local, remote = qpn(peer, transport), qpn(self.host, transport)
-            if transport == "mrc":
-                c = MrcConnection(self.cfg, prof, local, remote, self.memory)
-                if self.planes_up != set(self.ports):
-                    c.port_status(self.planes_up, self.now())
-            elif transport == "roce":
-                c = RoceConnection(self.cfg, prof, local, remote, self.memory,
-                                   flow_key=bytes([self.host & 0xFF, peer & 0xFF]))
-            else:
-                raise ValueError(f"unknown transport {transport!r}: use mrc or roce")
+            c = make_connection(transport, self.topo, self.host, peer, self.cfg, self.memory)
+            if self.planes_up != set(self.ports):
+                c.port_status(self.planes_up, self.now())
             self.conns[key] = c
-            self.by_qpn[local] = c
+            self.by_qpn[c.local_qpn] = c
+            self.history[key] = History()
         return c
+
+    def drain_events(self, peer: int, transport: str, c: Connection) -> None:
+        """Take the connection's events into its history, logging the ones a person
+        reading the log wants to see."""
+        def log(ev: Event) -> None:
+            if isinstance(ev, EvStateChanged):
+                self.log("ev_state", peer=f"h{peer}", t_change=ev.t,
+                         ev=f"0x{ev.ev & 0xFFFFFFFF:08x}", old=ev.old, new=ev.new, why=ev.why)
+            elif isinstance(ev, ConnectionFailed):
+                self.log("qp_failed", peer=f"h{peer}", transport=transport, why=ev.why)
+        self.history[(peer, transport)].drain(c, log)
 
     def source_bytes(self) -> int:
         """Bytes held as the source of writes not yet complete (released when done)."""
-        return sum(m.size for c in self.conns.values()
-                   for m in (c.messages.values() if isinstance(c.messages, dict)
-                             else c.messages) if not m.done_at)
+        return sum(m.size for c in self.conns.values() for m in c.unfinished())
 
     # ---- packets --------------------------------------------------------------
     def budget(self) -> int:
         return sum(max(0, PORT_SLOTS - len(q)) for q in self.backlog.values())
 
-    def flush(self, c: MrcConnection | RoceConnection, budget: int | None = None) -> int:
+    def flush(self, c: Connection, budget: int | None = None) -> int:
         """Queue what the connection has to send; returns data frames queued."""
         now = self.now()
         n = 0
@@ -223,16 +227,15 @@ class Nic:
             self.log("port_status", planes_up=sorted(up), was=sorted(self.planes_up))
             self.planes_up = up
             for c in self.conns.values():
-                if isinstance(c, MrcConnection):
-                    c.port_status(up, self.now())
-                    self.flush(c)
+                c.port_status(up, self.now())
+                self.flush(c)
 
     # ---- control ----------------------------------------------------------------
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         if op == "ping":
             return {"ok": True, "host": self.name, "pid": os.getpid(),
-                    "malformed": self.malformed}
+                    "malformed": self.malformed, "transport": self.cfg.to_json()}
         if op == "register":
             try:
                 mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())
@@ -269,22 +272,18 @@ class Nic:
             peer, transport = int(req["peer"]), req.get("transport", "mrc")
             c = self.conns.get((peer, transport))
             if c is None:
+                if req.get("missing_ok"):
+                    return {"ok": True, "stats": None}
                 return {"ok": False, "error": f"no {transport} connection to h{peer}"}
-            msgs = [{"msn": m.msn, "size": m.size, "acked_pkts": m.acked, "npkts": m.npkts,
-                     "posted_at": m.posted_at, "done_at": m.done_at}
-                    for m in (c.messages.values() if isinstance(c.messages, dict)
-                              else c.messages)]
-            out = {"ok": True, "stats": c.stats.to_json(), "messages": msgs,
-                   "ev_states": c.profile.states(), "failed": getattr(c, "failed", False),
-                   "ev_changes": [list(x) for x in c.profile.changes],
-                   "planes_down": sorted(c.profile.planes_down),
-                   "malformed": self.malformed}
-            if isinstance(c, RoceConnection):
-                out["path_changes"] = [list(x) for x in c.path_changes]
-            else:
-                out["cwnd"] = c.cc.cwnd
-                out["srtt"] = c.srtt
-            return out
+            self.drain_events(peer, transport, c)
+            h = self.history[(peer, transport)]
+            return {"ok": True, "stats": c.stats.to_json(),
+                    "unfinished": [h.message(c, m.msn) for m in c.unfinished()],
+                    "ev_states": c.profile.states(), "failed": c.failed,
+                    "ev_changes": h.ev_change_rows(), "path_changes": h.path_change_rows(),
+                    "planes_down": sorted(c.profile.planes_down), "cwnd": c.cwnd,
+                    "srtt": c.srtt, "history_dropped": h.dropped,
+                    "malformed": self.malformed}
         if op in ("deny", "allow"):
             c = self.conn(int(req["peer"]), "mrc")
             ev = int(str(req["ev"]), 0)
@@ -295,35 +294,20 @@ class Nic:
         if op == "batch":
             return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
         if op == "msg":
-            c = self.conns.get((int(req["peer"]), req.get("transport", "mrc")))
+            peer, transport = int(req["peer"]), req.get("transport", "mrc")
+            c = self.conns.get((peer, transport))
             if c is None:
-                return {"ok": False, "error": f"no connection to h{req['peer']}"}
-            msgs = c.messages if isinstance(c.messages, dict) else {
-                m.msn: m for m in c.messages}
-            m = msgs.get(int(req["msn"]))
+                return {"ok": False, "error": f"no {transport} connection to h{peer}"}
+            self.drain_events(peer, transport, c)
+            m = self.history[(peer, transport)].message(c, int(req["msn"]))
             if m is None:
-                return {"ok": False, "error": f"no message {req['msn']}"}
-            return {"ok": True, "msn": m.msn, "acked_pkts": m.acked, "npkts": m.npkts,
-                    "posted_at": m.posted_at, "done_at": m.done_at,
-                    "failed": getattr(c, "failed", False)}
+                return {"ok": False, "error": f"no message {req['msn']} (unknown, or "
+                                             "completed too long ago to be remembered)"}
+            return {"ok": True, **m, "failed": c.failed}
         if op == "internals":  # a snapshot of each busy connection, for diagnosis
             now = self.now()
-            out = []
-            for (peer, _transport), c in self.conns.items():
-                if not c.busy or not isinstance(c, MrcConnection):
-                    continue
-                live = [o for o in c.outstanding.values() if not o.lost]
-                out.append({"peer": peer, "outstanding": len(c.outstanding),
-                            "live": len(live), "rtx_queue": len(c.rtx_queue),
-                            "pending": len(c.pending), "inflight": c.inflight,
-                            "cwnd": c.cc.cwnd, "backoff": c.backoff, "rto": c.rto,
-                            "srtt": c.srtt, "una": c.una,
-                            "oldest_age": now - min((o.sent_time for o in live),
-                                                    default=now),
-                            "oldest_evs": [f"0x{o.ev:08x}" for o in live][:4],
-                            "next_timer_in": (c.next_timer() or now) - now,
-                            "usable": c.profile.count_usable(),
-                            "control": len(c.control)})
+            out = [{"peer": peer, "transport": transport, **c.snapshot(now)}
+                   for (peer, transport), c in self.conns.items() if c.busy]
             return {"ok": True, "conns": out, "backlog": {p: len(q) for p, q in
                                                           self.backlog.items()}}
         if op == "trace_reset":
@@ -334,14 +318,13 @@ class Nic:
         if op == "trace":
             conns = []
             for (peer, transport), c in self.conns.items():
+                self.drain_events(peer, transport, c)
+                h = self.history[(peer, transport)]
                 conns.append({
                     "peer": peer, "transport": transport, "stats": c.stats.to_json(),
-                    "tx": c.tx_trace.to_json(),
-                    "ev_changes": [list(x) for x in c.profile.changes],
-                    "path_changes": [list(x) for x in getattr(c, "path_changes", [])],
-                    "rto": c.rto if isinstance(c, MrcConnection) else c._rto(),
-                    "cwnd": getattr(getattr(c, "cc", None), "cwnd", None),
-                    "pmtu": self.cfg.pmtu})
+                    "tx": c.tx_trace.to_json(), "ev_changes": h.ev_change_rows(),
+                    "path_changes": h.path_change_rows(), "rto": c.rto, "cwnd": c.cwnd,
+                    "pmtu": self.cfg.pmtu, "history_dropped": h.dropped})
             return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
                     "rx_bins": {str(p): {str(k): v for k, v in b.items()}
                                 for p, b in self.rx_bins.items()},
@@ -407,21 +390,16 @@ class Nic:
             if now >= self.next_link_poll:
                 self.next_link_poll = now + LINK_POLL
                 self.poll_links()
-            conns = [(peer, c) for (peer, _tr), c in self.conns.items() if c.busy]
+            conns = [(key, c) for key, c in self.conns.items() if c.busy]
             self.rr += 1
             for i in range(len(conns)):  # rotate who gets the send budget first
-                peer, c = conns[(i + self.rr) % len(conns)]
-                changes = c.profile.changes
+                (peer, transport), c = conns[(i + self.rr) % len(conns)]
                 nt = c.next_timer()
                 if nt is not None and nt <= now:
                     c.timer(now)
                 self.flush(c)
-                if len(changes) > getattr(c, "_logged", 0):
-                    for ch in changes[getattr(c, "_logged", 0):]:
-                        self.log("ev_state", peer=f"h{peer}", t_change=ch[0],
-                                 ev=f"0x{ch[1] & 0xFFFFFFFF:08x}", old=ch[2], new=ch[3],
-                                 why=ch[4])
-                    c._logged = len(changes)  # type: ignore[union-attr]
+            for (peer, transport), c in self.conns.items():
+                self.drain_events(peer, transport, c)
             self.drain_backlogs()
         self.log("stop")
 
@@ -431,9 +409,12 @@ def main() -> int:
     ap.add_argument("--host", type=int, required=True)
     ap.add_argument("--topology-json", required=True,
                     help="the validated topology, as the fabric manager snapshot it")
+    ap.add_argument("--transport-json", default="{}",
+                    help="the transport config, as the fabric manager snapshot it")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    nic = Nic(args.host, Topology(**json.loads(args.topology_json)))
+    topo = Topology(**json.loads(args.topology_json))
+    nic = Nic(args.host, topo, TransportConfig.from_json(json.loads(args.transport_json)))
     try:
         nic.run()
     except SystemExit:

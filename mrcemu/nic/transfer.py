@@ -1,134 +1,104 @@
-"""One RDMA WRITE between two NIC daemons, driven over their control sockets."""
+"""Workloads of independent RDMA WRITEs with a per-write report: `mrcemu send` (one
+write), the Python API's `send`, and the multi-write helpers of tests and benchmarks.
+
+Everything goes through `NicClient`; this adds the report: completion time, goodput,
+integrity, and the connection's counters and per-path packets during the write.
+"""
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
 
 from mrcemu.errors import MrcemuError
-from mrcemu.nic.control import request
+from mrcemu.nic.client import NicClient
 from mrcemu.topology import Topology
 from mrcemu.topology.paths import ev_fields
 
-UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6,
-         "mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30}
-
-
-def parse_size(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in UNITS:
-        raise MrcemuError(f"size {text!r} is not a size: use e.g. 64MiB, 8MiB, 512KiB or bytes")
-    n = int(float(m.group(1)) * UNITS[m.group(2).lower()])
-    if n <= 0:
-        raise MrcemuError(f"size {text!r} must be positive")
-    return n
-
-
 COUNTERS = ("retransmits", "trims_nacked", "nacks_rx", "rtos")
 
-
-def start(src: int, dst: int, size: int, transport: str, seed: int = 1) -> dict:
-    # Connections outlive transfers: remember where the counters stood.
-    try:
-        before = request(f"h{src}", "stats", peer=dst, transport=transport)["stats"]
-    except MrcemuError:
-        before = {}
-    base = {k: before.get(k, 0) for k in COUNTERS}
-    base["per_ev"] = before.get("per_ev", {})
-    mr = request(f"h{dst}", "register", size=size)
-    w = request(f"h{src}", "write", peer=dst, transport=transport, size=size, seed=seed,
-                va=mr["va"], rkey=mr["rkey"], timeout=60)
-    return {"src": src, "dst": dst, "size": size, "transport": transport, "rkey": mr["rkey"],
-            "msn": w["msn"], "sha_src": w["sha256"], "before": base}
+Spec = tuple[int, int, int, str, int]  # src, dst, size, transport, seed
 
 
-def poll(job: dict) -> dict:
-    s = request(f"h{job['src']}", "stats", peer=job["dst"], transport=job["transport"])
-    msg = next(m for m in s["messages"] if m["msn"] == job["msn"])
-    return {"stats": s, "msg": msg}
+def _stats(client: NicClient, writes: list[dict]) -> list[dict]:
+    """Each write's connection's stats reply (empty before its first use)."""
+    return client.ask([(w["src"], {"op": "stats", "peer": w["dst"], "transport": w["transport"],
+                                   "missing_ok": True}) for w in writes])
 
 
-def finish(job: dict, topo: Topology, st: dict) -> dict:
-    s, msg = st["stats"], st["msg"]
-    sha_dst = request(f"h{job['dst']}", "hash", rkey=job["rkey"], timeout=60)["sha256"]
-    request(f"h{job['dst']}", "free", rkey=job["rkey"])
-    base = job.get("before", {})
-    per_ev = {int(k, 16): v - base.get("per_ev", {}).get(k, 0)
-              for k, v in s["stats"]["per_ev"].items()}
-    delta = {k: s["stats"][k] - base.get(k, 0) for k in COUNTERS}
+def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: float,
+               progress: Callable[[int, int], None] | None = None) -> tuple[list[dict], float]:
+    """Post every write at once and wait for all (or `timeout` seconds); verify each.
+
+    Returns one report per write, in the order of `specs`, and the seconds from the
+    first post to the last completion as the polling saw it."""
+    writes = [{"src": s, "dst": d, "size": n, "transport": tr, "seed": seed}
+              for s, d, n, tr, seed in specs]
+    before = _stats(client, writes)  # connections outlive writes: where counters stood
+    t0 = time.monotonic()
+    client.post(writes)
+
+    def show(ws: list[dict]) -> None:
+        if progress:
+            progress(sum(w["acked_pkts"] or 0 for w in ws), sum(w["npkts"] or 0 for w in ws))
+
+    client.wait(writes, lambda: time.monotonic() - t0 > timeout, show)
+    elapsed = time.monotonic() - t0
+    after = _stats(client, writes)
+    client.verify(writes)
+    return [_report(topo, w, b, a) for w, b, a in zip(writes, before, after, strict=True)
+            ], elapsed
+
+
+def send(client: NicClient, topo: Topology, src: int, dst: int, size: int,
+         transport: str = "mrc", seed: int = 1,
+         progress: Callable[[int, int], None] | None = None,
+         timeout: float | None = None) -> dict:
+    """One write: a one-flow workload. Generous default limit: 20x the time at one
+    plane's line rate, plus start-up."""
+    limit = timeout or 30 + 20 * size * 8 / (topo.host_link_mbps * 1e6)
+    return run_writes(client, topo, [(src, dst, size, transport, seed)], limit, progress)[0][0]
+
+
+def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0
+             ) -> tuple[list[dict], float]:
+    """Every write at once, on a client of its own; an error if any did not complete."""
+    with NicClient(range(topo.hosts)) as client:
+        results, elapsed = run_writes(client, topo, specs, timeout)
+    late = [r for r in results if not r["completed"]]
+    if late:
+        raise MrcemuError(f"{len(late)} of {len(specs)} transfers did not complete in "
+                          f"{timeout:.0f} s")
+    return results, elapsed
+
+
+def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
+    b = before.get("stats") or {}
+    s = after["stats"]
+    per_ev = {int(k, 16): v - b.get("per_ev", {}).get(k, 0) for k, v in s["per_ev"].items()}
+    delta = {k: s[k] - b.get(k, 0) for k in COUNTERS}
+    per_plane: Counter = Counter()
     per_path: Counter = Counter()
     for ev, n in per_ev.items():
-        per_path[ev_fields(ev)] += n
-    per_plane: Counter = Counter()
-    per_spine: Counter = Counter()
-    for (plane, spine), n in list(per_path.items()):
-        if not n:
-            del per_path[(plane, spine)]
-            continue
-        per_plane[plane] += n
-        per_spine[f"p{plane}s{spine}" if spine is not None else f"p{plane}"] += n
-    dt = (msg["done_at"] - msg["posted_at"]) if msg["done_at"] else None
-    capacity = topo.planes * topo.host_link_mbps
+        if n:
+            plane, spine = ev_fields(ev)
+            per_plane[plane] += n
+            per_path[f"p{plane}s{spine}" if spine is not None else f"p{plane}"] += n
+    dt = (w["done_at"] - w["posted_at"]) if w.get("done_at") else None
     return {
-        "src": f"h{job['src']}", "dst": f"h{job['dst']}", "transport": job["transport"],
-        "size": job["size"], "completed": dt is not None, "failed": bool(s.get("failed")),
-        "completion_s": dt, "posted_at": msg["posted_at"], "done_at": msg["done_at"],
-        "goodput_mbps": job["size"] * 8 / dt / 1e6 if dt else None,
-        "capacity_mbps": capacity,
-        "sha256_src": job["sha_src"], "sha256_dst": sha_dst,
-        "integrity_ok": dt is not None and sha_dst == job["sha_src"],
+        "src": f"h{w['src']}", "dst": f"h{w['dst']}", "transport": w["transport"],
+        "size": w["size"], "completed": dt is not None, "failed": bool(w.get("failed")),
+        "completion_s": dt, "posted_at": w.get("posted_at"), "done_at": w.get("done_at"),
+        "goodput_mbps": w["size"] * 8 / dt / 1e6 if dt else None,
+        "capacity_mbps": topo.planes * topo.host_link_mbps,
+        "sha256_src": w["sha_src"], "sha256_dst": w["sha_dst"], "integrity_ok": w["ok"],
         "packets_per_plane": {str(k): v for k, v in sorted(per_plane.items())},
-        "packets_per_path": {k: v for k, v in sorted(per_spine.items())},
-        "paths_used": sum(1 for v in per_path.values() if v),
+        "packets_per_path": dict(sorted(per_path.items())),
+        "paths_used": len(per_path),
         "retransmits": delta["retransmits"], "trims": delta["trims_nacked"],
         "nacks": delta["nacks_rx"], "rtos": delta["rtos"],
-        "ev_changes": [c for c in s["ev_changes"] if c[0] >= msg["posted_at"]],
-        "ev_states": s["ev_states"],
-        "path_changes": s.get("path_changes", []),
+        "ev_changes": [c for c in after["ev_changes"] if c[0] >= (w.get("posted_at") or 0)],
+        "ev_states": after["ev_states"],
+        "path_changes": after["path_changes"],
     }
-
-
-def run(topo: Topology, src: int, dst: int, size: int, transport: str, seed: int = 1,
-        progress: Callable[[int, int], None] | None = None, timeout: float | None = None
-        ) -> dict:
-    job = start(src, dst, size, transport, seed)
-    # Generous: 20x the time at line rate on one plane, plus start-up.
-    limit = timeout or 30 + 20 * size * 8 / (topo.host_link_mbps * 1e6)
-    t0 = time.monotonic()
-    while True:
-        st = poll(job)
-        msg = st["msg"]
-        if progress:
-            progress(msg["acked_pkts"], msg["npkts"])
-        if msg["done_at"] or st["stats"].get("failed") or time.monotonic() - t0 > limit:
-            break
-        time.sleep(0.1)
-    return finish(job, topo, st)
-
-
-def run_many(topo: Topology, specs: list[tuple[int, int, int, str, int]],
-             timeout: float = 300.0, interval: float = 0.1) -> tuple[list[dict], float]:
-    """Start every (src, dst, size, transport, seed) at once; wait for all of them.
-
-    Returns the results in completion order and the seconds from the first post to the
-    last completion, as the polling saw it."""
-    t0 = time.monotonic()
-    pending = [start(*spec) for spec in specs]
-    results: list[dict] = []
-    while pending and time.monotonic() - t0 < timeout:
-        still = []
-        for job in pending:
-            st = poll(job)
-            if st["msg"]["done_at"] or st["stats"].get("failed"):
-                results.append(finish(job, topo, st))
-            else:
-                still.append(job)
-        pending = still
-        if pending:
-            time.sleep(interval)
-    if pending:
-        raise MrcemuError(f"{len(pending)} of {len(specs)} transfers did not complete in "
-                          f"{timeout:.0f} s")
-    return results, time.monotonic() - t0

@@ -23,8 +23,6 @@ from mrcemu.scenario import analysis, plots, report
 from mrcemu.scenario.model import Scenario
 from mrcemu.scenario.runner import run_transport
 from mrcemu.topology import Layout
-from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.profiles import pmtu_for
 
 Ui = Callable[[str, dict], None]
 
@@ -80,18 +78,19 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
     offsets = {**_log_offsets(), state.LOG: state.LOG.stat().st_size if state.LOG.exists()
                else 0}
     layout = Layout(sc.topology)
-    cfg = TransportConfig(pmtu=pmtu_for(sc.topology.mtu))
-    window = cfg.init_cwnd // cfg.pmtu
     summaries: dict[str, dict] = {}
     pcaps: list[Path] = []
     capture = None
     launched = False
+    config: dict = {}
     try:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
         launched = True
         launch(str(sc.topology.source), lambda stage, n, total: ui(
-            "up", {"stage": stage, "n": n, "total": total}))
-        pids = state.require_state().nodes
+            "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed)
+        st = state.require_state()
+        pids, cfg = st.nodes, st.transport()
+        window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
         capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
                           sc.capture.snaplen, sc.capture.max_mb)
         for k, transport in enumerate(sc.transports):
@@ -118,7 +117,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
                    "topology": sc.topology.name, "source": sc.source,
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
-                   "seed": sc.seed,
+                   "seed": sc.seed, "transport_config": config,
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
                                 "iterations": sc.workload.iterations},
                    "transports": summaries}

@@ -124,7 +124,7 @@ def _host(source: str, name: str, value: Any, topo: Topology) -> int:
 
 
 def _size(source: str, name: str, value: Any) -> int:
-    from mrcemu.nic.transfer import parse_size
+    from mrcemu.units import parse_size
 
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value

@@ -11,17 +11,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
-from mrcemu.nic.control import request
+from mrcemu.nic.client import NicClient
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
 from mrcemu.topology.faults import Fault
-
-POLL = 0.02
 
 Notify = Callable[[str, dict], None]
 
@@ -91,22 +88,6 @@ class Timeline(threading.Thread):
         self.join(timeout=10)
 
 
-def _ask(pool: ThreadPoolExecutor, calls: list[tuple[int, dict]]) -> list[dict]:
-    """Each (host, request), one batch per host and the hosts in parallel; the replies
-    in the order of `calls`. A refused request is an error."""
-    per_host: dict[int, list[dict]] = {}
-    for h, req in calls:
-        per_host.setdefault(h, []).append(req)
-    futs = {h: pool.submit(request, f"h{h}", "batch", 120, requests=rs)
-            for h, rs in per_host.items()}
-    replies = {h: iter(f.result()["replies"]) for h, f in futs.items()}
-    out = [next(replies[h]) for h, _ in calls]
-    for (h, _), r in zip(calls, out, strict=True):
-        if not r.get("ok"):
-            raise MrcemuError(f"h{h}: {r.get('error')}")
-    return out
-
-
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
                   notify: Notify, stop: threading.Event) -> dict:
     """One transport's run: the workload's iterations with the fault timeline.
@@ -118,9 +99,9 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
                  "failed_flows": []}
-    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
-        _ask(pool, [(h, {"op": "trace_reset"}) for h in hosts])
-        before = _ask(pool, [(h, {"op": "trace"}) for h in hosts])
+    with NicClient(hosts) as client:
+        client.ask_each("trace_reset")
+        before = client.ask_each("trace")
         raw["stats_before"] = {
             str(h): {f"{c['peer']}:{c['transport']}": c["stats"] for c in r["conns"]}
             for h, r in zip(hosts, before, strict=True)}
@@ -133,7 +114,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                 rec: dict = {"index": it, "flows": [], "complete": False}
                 raw["iterations"].append(rec)
                 for ph, flows in enumerate(phases):
-                    done = _run_phase(pool, sc, transport, it, ph, flows, rec, t0, stop)
+                    done = _run_phase(client, sc, transport, it, ph, flows, rec, t0, stop)
                     if not done:
                         break
                 else:
@@ -161,41 +142,24 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["t_end"] = time.monotonic()
             timeline.stop()
             raw["faults"] = [r.__dict__ for r in timeline.records]
-            traces = _ask(pool, [(h, {"op": "trace"}) for h in hosts])
+            traces = client.ask_each("trace")
             raw["traces"] = {str(h): r for h, r in zip(hosts, traces, strict=True)}
     return raw
 
 
-def _run_phase(pool: ThreadPoolExecutor, sc: Scenario, transport: str, it: int, ph: int,
+def _run_phase(client: NicClient, sc: Scenario, transport: str, it: int, ph: int,
                flows: list[tuple[int, int, int]], rec: dict, t0: float,
                stop: threading.Event) -> bool:
     """Post one phase's writes at once and wait for all; then check every message's
     SHA-256 at the destination. False if it did not finish."""
-    regions = _ask(pool, [(d, {"op": "register", "size": n}) for _s, d, n in flows])
-    jobs = []
-    for k, ((s, d, n), mr) in enumerate(zip(flows, regions, strict=True)):
-        seed = (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF
-        jobs.append({"src": s, "dst": d, "size": n, "rkey": mr["rkey"], "phase": ph,
-                     "va": mr["va"], "seed": seed})
-    wrote = _ask(pool, [(j["src"], {"op": "write", "peer": j["dst"], "transport": transport,
-                                    "size": j["size"], "seed": j["seed"], "va": j["va"],
-                                    "rkey": j["rkey"]}) for j in jobs])
-    for j, w in zip(jobs, wrote, strict=True):
-        j["msn"], j["sha_src"] = w["msn"], w["sha256"]
-    rec["flows"].extend(jobs)
-    pending = list(jobs)
-    while pending:
-        if stop.is_set() or time.monotonic() - t0 > sc.timeout_s:
-            return False
-        time.sleep(POLL)
-        states = _ask(pool, [(j["src"], {"op": "msg", "peer": j["dst"], "transport": transport,
-                                          "msn": j["msn"]}) for j in pending])
-        for j, m in zip(pending, states, strict=True):
-            j["posted_at"], j["done_at"], j["failed"] = m["posted_at"], m["done_at"], m["failed"]
-        pending = [j for j in pending if not (j["done_at"] or j["failed"])]
-    hashes = _ask(pool, [(j["dst"], {"op": "hash", "rkey": j["rkey"]}) for j in jobs])
-    _ask(pool, [(j["dst"], {"op": "free", "rkey": j["rkey"]}) for j in jobs])
-    for j, h in zip(jobs, hashes, strict=True):
-        j["sha_dst"] = h["sha256"]
-        j["ok"] = bool(j["done_at"]) and j["sha_dst"] == j["sha_src"]
-    return all(j["done_at"] for j in jobs)
+    writes = [{"src": s, "dst": d, "size": n, "transport": transport, "phase": ph,
+               "seed": (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF}
+              for k, (s, d, n) in enumerate(flows)]
+    client.post(writes)
+    rec["flows"].extend(writes)
+    client.wait(writes, lambda: stop.is_set() or time.monotonic() - t0 > sc.timeout_s)
+    if not all(w.get("done_at") or w.get("failed") for w in writes):
+        client.free(writes)  # given up: the regions must not hold the NICs' budgets
+        return False
+    client.verify(writes)
+    return all(w["done_at"] for w in writes)

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from mrcemu.nic import client
 from mrcemu.scenario import analysis, runner
 from mrcemu.scenario.model import load
 from mrcemu.topology import Layout
@@ -36,7 +37,7 @@ class FakeNics:
             return {"ok": True, "msn": 0, "sha256": "same"}
         if op == "msg":
             return {"ok": True, "posted_at": 1.0, "done_at": None if self.qp_fails else 1.5,
-                    "failed": self.qp_fails}
+                    "failed": self.qp_fails, "acked_pkts": 0, "npkts": 1}
         if op == "hash":
             return {"ok": True, "sha256": "same"}
         raise AssertionError(op)
@@ -44,7 +45,7 @@ class FakeNics:
 
 @pytest.mark.parametrize("qp_fails", [True, False])
 def test_a_failed_qp_is_reported_failed_not_timed_out(monkeypatch, qp_fails):
-    monkeypatch.setattr(runner, "request", FakeNics(qp_fails))
+    monkeypatch.setattr(client, "request", FakeNics(qp_fails))
     sc = load("incast")
     layout = Layout(sc.topology)
     raw = runner.run_transport(sc, "roce", layout, {}, lambda *_: None, threading.Event())

@@ -1,0 +1,119 @@
+"""The one way the CLI side talks to a fabric's NIC daemons.
+
+Requests go one batch per host, the hosts in parallel; a refused request is an
+error naming the host. On top of that, the three steps of any workload of RDMA
+WRITEs: `post` (register at the destination, write at the source), `wait` (poll
+until each completes, fails or the caller gives up) and `verify` (SHA-256 at the
+destination against the source's, then free the region). `mrcemu send`, the
+scenario runner and the Python API all use these.
+
+A write is a dict (it goes into reports as it is): src, dst, size, transport, seed; after
+`post` rkey, va, msn, sha_src; after `wait` posted_at, done_at, failed, acked_pkts,
+npkts; after `verify` sha_dst and ok.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from mrcemu.errors import MrcemuError
+from mrcemu.nic.control import request
+
+POLL = 0.02  # seconds between polls while waiting for completions
+TIMEOUT = 120.0  # seconds a batch may take (hashing a large region does)
+
+
+class NicClient:
+    def __init__(self, hosts: Iterable[int]) -> None:
+        self.hosts = list(hosts)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, len(self.hosts)),
+                                       thread_name_prefix="nic-client")
+
+    def __enter__(self) -> NicClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+    def ask(self, calls: list[tuple[int, dict]]) -> list[dict]:
+        """Each (host, request): the replies in the order of `calls`."""
+        per_host: dict[int, list[dict]] = {}
+        for h, req in calls:
+            per_host.setdefault(h, []).append(req)
+        futs = {h: self.pool.submit(request, f"h{h}", "batch", TIMEOUT, requests=rs)
+                for h, rs in per_host.items()}
+        replies = {h: iter(f.result()["replies"]) for h, f in futs.items()}
+        out = [next(replies[h]) for h, _ in calls]
+        for (h, _), r in zip(calls, out, strict=True):
+            if not r.get("ok"):
+                raise MrcemuError(f"h{h}: {r.get('error')}")
+        return out
+
+    def ask_each(self, op: str, **args: object) -> list[dict]:
+        """The same request to every host."""
+        return self.ask([(h, {"op": op, **args}) for h in self.hosts])
+
+    def post(self, writes: list[dict]) -> list[dict]:
+        """Register each write's region at its destination, then post it at its source.
+        If any is refused (over a NIC's memory budget, say), the regions already made
+        are freed before the error is raised."""
+        regions = self.ask([(w["dst"], {"op": "register", "size": w["size"]}) for w in writes])
+        for w, mr in zip(writes, regions, strict=True):
+            w["rkey"], w["va"] = mr["rkey"], mr["va"]
+        try:
+            wrote = self.ask([(w["src"], {"op": "write", "peer": w["dst"],
+                                          "transport": w["transport"], "size": w["size"],
+                                          "seed": w["seed"], "va": w["va"], "rkey": w["rkey"]})
+                              for w in writes])
+        except MrcemuError:
+            self.free(writes)
+            raise
+        for w, r in zip(writes, wrote, strict=True):
+            w["msn"], w["sha_src"] = r["msn"], r["sha256"]
+        return writes
+
+    def poll(self, writes: list[dict]) -> None:
+        states = self.ask([(w["src"], {"op": "msg", "peer": w["dst"],
+                                       "transport": w["transport"], "msn": w["msn"]})
+                           for w in writes])
+        for w, m in zip(writes, states, strict=True):
+            for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
+                w[k] = m[k]
+
+    def wait(self, writes: list[dict], give_up: Callable[[], bool],
+             progress: Callable[[list[dict]], None] | None = None) -> bool:
+        """Poll until every write completed or its QP failed (True), or `give_up()`
+        says stop (False)."""
+        pending = list(writes)
+        while pending:
+            if give_up():
+                return False
+            time.sleep(POLL)
+            self.poll(pending)
+            if progress:
+                progress(writes)
+            pending = [w for w in pending if not (w["done_at"] or w["failed"])]
+        return True
+
+    def verify(self, writes: list[dict]) -> None:
+        """SHA-256 of each destination region against the source's; frees the regions."""
+        try:
+            hashes = self.ask([(w["dst"], {"op": "hash", "rkey": w["rkey"]}) for w in writes])
+        finally:
+            self.free(writes)
+        for w, h in zip(writes, hashes, strict=True):
+            w["sha_dst"] = h["sha256"]
+            w["ok"] = bool(w.get("done_at")) and w["sha_dst"] == w["sha_src"]
+
+    def free(self, writes: list[dict]) -> None:
+        # Best effort: a region that is already gone is not an error here.
+        calls = [(w["dst"], {"op": "free", "rkey": w["rkey"]}) for w in writes if "rkey" in w]
+        try:
+            self.ask(calls)
+        except MrcemuError:
+            pass

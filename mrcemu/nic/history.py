@@ -1,0 +1,78 @@
+"""What the NIC daemon remembers of a connection's events, for its control clients.
+
+The transport forgets: it only queues events. This keeps a bounded record of them:
+the recent completions (looked up by MSN while a client waits for one) and the EV
+and path changes (for reports). Past its limits the oldest go, and `dropped` counts
+them, so a long-lived daemon's memory stays flat.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Callable
+
+from mrcemu.transport.base import Connection
+from mrcemu.transport.events import (
+    ConnectionFailed,
+    Event,
+    EvStateChanged,
+    MessageCompleted,
+    MessageReceived,
+    PathRehashed,
+)
+
+DONE_LIMIT = 4096  # completions kept for lookup: far more than a client has in flight
+CHANGE_LIMIT = 50_000  # EV or path changes kept for reports
+
+
+class History:
+    def __init__(self, done_limit: int = DONE_LIMIT, change_limit: int = CHANGE_LIMIT) -> None:
+        self.done: OrderedDict[int, MessageCompleted] = OrderedDict()
+        self.done_limit = done_limit
+        self.ev_changes: deque[EvStateChanged] = deque(maxlen=change_limit)
+        self.path_changes: deque[PathRehashed] = deque(maxlen=change_limit)
+        self.received = 0
+        self.failed: ConnectionFailed | None = None
+        self.dropped = 0  # records let go at the limits
+
+    def absorb(self, ev: Event) -> None:
+        if isinstance(ev, MessageCompleted):
+            self.done[ev.msn] = ev
+            if len(self.done) > self.done_limit:
+                self.done.popitem(last=False)
+                self.dropped += 1
+        elif isinstance(ev, MessageReceived):
+            self.received += 1
+        elif isinstance(ev, EvStateChanged):
+            self.dropped += len(self.ev_changes) == self.ev_changes.maxlen
+            self.ev_changes.append(ev)
+        elif isinstance(ev, PathRehashed):
+            self.dropped += len(self.path_changes) == self.path_changes.maxlen
+            self.path_changes.append(ev)
+        elif isinstance(ev, ConnectionFailed):
+            self.failed = ev
+
+    def drain(self, c: Connection, also: Callable[[Event], None] | None = None) -> None:
+        """Take every event the connection has queued; `also` sees each one too."""
+        while (ev := c.next_event()) is not None:
+            self.absorb(ev)
+            if also is not None:
+                also(ev)
+
+    def message(self, c: Connection, msn: int) -> dict | None:
+        """A message's state: still in the connection, or recently completed."""
+        m = c.message(msn)
+        if m is not None:
+            return {"msn": m.msn, "size": m.size, "acked_pkts": m.acked, "npkts": m.npkts,
+                    "posted_at": m.posted_at, "done_at": None}
+        d = self.done.get(msn)
+        if d is None:
+            return None
+        return {"msn": d.msn, "size": d.size, "acked_pkts": d.npkts, "npkts": d.npkts,
+                "posted_at": d.posted_at, "done_at": d.done_at}
+
+    def ev_change_rows(self) -> list[list]:
+        return [[e.t, e.ev, e.old, e.new, e.why] for e in self.ev_changes]
+
+    def path_change_rows(self) -> list[list]:
+        return [[p.t, p.old_ev, p.new_ev] for p in self.path_changes]

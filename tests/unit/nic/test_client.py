@@ -1,0 +1,88 @@
+"""The one NIC client against fake daemons (no root): batching, and nothing left
+registered when a write is refused or a workload is given up."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrcemu.errors import MrcemuError
+from mrcemu.nic import client as client_mod
+from mrcemu.nic.client import NicClient
+
+
+class FakeDaemons:
+    def __init__(self, refuse_write_on: int | None = None, corrupt: bool = False) -> None:
+        self.refuse_write_on = refuse_write_on
+        self.corrupt = corrupt
+        self.regions: dict[int, set[int]] = {}  # host -> live rkeys
+        self.next_rkey = 100
+        self.batches: list[tuple[str, int]] = []
+
+    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+        assert op == "batch"
+        self.batches.append((host, len(args["requests"])))
+        h = int(host[1:])
+        return {"ok": True, "replies": [self.one(h, r) for r in args["requests"]]}
+
+    def one(self, h: int, req: dict) -> dict:
+        op = req["op"]
+        if op == "register":
+            self.next_rkey += 1
+            self.regions.setdefault(h, set()).add(self.next_rkey)
+            return {"ok": True, "rkey": self.next_rkey, "va": 0x1000}
+        if op == "free":
+            self.regions.get(h, set()).discard(req["rkey"])
+            return {"ok": True}
+        if op == "write":
+            if h == self.refuse_write_on:
+                return {"ok": False, "error": "over the NIC memory budget"}
+            return {"ok": True, "msn": 7, "sha256": "abc"}
+        if op == "msg":
+            return {"ok": True, "posted_at": 1.0, "done_at": 2.0, "failed": False,
+                    "acked_pkts": 4, "npkts": 4}
+        if op == "hash":
+            return {"ok": True, "sha256": "zzz" if self.corrupt else "abc"}
+        raise AssertionError(op)
+
+
+def writes(n: int) -> list[dict]:
+    return [{"src": s, "dst": 7, "size": 4096, "transport": "mrc", "seed": s} for s in range(n)]
+
+
+def test_requests_go_one_batch_per_host(monkeypatch):
+    fake = FakeDaemons()
+    monkeypatch.setattr(client_mod, "request", fake)
+    with NicClient(range(8)) as c:
+        ws = c.post(writes(3))
+    # One register batch at h7 (three requests), then one write batch at each source.
+    assert fake.batches[0] == ("h7", 3)
+    assert sorted(fake.batches[1:]) == [("h0", 1), ("h1", 1), ("h2", 1)]
+    assert [w["msn"] for w in ws] == [7, 7, 7] and all(w["rkey"] > 100 for w in ws)
+
+
+def test_a_refused_write_frees_every_region_already_registered(monkeypatch):
+    fake = FakeDaemons(refuse_write_on=1)
+    monkeypatch.setattr(client_mod, "request", fake)
+    with NicClient(range(8)) as c, pytest.raises(MrcemuError, match="h1: over the NIC memory"):
+        c.post(writes(3))
+    assert fake.regions[7] == set()
+
+
+def test_verify_compares_hashes_and_frees(monkeypatch):
+    for corrupt in (False, True):
+        fake = FakeDaemons(corrupt=corrupt)
+        monkeypatch.setattr(client_mod, "request", fake)
+        with NicClient(range(8)) as c:
+            ws = c.post(writes(2))
+            assert c.wait(ws, give_up=lambda: False)
+            c.verify(ws)
+        assert all(w["ok"] is (not corrupt) for w in ws)
+        assert fake.regions[7] == set()
+
+
+def test_wait_stops_when_told_to_give_up(monkeypatch):
+    monkeypatch.setattr(client_mod, "request", FakeDaemons())
+    with NicClient(range(8)) as c:
+        ws = c.post(writes(1))
+        assert c.wait(ws, give_up=lambda: True) is False
+        assert "done_at" not in ws[0]  # never polled
