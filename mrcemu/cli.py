@@ -70,8 +70,10 @@ def main() -> None:
 
 @main.command()
 @click.argument("topology", default=DEFAULT_TOPOLOGY)
+@click.option("--seed", default=1, show_default=True,
+              help="Transport seed: orders each connection's EV spraying.")
 @friendly
-def up(topology: str) -> None:
+def up(topology: str, seed: int) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
     need_root("up")
@@ -87,7 +89,7 @@ def up(topology: str) -> None:
             bar.update(tasks[stage], completed=n)
 
         try:
-            summary = launch(topology, progress)
+            summary = launch(topology, progress, seed=seed)
         except KeyboardInterrupt:
             err.print("interrupted: the fabric was torn down")
             sys.exit(130)
@@ -260,14 +262,14 @@ def exec_(node: str, cmd: tuple[str, ...]) -> None:
 def check(as_json: bool, timeout: float) -> None:
     """Probe every path between every ordered host pair; non-zero exit on any failure."""
     need_root("check")
-    from mrcemu.fabric.check import run_check
+    from mrcemu.api import Fabric
 
-    topo, nodes = running_topology()
+    fab = Fabric.attach()
+    topo = fab.topology
     with Progress(TextColumn("probes"), BarColumn(), MofNCompleteColumn(), console=err,
                   transient=True) as bar:
         task = bar.add_task("probes", total=None)
-        result = run_check(topo, nodes, timeout,
-                           lambda n, total: bar.update(task, completed=n, total=total))
+        result = fab.check(timeout, lambda n, total: bar.update(task, completed=n, total=total))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=1))
     else:
@@ -376,18 +378,19 @@ def wireshark_install() -> None:
 def send(src: str, dst: str, size: str, transport: str, seed: int, as_json: bool) -> None:
     """One RDMA WRITE of --size bytes from SRC to DST; checks SHA-256 at both ends."""
     need_root("send")
-    from mrcemu.nic import transfer
+    from mrcemu.api import Fabric
+    from mrcemu.units import parse_size
 
-    topo, _nodes = running_topology()
-    a, b = _host_index(src, topo), _host_index(dst, topo)
+    fab = Fabric.attach()
+    a, b = _host_index(src, fab.topology), _host_index(dst, fab.topology)
     if a == b:
         raise MrcemuError("SRC and DST must be different hosts")
-    n = transfer.parse_size(size)
+    n = parse_size(size)
     with Progress(TextColumn(f"{transport} {src}->{dst}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("send", total=None)
-        res = transfer.run(topo, a, b, n, transport, seed,
-                           lambda done, total: bar.update(task, completed=done, total=total))
+        res = fab.send(a, b, n, transport, seed, progress=lambda done, total: bar.update(
+            task, completed=done, total=total)).report
     if as_json:
         click.echo(json.dumps(res, indent=1))
     else:
@@ -474,12 +477,9 @@ def fail(kind: str, target: str, value: float | None, one_way: bool, period: flo
     """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2)
     or plane (2). Undo it with `mrcemu heal`."""
     need_root("fail")
-    from mrcemu.fabric import inject
-    from mrcemu.topology.faults import Fault
+    from mrcemu.api import Fabric
 
-    topo, nodes = running_topology()
-    f = inject.inject(Layout(topo), nodes, Fault(kind, target, value, one_way,
-                                                 period=period, duty=duty))
+    f = Fabric.attach().fail(kind, target, value, one_way, period=period, duty=duty)
     console.print(f"injected {f.kind} on {f.target} at t={f.at:.6f} (monotonic)")
 
 
@@ -489,10 +489,9 @@ def fail(kind: str, target: str, value: float | None, one_way: bool, period: flo
 def heal(fault: str | None) -> None:
     """Heal FAULT (as KIND:TARGET, e.g. gray:p2l0-p2s1), or every active fault."""
     need_root("heal")
-    from mrcemu.fabric import inject
+    from mrcemu.api import Fabric
 
-    topo, nodes = running_topology()
-    healed = inject.heal(Layout(topo), nodes, fault)
+    healed = Fabric.attach().heal(fault)
     for f in healed:
         console.print(f"healed {f.kind} on {f.target}")
     if not healed:

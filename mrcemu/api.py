@@ -1,0 +1,142 @@
+"""The Python API: script an experiment the way Mininet users do.
+
+    from mrcemu import Fabric
+    with Fabric.up("small") as fab:            # a topology name or path; down() on exit
+        assert fab.check().ok                  # every path of every pair
+        r = fab.send("h0", "h3", size="4MiB")  # transport="mrc" by default
+        print(r.intact, r.goodput_mbps)
+        fab.fail("link-down", "p0l0-p0s0"); fab.heal()
+
+The CLI's fabric commands are this API with a table printed around it. It needs
+root, as they do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from mrcemu.errors import MrcemuError, NeedsRoot
+from mrcemu.topology import Layout, Topology, load
+from mrcemu.topology.faults import Fault
+
+if TYPE_CHECKING:
+    from mrcemu.fabric.check import CheckResult
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """One RDMA WRITE, as measured: `intact` is the SHA-256 of the destination region
+    equal to the source's, after a completion."""
+
+    src: str
+    dst: str
+    transport: str
+    size: int
+    completed: bool
+    intact: bool
+    completion_s: float | None
+    goodput_mbps: float | None
+    paths_used: int
+    retransmits: int
+    report: dict  # everything `mrcemu send --json` prints
+
+
+class Fabric:
+    """A running fabric. Make one with `Fabric.up(...)`; `down()` (or leaving the
+    `with` block, even on an error) tears it down."""
+
+    def __init__(self) -> None:
+        from mrcemu.fabric import state
+
+        st = state.require_state()
+        self.topology: Topology = st.topo()  # the snapshot taken at `up`
+        self.nodes: dict[str, int] = st.nodes
+        self.layout = Layout(self.topology)
+        self._owned = False
+
+    @classmethod
+    def up(cls, topology: str = "default", seed: int = 1,
+           progress: Callable[[str, int, int], None] | None = None) -> Fabric:
+        """Bring `topology` up (a built-in name or a YAML path). A bad file raises a
+        ConfigError before anything is made; a failed start leaves nothing behind."""
+        topo = load(topology)
+        if os.geteuid() != 0:
+            raise NeedsRoot("up")
+        from mrcemu.fabric.launch import launch
+
+        launch(str(topo.source), progress, seed=seed)
+        fab = cls()
+        fab._owned = True
+        return fab
+
+    @classmethod
+    def attach(cls) -> Fabric:
+        """The fabric already running (from `mrcemu up`); leaving `with` keeps it up."""
+        return cls()
+
+    def down(self) -> None:
+        from mrcemu.fabric.launch import stop
+
+        stop()
+        self._owned = False
+
+    def __enter__(self) -> Fabric:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._owned:
+            self.down()
+
+    def _host(self, name: str | int) -> int:
+        i = name if isinstance(name, int) else (
+            int(name[1:]) if name[:1] == "h" and name[1:].isdigit() else -1)
+        if not 0 <= i < self.topology.hosts:
+            raise MrcemuError(f"{name!r} is not a host of this fabric: use "
+                              f"h0..h{self.topology.hosts - 1}")
+        return i
+
+    def check(self, timeout: float = 5.0,
+              progress: Callable[[int, int], None] | None = None) -> CheckResult:
+        """Probe every path between every ordered host pair; `.ok` if all arrived."""
+        from mrcemu.fabric.check import run_check
+
+        return run_check(self.topology, self.nodes, timeout, progress)
+
+    def send(self, src: str | int, dst: str | int, size: str | int = "4MiB",
+             transport: str = "mrc", seed: int = 1, timeout: float | None = None,
+             progress: Callable[[int, int], None] | None = None) -> SendResult:
+        """One RDMA WRITE of `size` bytes (4MiB, 512KiB, or an int) from `src` to `dst`."""
+        from mrcemu.nic import transfer
+        from mrcemu.nic.client import NicClient
+        from mrcemu.units import parse_size
+
+        a, b = self._host(src), self._host(dst)
+        if a == b:
+            raise MrcemuError("src and dst must be different hosts")
+        if transport not in ("mrc", "roce"):
+            raise MrcemuError(f"transport {transport!r}: use mrc or roce")
+        with NicClient(range(self.topology.hosts)) as client:
+            r = transfer.send(client, self.topology, a, b, parse_size(size), transport, seed,
+                              progress, timeout)
+        return SendResult(r["src"], r["dst"], transport, r["size"], r["completed"],
+                          r["integrity_ok"], r["completion_s"], r["goodput_mbps"],
+                          r["paths_used"], r["retransmits"], r)
+
+    def fail(self, kind: str, target: str, value: float | None = None, one_way: bool = False,
+             period: float | None = None, duty: float | None = None) -> Fault:
+        """Inject a fault now (the kinds and targets of `mrcemu fail`); returns it."""
+        from mrcemu.fabric import inject
+
+        return inject.inject(self.layout, self.nodes, Fault(kind, target, value, one_way,
+                                                            period=period, duty=duty))
+
+    def heal(self, fault: str | None = None) -> list[Fault]:
+        """Heal `fault` ("kind:target") or every active fault; returns what was healed."""
+        from mrcemu.fabric import inject
+
+        return inject.heal(self.layout, self.nodes, fault)
