@@ -110,6 +110,9 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
     assert list((folder / "logs").glob("nic-h*.jsonl"))
     assert rep["scenario"] == name and rep["topology"] == "small" and not rep["partial"]
     assert set(rep["transports"]) == {"mrc", "roce"}
+    # The scenario's seed went through the manager's snapshot to the transports.
+    assert rep["transport_config"]["seed"] == rep["seed"] == yaml.safe_load(
+        (SCENARIO_DIR / f"{name}.yaml").read_text())["seed"]
     mrc = rep["transports"]["mrc"]
     for t in rep["transports"].values():
         for k in ("job_completion_s", "iteration_s_p50", "iteration_s_p99", "goodput_mbps",
