@@ -295,8 +295,7 @@ def incast_trim() -> str:
             raise RuntimeError("fabric did not come up")
         try:
             topo = load(topo_path)
-            res, dt = transfer.run_many(topo, [(a, 7, 8 << 20, "mrc", a) for a in range(7)],
-                                        interval=0.05)
+            res, dt = transfer.run_many(topo, [(a, 7, 8 << 20, "mrc", a) for a in range(7)])
         finally:
             mrcemu("down")
         agg = {k: sum(r[k] for r in res) for k in ("retransmits", "trims", "nacks", "rtos")}
