@@ -235,7 +235,9 @@ class Nic:
         op = req.get("op")
         if op == "ping":
             return {"ok": True, "host": self.name, "pid": os.getpid(),
-                    "malformed": self.malformed, "transport": self.cfg.to_json()}
+                    "malformed": self.malformed, "transport": self.cfg.to_json(),
+                    "memory_used": self.memory.used + self.source_bytes(),
+                    "memory_budget": self.memory.budget}
         if op == "register":
             try:
                 mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())

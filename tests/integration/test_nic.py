@@ -9,8 +9,9 @@ import json
 import threading
 import time
 
+from mrcemu.fabric import state
 from mrcemu.nic import transfer
-from mrcemu.nic.control import log_path
+from mrcemu.nic.control import log_path, request
 from mrcemu.topology import load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
@@ -79,3 +80,25 @@ def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_
     logged = [json.loads(x) for x in log_path("h0").read_text().splitlines()]
     mine = [e for e in logged if e["event"] == "ev_state" and e["t"] >= t_down]
     assert mine and {e["peer"] for e in mine} == {"h7"}
+
+
+def _rss_mib(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status").read().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_a_write_over_the_nic_memory_budget_is_refused_and_allocates_nothing(default_fabric):
+    # It once made h7's daemon allocate all 10 GiB (RSS 10.5 GB) and the CLI time out.
+    pids = state.load_state().nics
+    before = {h: _rss_mib(pids[h]) for h in ("h0", "h7")}
+    held = {h: request(h, "ping")["memory_used"] for h in ("h0", "h7")}
+    r = mrcemu("send", "h0", "h7", "--size", "10GiB", timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "budget" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for h, mib in before.items():
+        assert _rss_mib(pids[h]) < mib + 64, h  # nothing near 10 GiB was allocated
+    # The refused write left no region and no source buffer behind.
+    assert {h: request(h, "ping")["memory_used"] for h in ("h0", "h7")} == held
+    assert send("h0", "h7", "--size", "1MiB")["integrity_ok"]
