@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MRCEMU := $(VENV)/bin/mrcemu
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install test unit demo bench lint clean
+.PHONY: install test unit demo bench lint clean generate
 
 BPF_OBJ := mrcemu/bpf/switch.o
 
@@ -14,7 +14,7 @@ install:
 	@$(MAKE) --no-print-directory $(BPF_OBJ)
 
 # The switch data plane: clang from Debian (installed above), loaded by bpftool.
-$(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h
+$(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h mrcemu/bpf/mrc_wire.h
 	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
 
 test: install
@@ -29,6 +29,11 @@ demo: install
 
 bench: install
 	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md
+
+# Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
+generate:
+	$(PY) -m mrcemu.wire.generate
+	@$(MAKE) --no-print-directory $(BPF_OBJ)
 
 lint: install
 	$(VENV)/bin/ruff check mrcemu tests scripts

@@ -14,17 +14,18 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "mrc_wire.h" /* generated from mrcemu/wire/layout.py */
 #include "vq.h"
 
-#define ROCE_PORT 4791
-#define DSCP_TRIMMABLE 4
-#define DSCP_TRIMMABLE_RETX 8
-#define DSCP_TRIMMED 12
-#define DSCP_TRIMMED_LASTHOP 16
-#define DSCP_CONTROL 46
+#define ROCE_PORT MRC_UDP_PORT
+#define DSCP_TRIMMABLE MRC_DSCP_TRIMMABLE
+#define DSCP_TRIMMABLE_RETX MRC_DSCP_TRIMMABLE_RETX
+#define DSCP_TRIMMED MRC_DSCP_TRIMMED
+#define DSCP_TRIMMED_LASTHOP MRC_DSCP_TRIMMED_LASTHOP
+#define DSCP_CONTROL MRC_DSCP_CONTROL
 #define PRIO_CONTROL 0x10010 /* htb class 1:10 */
 #define PRIO_DATA 0x10020    /* htb class 1:20 */
-#define HDRS_MAX 48          /* UDP + BTH + METH + TSETH + RETH + ImmDt */
+#define HDRS_MAX (8 + MRC_DATA_HDRS_MAX) /* UDP + BTH + METH + TSETH + RETH + ImmDt */
 
 struct port_cfg {
 	__u64 rate_bps;
@@ -147,7 +148,7 @@ int mrc_switch(struct __sk_buff *skb)
 {
 	/* Frames from AF_PACKET or forwarded may keep headers in paged data: make the
 	 * headers we read linear first. */
-	__u32 want = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + 12;
+	__u32 want = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + MRC_BTH_LEN;
 	if (skb->len >= want)
 		bpf_skb_pull_data(skb, want);
 	void *data = (void *)(long)skb->data;
@@ -173,10 +174,10 @@ int mrc_switch(struct __sk_buff *skb)
 		if (ip6->nexthdr == IPPROTO_UDP && (void *)(udp + 1) <= end &&
 		    udp->dest == bpf_htons(ROCE_PORT)) {
 			__u8 *bth = (void *)(udp + 1);
-			if ((void *)(bth + 12) <= end) {
+			if ((void *)(bth + MRC_BTH_LEN) <= end) {
 				roce = 1;
-				opcode = bth[0];
-				flags = bth[8];
+				opcode = bth[MRC_BTH_OPCODE_BYTE];
+				flags = bth[MRC_BTH_TS_BYTE];
 			}
 		}
 	}
@@ -192,14 +193,14 @@ int mrc_switch(struct __sk_buff *skb)
 		__sync_fetch_and_add(&st->dropped, 1);
 		return TC_ACT_SHOT;
 	}
-	int is_data = roce && opcode >= 0xC6 && opcode <= 0xCB;
+	int is_data = roce && opcode >= MRC_OP_DATA_MIN && opcode <= MRC_OP_DATA_MAX;
 	if (is_data && cfg->trim_threshold && q > cfg->trim_threshold &&
 	    (dscp == DSCP_TRIMMABLE || dscp == DSCP_TRIMMABLE_RETX)) {
-		__u32 keep = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + 12 + 4 + 16;
-		if (flags & 0x10)
-			keep += 4; /* TSETH */
-		if (opcode == 0xC9 || opcode == 0xCB)
-			keep += 4; /* ImmDt */
+		__u32 keep = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + MRC_DATA_HDRS_MIN;
+		if (flags & MRC_BTH_TS_MASK)
+			keep += MRC_TSETH_LEN;
+		if (opcode == MRC_OP_WRITE_LAST_IMM || opcode == MRC_OP_WRITE_ONLY_IMM)
+			keep += MRC_IMMDT_LEN;
 		__u8 to = cfg->lasthop ? DSCP_TRIMMED_LASTHOP : DSCP_TRIMMED;
 		int err = keep < len ? trim(skb, keep, to) : -105;
 		if (err == 0) {

@@ -1,6 +1,6 @@
 """The per-packet codec: precompiled `struct` layouts, no Scapy.
 
-Every layout here mirrors a Scapy layer in `layers` field for field; the
+Every header is built from its table in `layout`, as the Scapy layers are; the
 property tests in tests/unit/wire prove encode byte-identical to Scapy's
 `raw()` and decode equal to Scapy's dissection. Decoding untrusted bytes
 raises only `DecodeError`.
@@ -11,15 +11,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from mrcemu.wire import icrc
+from mrcemu.wire import icrc, layout
 from mrcemu.wire.constants import (
     ICRC_LEN,
     MRC_DATA,
     ROCE_UDP_PORT,
-    ROCE_WITH_RETH,
     TRIMMED_DSCPS,
-    WITH_IMM,
-    Opcode,
 )
 
 
@@ -32,19 +29,46 @@ class DecodeError(Exception):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+_CODES = {8: "B", 16: "H", 32: "I", 64: "Q"}
+_SIGNED = {8: "b", 16: "h", 32: "i", 64: "q"}
+
+
+def _slots(fields: tuple[layout.Field, ...]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Cut a header's fields into struct slots of 8/16/32/64 bits that never split a
+    field (the first such cut; big-endian, any valid cut gives the same bytes). A signed
+    field is a slot of its own."""
+    if not fields:
+        return []
+    if fields[0].signed:
+        return [(_SIGNED[fields[0].bits], [(fields[0].name, fields[0].bits)]),
+                *_slots(fields[1:])]
+    bits = 0
+    for i, f in enumerate(fields):
+        if f.signed:
+            break
+        bits += f.bits
+        if bits in _CODES:
+            try:
+                rest = _slots(fields[i + 1:])
+            except ValueError:
+                continue  # a longer slot may leave a rest that fits
+            return [(_CODES[bits], [(g.name, g.bits) for g in fields[:i + 1]]), *rest]
+        if bits > 64:
+            break
+    raise ValueError(f"fields {[f.name for f in fields]} do not fit 8/16/32/64-bit slots")
+
+
 class Header:
-    """A fixed-size header: struct slots, each holding big-endian bit fields.
+    """A fixed-size header from its layout table: struct slots, each holding big-endian
+    bit fields (`groups` is [(struct code, [(field, bits), ...]), ...])."""
 
-    `groups` is [(struct code, [(field, bits), ...]), ...]; a signed slot
-    ('h', 'b', 'i', 'q') holds one field.
-    """
-
-    def __init__(self, name: str, groups: list[tuple[str, list[tuple[str, int]]]]) -> None:
-        self.name = name
-        self.groups = groups
-        self.struct = struct.Struct("!" + "".join(code for code, _ in groups))
+    def __init__(self, lay: layout.Layout) -> None:
+        self.name = lay.name
+        self.layout = lay
+        self.groups = _slots(lay.fields)
+        self.struct = struct.Struct("!" + "".join(code for code, _ in self.groups))
         self.size = self.struct.size
-        self.fields = [f for _, fs in groups for f, _ in fs]
+        self.fields = [f for _, fs in self.groups for f, _ in fs]
 
     def pack(self, values: dict[str, int]) -> bytes:
         slots = []
@@ -70,90 +94,23 @@ class Header:
         return out
 
 
-BTH = Header("BTH", [
-    ("B", [("opcode", 8)]),
-    ("B", [("solicited", 1), ("migreq", 1), ("padcount", 2), ("version", 4)]),
-    ("H", [("pkey", 16)]),
-    ("I", [("fecn", 1), ("becn", 1), ("resv6", 6), ("dqpn", 24)]),
-    ("I", [("ackreq", 1), ("r", 1), ("rtx", 1), ("ts", 1), ("resv4", 4), ("psn", 24)]),
-])
-METH = Header("METH", [("H", [("rqmsn", 16)]), ("H", [("msn", 16)])])
-TSETH = Header("TSETH", [("I", [("timestamp", 32)])])
-RETH = Header("RETH", [("Q", [("va", 64)]), ("I", [("rkey", 32)]), ("I", [("dmalen", 32)])])
-IMMDT = Header("ImmDt", [("I", [("imm", 32)])])
-AETH = Header("AETH", [("I", [("syndrome", 8), ("msn", 24)])])
-SETH = Header("SETH", [
-    ("H", [("type", 4), ("nxt", 5), ("m", 2), ("pr", 1), ("rsv0", 4)]),
-    ("h", [("ack_psn_offset", 16)]),
-    ("I", [("entropy", 32)]),
-    ("H", [("spdcid", 16)]), ("H", [("dpdcid", 16)]),
-    ("I", [("rsv1", 8), ("cack_psn", 24)]),
-    ("B", [("cc_type", 4), ("cc_fl", 4)]),
-    ("B", [("mpr", 8)]),
-    ("h", [("sack_offset", 16)]),
-    ("Q", [("sack_bitmap", 64)]),
-])
-CC_STATE = Header("CC_STATE", [
-    ("H", [("tx_timestamp", 16)]),
-    ("H", [("rsv", 1), ("ooo_count", 15)]),
-    ("I", [("r_c", 1), ("rcv_cwnd_pen", 7), ("rcvd_bytes", 24)]),
-])
-NETH = Header("NETH", [
-    ("H", [("type", 4), ("nxt", 5), ("rsv0", 7)]),
-    ("B", [("nack_reason", 8)]), ("B", [("vendor", 8)]),
-    ("I", [("entropy", 32)]),
-    ("H", [("spdcid", 16)]), ("H", [("dpdcid", 16)]),
-    ("I", [("rsv1", 8), ("nack_psn", 24)]),
-    ("B", [("cc_type", 4), ("cc_fl", 4)]), ("B", [("rsv2", 8)]),
-    ("H", [("tx_timestamp", 16)]),
-])
-PETH = Header("PETH", [
-    ("H", [("type", 4), ("nxt", 5), ("rsv0", 7)]),
-    ("H", [("probe_seq", 16)]),
-    ("I", [("entropy", 32)]),
-    ("H", [("spdcid", 16)]), ("H", [("dpdcid", 16)]),
-    ("I", [("rsv1", 8), ("psn", 24)]),
-])
-ERTH = Header("ERTH", [
-    ("B", [("req_type", 8)]), ("B", [("flags", 8)]), ("H", [("seq", 16)]),
-    ("I", [("entropy", 32)]),
-    ("H", [("spdcid", 16)]), ("H", [("dpdcid", 16)]),
-    ("I", [("port_status", 32)]),
-])
-EETH = Header("EETH", [
-    ("B", [("resp_type", 8)]), ("B", [("status", 8)]), ("H", [("seq", 16)]),
-    ("I", [("entropy", 32)]),
-    ("H", [("spdcid", 16)]), ("H", [("dpdcid", 16)]),
-    ("I", [("port_status", 32)]),
-    ("Q", [("req_timestamp", 64)]), ("Q", [("resp_timestamp", 64)]),
-    ("I", [("rsv", 32)]),
-])
+_BY_LAYOUT = {lay: Header(lay) for lay in layout.HEADERS}
+BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH, PETH, ERTH, EETH = (
+    _BY_LAYOUT[lay] for lay in layout.HEADERS)
 
-# Headers after BTH, per opcode (data packets are handled by `data_headers`).
+# Headers after BTH, per opcode: the table's, as codec headers.
 CONTROL: dict[int, tuple[Header, ...]] = {
-    Opcode.ACKNOWLEDGE: (AETH,), Opcode.RC_ACK: (AETH,),
-    Opcode.RELIABILITY_SACK: (SETH, CC_STATE), Opcode.RELIABILITY_NACK: (NETH,),
-    Opcode.RELIABILITY_PROBE_REQ: (PETH,), Opcode.ENDPOINT_REQUEST: (ERTH,),
-    Opcode.ENDPOINT_RESPONSE: (EETH,),
-}
-
-
-def data_headers(opcode: int, ts: bool) -> tuple[Header, ...]:
-    if opcode in MRC_DATA:
-        return (METH, *((TSETH,) if ts else ()), RETH, *((IMMDT,) if opcode in WITH_IMM else ()))
-    if opcode in ROCE_WITH_RETH:
-        return (RETH,)
-    if opcode == Opcode.RC_WRITE_LAST_IMM:
-        return (IMMDT,)
-    if opcode in (Opcode.RC_WRITE_MIDDLE, Opcode.RC_WRITE_LAST):
-        return ()
-    raise KeyError(opcode)
+    op: tuple(_BY_LAYOUT[h] for h in hs) for op, hs in layout.CONTROL.items()}
+_HEADERS_FOR: dict[tuple[int, bool], tuple[Header, ...]] = {}
 
 
 def headers_for(opcode: int, ts: bool) -> tuple[Header, ...]:
-    if opcode in CONTROL:
-        return CONTROL[opcode]
-    return data_headers(opcode, ts)
+    """The headers after BTH (KeyError for an opcode we do not know)."""
+    key = (opcode, ts)
+    hs = _HEADERS_FOR.get(key)
+    if hs is None:
+        hs = _HEADERS_FOR[key] = tuple(_BY_LAYOUT[h] for h in layout.headers_for(opcode, ts))
+    return hs
 
 
 IP6 = struct.Struct("!IHBB16s16s")

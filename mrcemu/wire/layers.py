@@ -8,59 +8,52 @@ Scapy's contrib BTH to ours (which names the MRC flag bits).
 
 from __future__ import annotations
 
+from scapy import fields as sf
 from scapy.contrib import roce
-from scapy.fields import (
-    BitEnumField,
-    BitField,
-    ByteEnumField,
-    ByteField,
-    FCSField,
-    IntField,
-    ShortField,
-    SignedShortField,
-    XIntField,
-    XLongField,
-    XShortField,
-)
+from scapy.fields import FCSField
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers, split_layers
 
-from mrcemu.wire import icrc
+from mrcemu.wire import icrc, layout
 from mrcemu.wire.constants import (
     ROCE_UDP_PORT,
     WITH_IMM,
-    EndpointType,
-    NackReason,
     Opcode,
-    SackMark,
 )
 
 OPCODE_NAMES = {op.value: op.name for op in Opcode}
+
+# A byte-aligned field of a whole struct width gets its natural Scapy type; any other
+# width is a BitField (Scapy packs consecutive BitFields big-endian, as the codec does).
+_PLAIN = {8: (sf.ByteField, sf.XByteField, sf.SignedByteField),
+          16: (sf.ShortField, sf.XShortField, sf.SignedShortField),
+          32: (sf.IntField, sf.XIntField, sf.SignedIntField),
+          64: (sf.LongField, sf.XLongField, sf.SignedLongField)}
+
+
+def from_layout(lay: layout.Layout, **defaults: int) -> list[sf.Field]:
+    """Scapy fields for a header of the layout table, in wire order."""
+    out: list[sf.Field] = []
+    for f in lay.fields:
+        at, d = lay.offsets()[f.name], defaults.get(f.name, 0)
+        names = {e.value: e.name for e in f.enum} if f.enum else None
+        if names is not None and at % 8 == 0 and f.bits == 8:
+            out.append(sf.ByteEnumField(f.name, d, names))
+        elif names is None and at % 8 == 0 and f.bits in _PLAIN:
+            plain, hexed, signed = _PLAIN[f.bits]
+            out.append((signed if f.signed else hexed if f.hex else plain)(f.name, d))
+        elif names is not None:
+            out.append(sf.BitEnumField(f.name, d, f.bits, names))
+        else:
+            out.append((sf.XBitField if f.hex else sf.BitField)(f.name, d, f.bits))
+    return out
 
 
 class BTH(roce.BTH):
     """RoCEv2 BTH with MRC's byte 8: A | r | rtx | ts | reserved(4)."""
 
     name = "BTH"
-    fields_desc = [
-        ByteEnumField("opcode", 0, OPCODE_NAMES),
-        BitField("solicited", 0, 1),
-        BitField("migreq", 0, 1),
-        BitField("padcount", 0, 2),
-        BitField("version", 0, 4),
-        XShortField("pkey", 0xFFFF),
-        BitField("fecn", 0, 1),
-        BitField("becn", 0, 1),
-        BitField("resv6", 0, 6),
-        BitField("dqpn", 0, 24),
-        BitField("ackreq", 0, 1),
-        BitField("r", 0, 1),
-        BitField("rtx", 0, 1),
-        BitField("ts", 0, 1),
-        BitField("resv4", 0, 4),
-        BitField("psn", 0, 24),
-        FCSField("icrc", None, fmt="!I"),
-    ]
+    fields_desc = from_layout(layout.BTH, pkey=0xFFFF) + [FCSField("icrc", None, fmt="!I")]
 
     def compute_icrc(self, p: bytes) -> bytes:
         udp = self.underlayer
@@ -80,7 +73,7 @@ class BTH(roce.BTH):
             return ImmDt
         if Opcode.WRITE_FIRST <= op <= Opcode.WRITE_ONLY_IMM:
             return METH
-        return {Opcode.RC_ACK: roce.AETH, Opcode.ACKNOWLEDGE: roce.AETH,
+        return {Opcode.RC_ACK: AETH, Opcode.ACKNOWLEDGE: AETH,
                 Opcode.RELIABILITY_SACK: SETH, Opcode.RELIABILITY_NACK: NETH,
                 Opcode.RELIABILITY_PROBE_REQ: PETH, Opcode.ENDPOINT_REQUEST: ERTH,
                 Opcode.ENDPOINT_RESPONSE: EETH}.get(op, Raw)
@@ -94,7 +87,7 @@ def _bth_of(pkt: Packet) -> BTH | None:
 
 class METH(Packet):
     name = "METH"
-    fields_desc = [ShortField("rqmsn", 0), ShortField("msn", 0)]
+    fields_desc = from_layout(layout.METH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         bth = _bth_of(self)
@@ -103,7 +96,7 @@ class METH(Packet):
 
 class TSETH(Packet):
     name = "TSETH"
-    fields_desc = [XIntField("timestamp", 0)]
+    fields_desc = from_layout(layout.TSETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return RETH
@@ -111,7 +104,7 @@ class TSETH(Packet):
 
 class RETH(Packet):
     name = "RETH"
-    fields_desc = [XLongField("va", 0), XIntField("rkey", 0), IntField("dmalen", 0)]
+    fields_desc = from_layout(layout.RETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         bth = _bth_of(self)
@@ -120,7 +113,15 @@ class RETH(Packet):
 
 class ImmDt(Packet):
     name = "ImmDt"
-    fields_desc = [XIntField("imm", 0)]
+    fields_desc = from_layout(layout.IMMDT)
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return Raw
+
+
+class AETH(Packet):
+    name = "AETH"
+    fields_desc = from_layout(layout.AETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
@@ -128,24 +129,7 @@ class ImmDt(Packet):
 
 class SETH(Packet):
     name = "SETH"
-    fields_desc = [
-        BitField("type", 0, 4),
-        BitField("nxt", 0, 5),
-        BitEnumField("m", 0, 2, {m.value: m.name for m in SackMark}),
-        BitField("pr", 0, 1),
-        BitField("rsv0", 0, 4),
-        SignedShortField("ack_psn_offset", 0),
-        XIntField("entropy", 0),
-        ShortField("spdcid", 0),
-        ShortField("dpdcid", 0),
-        ByteField("rsv1", 0),
-        BitField("cack_psn", 0, 24),
-        BitField("cc_type", 0, 4),
-        BitField("cc_fl", 0, 4),
-        ByteField("mpr", 0),
-        SignedShortField("sack_offset", 0),
-        XLongField("sack_bitmap", 0),
-    ]
+    fields_desc = from_layout(layout.SETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return CCState
@@ -153,14 +137,7 @@ class SETH(Packet):
 
 class CCState(Packet):
     name = "CC_STATE"
-    fields_desc = [
-        ShortField("tx_timestamp", 0),
-        BitField("rsv", 0, 1),
-        BitField("ooo_count", 0, 15),
-        BitField("r_c", 0, 1),
-        BitField("rcv_cwnd_pen", 0, 7),
-        BitField("rcvd_bytes", 0, 24),
-    ]
+    fields_desc = from_layout(layout.CC_STATE)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
@@ -168,22 +145,7 @@ class CCState(Packet):
 
 class NETH(Packet):
     name = "NETH"
-    fields_desc = [
-        BitField("type", 0, 4),
-        BitField("nxt", 0, 5),
-        BitField("rsv0", 0, 7),
-        ByteEnumField("nack_reason", 0, {r.value: r.name for r in NackReason}),
-        ByteField("vendor", 0),
-        XIntField("entropy", 0),
-        ShortField("spdcid", 0),
-        ShortField("dpdcid", 0),
-        ByteField("rsv1", 0),
-        BitField("nack_psn", 0, 24),
-        BitField("cc_type", 0, 4),
-        BitField("cc_fl", 0, 4),
-        ByteField("rsv2", 0),
-        ShortField("tx_timestamp", 0),
-    ]
+    fields_desc = from_layout(layout.NETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
@@ -193,38 +155,19 @@ class PETH(Packet):
     """Reliability probe: asks the receiver to answer on the probed EV."""
 
     name = "PETH"
-    fields_desc = [
-        BitField("type", 0, 4),
-        BitField("nxt", 0, 5),
-        BitField("rsv0", 0, 7),
-        ShortField("probe_seq", 0),
-        XIntField("entropy", 0),
-        ShortField("spdcid", 0),
-        ShortField("dpdcid", 0),
-        ByteField("rsv1", 0),
-        BitField("psn", 0, 24),
-    ]
+    fields_desc = from_layout(layout.PETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
 
 
-_EP_TYPES = {t.value: t.name for t in EndpointType}
 
 
 class ERTH(Packet):
     """Endpoint request: EV probe or port status update (bit p of port_status = plane p up)."""
 
     name = "ERTH"
-    fields_desc = [
-        ByteEnumField("req_type", 0, _EP_TYPES),
-        ByteField("flags", 0),
-        ShortField("seq", 0),
-        XIntField("entropy", 0),
-        ShortField("spdcid", 0),
-        ShortField("dpdcid", 0),
-        XIntField("port_status", 0),
-    ]
+    fields_desc = from_layout(layout.ERTH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
@@ -232,18 +175,7 @@ class ERTH(Packet):
 
 class EETH(Packet):
     name = "EETH"
-    fields_desc = [
-        ByteEnumField("resp_type", 0, _EP_TYPES),
-        ByteField("status", 0),
-        ShortField("seq", 0),
-        XIntField("entropy", 0),
-        ShortField("spdcid", 0),
-        ShortField("dpdcid", 0),
-        XIntField("port_status", 0),
-        XLongField("req_timestamp", 0),
-        XLongField("resp_timestamp", 0),
-        XIntField("rsv", 0),
-    ]
+    fields_desc = from_layout(layout.EETH)
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return Raw
@@ -252,5 +184,5 @@ class EETH(Packet):
 split_layers(UDP, roce.BTH, dport=ROCE_UDP_PORT)
 bind_layers(UDP, BTH, dport=ROCE_UDP_PORT)
 
-__all__ = ["BTH", "METH", "TSETH", "RETH", "ImmDt", "SETH", "CCState", "NETH", "PETH", "ERTH",
-           "EETH"]
+__all__ = ["BTH", "METH", "TSETH", "RETH", "ImmDt", "AETH", "SETH", "CCState", "NETH", "PETH",
+           "ERTH", "EETH"]

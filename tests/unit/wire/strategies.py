@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from scapy.contrib import roce
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
@@ -12,7 +11,7 @@ from mrcemu.wire import codec, layers
 from mrcemu.wire.constants import MRC_DATA, ROCE_DATA, Opcode
 
 SCAPY = {"METH": layers.METH, "TSETH": layers.TSETH, "RETH": layers.RETH,
-         "ImmDt": layers.ImmDt, "AETH": roce.AETH, "SETH": layers.SETH,
+         "ImmDt": layers.ImmDt, "AETH": layers.AETH, "SETH": layers.SETH,
          "CC_STATE": layers.CCState, "NETH": layers.NETH, "PETH": layers.PETH,
          "ERTH": layers.ERTH, "EETH": layers.EETH}
 

@@ -78,7 +78,7 @@ CASES = [
      {"mrc.opcode": "0xd9", "mrc.ep.type": "1", "mrc.ep.seq": "4",
       "mrc.ep.entropy": "0xc0040004", "mrc.ep.req_timestamp": "123456789",
       "mrc.ep.resp_timestamp": "987654321"}),
-    (pkt(layers.BTH(opcode=0xD1, psn=10), layers.roce.AETH(syndrome=0x1F, msn=12345),
+    (pkt(layers.BTH(opcode=0xD1, psn=10), layers.AETH(syndrome=0x1F, msn=12345),
          dscp=Dscp.CONTROL),
      {"mrc.opcode": "0xd1", "mrc.aeth.syndrome": "0x1f", "mrc.aeth.msn": "12345"}),
 ]
