@@ -1,8 +1,13 @@
 """Generate the files derived from the layout table (`make generate`).
 
-Today: `mrcemu/bpf/mrc_wire.h`, the sizes, field positions, opcodes and DSCP classes
-the BPF switch (and the coming compiled data path) reads packets with. The file is
-committed; `--check` (and a unit test) fail when regenerating would change a byte.
+- `mrcemu/bpf/mrc_wire.h`: the sizes, field positions, opcodes and DSCP classes the BPF
+  switch (and the coming compiled data path) reads packets with;
+- the generated block of `mrcemu/wireshark/mrc.lua`: every header's ProtoFields (filter
+  names `<prefix>.<field>`), value names and field positions; the dissector's hand-written
+  rest walks headers through it.
+
+The files are committed; `--check` (and a unit test) fail when regenerating would change a
+byte.
 
     python -m mrcemu.wire.generate [--check]
 """
@@ -17,6 +22,11 @@ from mrcemu.wire.constants import ICRC_LEN, MRC_DATA, ROCE_UDP_PORT, Dscp, Opcod
 
 PACKAGE = Path(__file__).resolve().parents[1]
 C_HEADER = PACKAGE / "bpf" / "mrc_wire.h"
+LUA = PACKAGE / "wireshark" / "mrc.lua"
+LUA_BEGIN = "-- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit\n"
+LUA_END = "-- END GENERATED\n"
+_LUA_UINT = {1: "uint8", 2: "uint16", 3: "uint24", 4: "uint32", 8: "uint64"}
+_LUA_INT = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
 
 def _c_name(*parts: str) -> str:
@@ -60,16 +70,79 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
     return "\n".join(out)
 
 
+def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
+    """Lua tables for the dissector: `f` (ProtoFields by key), `H` (per header its length,
+    the fields to show as {key, byte offset, byte length}, and each field's byte offset).
+    Reserved fields are not shown. Fields of two headers with one filter name and one
+    shape share a ProtoField."""
+    enums: dict[str, str] = {}
+    fields: dict[str, tuple[str, str]] = {}  # key -> (abbrev, declaration)
+    lines = ["local f = {}", "local H = {}"]
+    for h in headers:
+        offs, shown, at_byte = h.offsets(), [], []
+        for fl in h.fields:
+            at = offs[fl.name]
+            first, last = at // 8, (at + fl.bits - 1) // 8
+            at_byte.append(f"{fl.name} = {first}")
+            if fl.name.startswith(("rsv", "resv")):
+                continue
+            n = last - first + 1
+            abbrev = f"{h.lua}.{fl.lua or fl.name}"
+            key = abbrev.replace(".", "_")
+            kind = (_LUA_INT if fl.signed else _LUA_UINT).get(n)
+            if kind is None:
+                raise ValueError(f"{h.name}.{fl.name}: {n} bytes has no Wireshark field type")
+            base = "base.DEC" if fl.signed else "base.HEX" if fl.hex else "base.DEC"
+            vals = "nil"
+            if fl.enum is not None:
+                vals = enums.setdefault(fl.enum.__name__, f"V_{fl.enum.__name__}")
+            mask = "nil"
+            if fl.bits != n * 8:
+                mask = f"0x{((1 << fl.bits) - 1) << (n * 8 - at % 8 - fl.bits):0{2 * n}X}"
+            decl = (f'ProtoField.{kind}("{abbrev}", "{fl.lua or fl.name}", {base}, {vals}, '
+                    f"{mask})")
+            if key in fields and fields[key][1] != decl:
+                raise ValueError(f"{abbrev}: two fields of this name differ in shape")
+            fields[key] = (abbrev, decl)
+            shown.append(f"{{ f.{key}, {first}, {n} }}")
+        lines.append(f"H.{h.name} = {{ len = {h.size}, off = {{ {', '.join(at_byte)} }},")
+        lines.append(f"  show = {{ {', '.join(shown)} }} }}")
+    head = []
+    for enum_cls in (fl.enum for h in headers for fl in h.fields if fl.enum is not None):
+        name = enums.get(enum_cls.__name__)
+        if name is None or any(line.startswith(f"local {name} ") for line in head):
+            continue
+        items = ", ".join(f'[0x{e.value:02X}] = "{e.name}"' for e in enum_cls)
+        head.append(f"local {name} = {{ {items} }}")
+    decls = [f"f.{key} = {decl}" for key, (_, decl) in fields.items()]
+    # The dissector's H.* tables refer to f.*: declarations come first.
+    h_lines = lines[2:]
+    return LUA_BEGIN + "\n".join(head + lines[:2] + decls + h_lines) + "\n" + LUA_END
+
+
+def lua_file(current: str, block: str | None = None) -> str:
+    """`current` (mrc.lua) with its generated block replaced."""
+    start, end = current.index(LUA_BEGIN), current.index(LUA_END) + len(LUA_END)
+    return current[:start] + (block if block is not None else lua_block()) + current[end:]
+
+
+def outputs() -> dict[Path, str]:
+    return {C_HEADER: c_header(), LUA: lua_file(LUA.read_text())}
+
+
 def main(argv: list[str]) -> int:
-    text = c_header()
-    if "--check" in argv:
-        if not C_HEADER.exists() or C_HEADER.read_text() != text:
-            print(f"{C_HEADER} is stale: run `make generate`", file=sys.stderr)
-            return 1
-        return 0
-    C_HEADER.write_text(text)
-    print(f"wrote {C_HEADER}")
-    return 0
+    stale = []
+    for path, text in outputs().items():
+        if path.exists() and path.read_text() == text:
+            continue
+        if "--check" in argv:
+            stale.append(path)
+            continue
+        path.write_text(text)
+        print(f"wrote {path}")
+    for path in stale:
+        print(f"{path} is stale: run `make generate`", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

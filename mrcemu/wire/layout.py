@@ -32,12 +32,14 @@ class Field:
     signed: bool = False
     enum: type[enum.IntEnum] | None = None  # values shown by name (Scapy, dissectors)
     hex: bool = False  # shown in hex
+    lua: str | None = None  # the Wireshark filter name under the header's prefix, if not `name`
 
 
 @dataclass(frozen=True)
 class Layout:
     name: str
     fields: tuple[Field, ...]
+    lua: str = "mrc"  # the Wireshark filter prefix of its fields
 
     @property
     def bits(self) -> int:
@@ -56,8 +58,8 @@ class Layout:
         return out
 
 
-def _layout(name: str, *fields: Field) -> Layout:
-    lay = Layout(name, fields)
+def _layout(name: str, *fields: Field, lua: str = "mrc") -> Layout:
+    lay = Layout(name, fields, lua)
     if lay.bits % 8:
         raise ValueError(f"{name}: {lay.bits} bits is not a whole number of bytes")
     for f in fields:
@@ -70,8 +72,8 @@ F = Field
 
 BTH = _layout(
     "BTH",
-    F("opcode", 8, enum=Opcode), F("solicited", 1), F("migreq", 1), F("padcount", 2),
-    F("version", 4), F("pkey", 16, hex=True),
+    F("opcode", 8, enum=Opcode, hex=True), F("solicited", 1, lua="se"), F("migreq", 1),
+    F("padcount", 2), F("version", 4), F("pkey", 16, hex=True),
     F("fecn", 1), F("becn", 1), F("resv6", 6), F("dqpn", 24),
     # byte 8: A, R, rtx (a retransmission), ts (a TSETH follows METH)
     F("ackreq", 1), F("r", 1), F("rtx", 1), F("ts", 1), F("resv4", 4), F("psn", 24),
@@ -80,44 +82,46 @@ METH = _layout("METH", F("rqmsn", 16), F("msn", 16))
 TSETH = _layout("TSETH", F("timestamp", 32, hex=True))
 RETH = _layout("RETH", F("va", 64, hex=True), F("rkey", 32, hex=True), F("dmalen", 32))
 IMMDT = _layout("ImmDt", F("imm", 32, hex=True))
-AETH = _layout("AETH", F("syndrome", 8), F("msn", 24))
+AETH = _layout("AETH", F("syndrome", 8, hex=True), F("msn", 24), lua="mrc.aeth")
 SETH = _layout(
     "SETH",
     F("type", 4), F("nxt", 5), F("m", 2, enum=SackMark), F("pr", 1), F("rsv0", 4),
     F("ack_psn_offset", 16, signed=True), F("entropy", 32, hex=True),
     F("spdcid", 16), F("dpdcid", 16), F("rsv1", 8), F("cack_psn", 24),
     F("cc_type", 4), F("cc_fl", 4), F("mpr", 8), F("sack_offset", 16, signed=True),
-    F("sack_bitmap", 64, hex=True),
+    F("sack_bitmap", 64, hex=True, lua="bitmap"), lua="mrc.sack",
 )
 CC_STATE = _layout(
     "CC_STATE",
     F("tx_timestamp", 16), F("rsv", 1), F("ooo_count", 15),
-    F("r_c", 1), F("rcv_cwnd_pen", 7), F("rcvd_bytes", 24),
+    F("r_c", 1), F("rcv_cwnd_pen", 7), F("rcvd_bytes", 24), lua="mrc.cc",
 )
 NETH = _layout(
     "NETH",
-    F("type", 4), F("nxt", 5), F("rsv0", 7), F("nack_reason", 8, enum=NackReason),
-    F("vendor", 8), F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
-    F("rsv1", 8), F("nack_psn", 24), F("cc_type", 4), F("cc_fl", 4), F("rsv2", 8),
-    F("tx_timestamp", 16),
+    F("type", 4), F("nxt", 5), F("rsv0", 7), F("nack_reason", 8, enum=NackReason, hex=True,
+                                                 lua="reason"),
+    F("vendor", 8, hex=True), F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
+    F("rsv1", 8), F("nack_psn", 24, lua="psn"), F("cc_type", 4), F("cc_fl", 4), F("rsv2", 8),
+    F("tx_timestamp", 16), lua="mrc.nack",
 )
 PETH = _layout(
     "PETH",
-    F("type", 4), F("nxt", 5), F("rsv0", 7), F("probe_seq", 16), F("entropy", 32, hex=True),
-    F("spdcid", 16), F("dpdcid", 16), F("rsv1", 8), F("psn", 24),
+    F("type", 4), F("nxt", 5), F("rsv0", 7), F("probe_seq", 16, lua="seq"),
+    F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16), F("rsv1", 8), F("psn", 24),
+    lua="mrc.probe",
 )
 ERTH = _layout(
     "ERTH",
-    F("req_type", 8, enum=EndpointType), F("flags", 8), F("seq", 16),
+    F("req_type", 8, enum=EndpointType, lua="type"), F("flags", 8, hex=True), F("seq", 16),
     F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
-    F("port_status", 32, hex=True),
+    F("port_status", 32, hex=True), lua="mrc.ep",
 )
 EETH = _layout(
     "EETH",
-    F("resp_type", 8, enum=EndpointType), F("status", 8), F("seq", 16),
+    F("resp_type", 8, enum=EndpointType, lua="type"), F("status", 8, hex=True), F("seq", 16),
     F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
-    F("port_status", 32, hex=True), F("req_timestamp", 64, hex=True),
-    F("resp_timestamp", 64, hex=True), F("rsv", 32, hex=True),
+    F("port_status", 32, hex=True), F("req_timestamp", 64), F("resp_timestamp", 64),
+    F("rsv", 32, hex=True), lua="mrc.ep",
 )
 
 HEADERS: tuple[Layout, ...] = (BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH,

@@ -1,90 +1,119 @@
 -- Wireshark dissector for MRC (Multipath Reliable Connection) over RoCEv2, OCP-MRC-1.0.
--- Layouts mirror mrcemu/wire/codec.py. RoCE opcodes (< 0xC0) are handed to the
--- dissector that owned UDP port 4791 before us (Wireshark's InfiniBand).
+-- Layouts come from mrcemu/wire/layout.py (the generated block below; edit the table and
+-- run `make generate`). RoCE opcodes (< 0xC0) are handed to the dissector that owned UDP
+-- port 4791 before us (Wireshark's InfiniBand).
 -- Install: mrcemu wireshark install   or: wireshark -X lua_script:mrc.lua
 local mrc = Proto("mrc", "Multipath Reliable Connection")
 
-local OPCODES = {
-  [0x06] = "RC_WRITE_FIRST", [0x07] = "RC_WRITE_MIDDLE", [0x08] = "RC_WRITE_LAST",
-  [0x09] = "RC_WRITE_LAST_IMM", [0x0A] = "RC_WRITE_ONLY", [0x11] = "RC_ACK",
-  [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST",
-  [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM",
-  [0xD1] = "ACKNOWLEDGE", [0xD8] = "ENDPOINT_REQUEST", [0xD9] = "ENDPOINT_RESPONSE",
-  [0xDC] = "RELIABILITY_SACK", [0xDD] = "RELIABILITY_NACK", [0xDE] = "RELIABILITY_PROBE_REQ",
-}
-local NACK_REASONS = {
-  [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER",
-  [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT",
-}
-local SACK_M = { [0] = "NONE", [1] = "SKIP_ONCE", [2] = "ALWAYS_SKIP" }
-local EP_TYPES = { [1] = "EV_PROBE", [2] = "PORT_STATUS_UPDATE" }
+-- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit
+local V_Opcode = { [0x06] = "RC_WRITE_FIRST", [0x07] = "RC_WRITE_MIDDLE", [0x08] = "RC_WRITE_LAST", [0x09] = "RC_WRITE_LAST_IMM", [0x0A] = "RC_WRITE_ONLY", [0x11] = "RC_ACK", [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST", [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM", [0xD1] = "ACKNOWLEDGE", [0xD8] = "ENDPOINT_REQUEST", [0xD9] = "ENDPOINT_RESPONSE", [0xDC] = "RELIABILITY_SACK", [0xDD] = "RELIABILITY_NACK", [0xDE] = "RELIABILITY_PROBE_REQ" }
+local V_SackMark = { [0x00] = "NONE", [0x01] = "SKIP_ONCE", [0x02] = "ALWAYS_SKIP" }
+local V_NackReason = { [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER", [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT" }
+local V_EndpointType = { [0x01] = "EV_PROBE", [0x02] = "PORT_STATUS_UPDATE" }
+local f = {}
+local H = {}
+f.mrc_opcode = ProtoField.uint8("mrc.opcode", "opcode", base.HEX, V_Opcode, nil)
+f.mrc_se = ProtoField.uint8("mrc.se", "se", base.DEC, nil, 0x80)
+f.mrc_migreq = ProtoField.uint8("mrc.migreq", "migreq", base.DEC, nil, 0x40)
+f.mrc_padcount = ProtoField.uint8("mrc.padcount", "padcount", base.DEC, nil, 0x30)
+f.mrc_version = ProtoField.uint8("mrc.version", "version", base.DEC, nil, 0x0F)
+f.mrc_pkey = ProtoField.uint16("mrc.pkey", "pkey", base.HEX, nil, nil)
+f.mrc_fecn = ProtoField.uint8("mrc.fecn", "fecn", base.DEC, nil, 0x80)
+f.mrc_becn = ProtoField.uint8("mrc.becn", "becn", base.DEC, nil, 0x40)
+f.mrc_dqpn = ProtoField.uint24("mrc.dqpn", "dqpn", base.DEC, nil, nil)
+f.mrc_ackreq = ProtoField.uint8("mrc.ackreq", "ackreq", base.DEC, nil, 0x80)
+f.mrc_r = ProtoField.uint8("mrc.r", "r", base.DEC, nil, 0x40)
+f.mrc_rtx = ProtoField.uint8("mrc.rtx", "rtx", base.DEC, nil, 0x20)
+f.mrc_ts = ProtoField.uint8("mrc.ts", "ts", base.DEC, nil, 0x10)
+f.mrc_psn = ProtoField.uint24("mrc.psn", "psn", base.DEC, nil, nil)
+f.mrc_rqmsn = ProtoField.uint16("mrc.rqmsn", "rqmsn", base.DEC, nil, nil)
+f.mrc_msn = ProtoField.uint16("mrc.msn", "msn", base.DEC, nil, nil)
+f.mrc_timestamp = ProtoField.uint32("mrc.timestamp", "timestamp", base.HEX, nil, nil)
+f.mrc_va = ProtoField.uint64("mrc.va", "va", base.HEX, nil, nil)
+f.mrc_rkey = ProtoField.uint32("mrc.rkey", "rkey", base.HEX, nil, nil)
+f.mrc_dmalen = ProtoField.uint32("mrc.dmalen", "dmalen", base.DEC, nil, nil)
+f.mrc_imm = ProtoField.uint32("mrc.imm", "imm", base.HEX, nil, nil)
+f.mrc_aeth_syndrome = ProtoField.uint8("mrc.aeth.syndrome", "syndrome", base.HEX, nil, nil)
+f.mrc_aeth_msn = ProtoField.uint24("mrc.aeth.msn", "msn", base.DEC, nil, nil)
+f.mrc_sack_type = ProtoField.uint8("mrc.sack.type", "type", base.DEC, nil, 0xF0)
+f.mrc_sack_nxt = ProtoField.uint16("mrc.sack.nxt", "nxt", base.DEC, nil, 0x0F80)
+f.mrc_sack_m = ProtoField.uint8("mrc.sack.m", "m", base.DEC, V_SackMark, 0x60)
+f.mrc_sack_pr = ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x10)
+f.mrc_sack_ack_psn_offset = ProtoField.int16("mrc.sack.ack_psn_offset", "ack_psn_offset", base.DEC, nil, nil)
+f.mrc_sack_entropy = ProtoField.uint32("mrc.sack.entropy", "entropy", base.HEX, nil, nil)
+f.mrc_sack_spdcid = ProtoField.uint16("mrc.sack.spdcid", "spdcid", base.DEC, nil, nil)
+f.mrc_sack_dpdcid = ProtoField.uint16("mrc.sack.dpdcid", "dpdcid", base.DEC, nil, nil)
+f.mrc_sack_cack_psn = ProtoField.uint24("mrc.sack.cack_psn", "cack_psn", base.DEC, nil, nil)
+f.mrc_sack_cc_type = ProtoField.uint8("mrc.sack.cc_type", "cc_type", base.DEC, nil, 0xF0)
+f.mrc_sack_cc_fl = ProtoField.uint8("mrc.sack.cc_fl", "cc_fl", base.DEC, nil, 0x0F)
+f.mrc_sack_mpr = ProtoField.uint8("mrc.sack.mpr", "mpr", base.DEC, nil, nil)
+f.mrc_sack_sack_offset = ProtoField.int16("mrc.sack.sack_offset", "sack_offset", base.DEC, nil, nil)
+f.mrc_sack_bitmap = ProtoField.uint64("mrc.sack.bitmap", "bitmap", base.HEX, nil, nil)
+f.mrc_cc_tx_timestamp = ProtoField.uint16("mrc.cc.tx_timestamp", "tx_timestamp", base.DEC, nil, nil)
+f.mrc_cc_ooo_count = ProtoField.uint16("mrc.cc.ooo_count", "ooo_count", base.DEC, nil, 0x7FFF)
+f.mrc_cc_r_c = ProtoField.uint8("mrc.cc.r_c", "r_c", base.DEC, nil, 0x80)
+f.mrc_cc_rcv_cwnd_pen = ProtoField.uint8("mrc.cc.rcv_cwnd_pen", "rcv_cwnd_pen", base.DEC, nil, 0x7F)
+f.mrc_cc_rcvd_bytes = ProtoField.uint24("mrc.cc.rcvd_bytes", "rcvd_bytes", base.DEC, nil, nil)
+f.mrc_nack_type = ProtoField.uint8("mrc.nack.type", "type", base.DEC, nil, 0xF0)
+f.mrc_nack_nxt = ProtoField.uint16("mrc.nack.nxt", "nxt", base.DEC, nil, 0x0F80)
+f.mrc_nack_reason = ProtoField.uint8("mrc.nack.reason", "reason", base.HEX, V_NackReason, nil)
+f.mrc_nack_vendor = ProtoField.uint8("mrc.nack.vendor", "vendor", base.HEX, nil, nil)
+f.mrc_nack_entropy = ProtoField.uint32("mrc.nack.entropy", "entropy", base.HEX, nil, nil)
+f.mrc_nack_spdcid = ProtoField.uint16("mrc.nack.spdcid", "spdcid", base.DEC, nil, nil)
+f.mrc_nack_dpdcid = ProtoField.uint16("mrc.nack.dpdcid", "dpdcid", base.DEC, nil, nil)
+f.mrc_nack_psn = ProtoField.uint24("mrc.nack.psn", "psn", base.DEC, nil, nil)
+f.mrc_nack_cc_type = ProtoField.uint8("mrc.nack.cc_type", "cc_type", base.DEC, nil, 0xF0)
+f.mrc_nack_cc_fl = ProtoField.uint8("mrc.nack.cc_fl", "cc_fl", base.DEC, nil, 0x0F)
+f.mrc_nack_tx_timestamp = ProtoField.uint16("mrc.nack.tx_timestamp", "tx_timestamp", base.DEC, nil, nil)
+f.mrc_probe_type = ProtoField.uint8("mrc.probe.type", "type", base.DEC, nil, 0xF0)
+f.mrc_probe_nxt = ProtoField.uint16("mrc.probe.nxt", "nxt", base.DEC, nil, 0x0F80)
+f.mrc_probe_seq = ProtoField.uint16("mrc.probe.seq", "seq", base.DEC, nil, nil)
+f.mrc_probe_entropy = ProtoField.uint32("mrc.probe.entropy", "entropy", base.HEX, nil, nil)
+f.mrc_probe_spdcid = ProtoField.uint16("mrc.probe.spdcid", "spdcid", base.DEC, nil, nil)
+f.mrc_probe_dpdcid = ProtoField.uint16("mrc.probe.dpdcid", "dpdcid", base.DEC, nil, nil)
+f.mrc_probe_psn = ProtoField.uint24("mrc.probe.psn", "psn", base.DEC, nil, nil)
+f.mrc_ep_type = ProtoField.uint8("mrc.ep.type", "type", base.DEC, V_EndpointType, nil)
+f.mrc_ep_flags = ProtoField.uint8("mrc.ep.flags", "flags", base.HEX, nil, nil)
+f.mrc_ep_seq = ProtoField.uint16("mrc.ep.seq", "seq", base.DEC, nil, nil)
+f.mrc_ep_entropy = ProtoField.uint32("mrc.ep.entropy", "entropy", base.HEX, nil, nil)
+f.mrc_ep_spdcid = ProtoField.uint16("mrc.ep.spdcid", "spdcid", base.DEC, nil, nil)
+f.mrc_ep_dpdcid = ProtoField.uint16("mrc.ep.dpdcid", "dpdcid", base.DEC, nil, nil)
+f.mrc_ep_port_status = ProtoField.uint32("mrc.ep.port_status", "port_status", base.HEX, nil, nil)
+f.mrc_ep_status = ProtoField.uint8("mrc.ep.status", "status", base.HEX, nil, nil)
+f.mrc_ep_req_timestamp = ProtoField.uint64("mrc.ep.req_timestamp", "req_timestamp", base.DEC, nil, nil)
+f.mrc_ep_resp_timestamp = ProtoField.uint64("mrc.ep.resp_timestamp", "resp_timestamp", base.DEC, nil, nil)
+H.BTH = { len = 12, off = { opcode = 0, solicited = 1, migreq = 1, padcount = 1, version = 1, pkey = 2, fecn = 4, becn = 4, resv6 = 4, dqpn = 5, ackreq = 8, r = 8, rtx = 8, ts = 8, resv4 = 8, psn = 9 },
+  show = { { f.mrc_opcode, 0, 1 }, { f.mrc_se, 1, 1 }, { f.mrc_migreq, 1, 1 }, { f.mrc_padcount, 1, 1 }, { f.mrc_version, 1, 1 }, { f.mrc_pkey, 2, 2 }, { f.mrc_fecn, 4, 1 }, { f.mrc_becn, 4, 1 }, { f.mrc_dqpn, 5, 3 }, { f.mrc_ackreq, 8, 1 }, { f.mrc_r, 8, 1 }, { f.mrc_rtx, 8, 1 }, { f.mrc_ts, 8, 1 }, { f.mrc_psn, 9, 3 } } }
+H.METH = { len = 4, off = { rqmsn = 0, msn = 2 },
+  show = { { f.mrc_rqmsn, 0, 2 }, { f.mrc_msn, 2, 2 } } }
+H.TSETH = { len = 4, off = { timestamp = 0 },
+  show = { { f.mrc_timestamp, 0, 4 } } }
+H.RETH = { len = 16, off = { va = 0, rkey = 8, dmalen = 12 },
+  show = { { f.mrc_va, 0, 8 }, { f.mrc_rkey, 8, 4 }, { f.mrc_dmalen, 12, 4 } } }
+H.ImmDt = { len = 4, off = { imm = 0 },
+  show = { { f.mrc_imm, 0, 4 } } }
+H.AETH = { len = 4, off = { syndrome = 0, msn = 1 },
+  show = { { f.mrc_aeth_syndrome, 0, 1 }, { f.mrc_aeth_msn, 1, 3 } } }
+H.SETH = { len = 28, off = { type = 0, nxt = 0, m = 1, pr = 1, rsv0 = 1, ack_psn_offset = 2, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, cack_psn = 13, cc_type = 16, cc_fl = 16, mpr = 17, sack_offset = 18, sack_bitmap = 20 },
+  show = { { f.mrc_sack_type, 0, 1 }, { f.mrc_sack_nxt, 0, 2 }, { f.mrc_sack_m, 1, 1 }, { f.mrc_sack_pr, 1, 1 }, { f.mrc_sack_ack_psn_offset, 2, 2 }, { f.mrc_sack_entropy, 4, 4 }, { f.mrc_sack_spdcid, 8, 2 }, { f.mrc_sack_dpdcid, 10, 2 }, { f.mrc_sack_cack_psn, 13, 3 }, { f.mrc_sack_cc_type, 16, 1 }, { f.mrc_sack_cc_fl, 16, 1 }, { f.mrc_sack_mpr, 17, 1 }, { f.mrc_sack_sack_offset, 18, 2 }, { f.mrc_sack_bitmap, 20, 8 } } }
+H.CC_STATE = { len = 8, off = { tx_timestamp = 0, rsv = 2, ooo_count = 2, r_c = 4, rcv_cwnd_pen = 4, rcvd_bytes = 5 },
+  show = { { f.mrc_cc_tx_timestamp, 0, 2 }, { f.mrc_cc_ooo_count, 2, 2 }, { f.mrc_cc_r_c, 4, 1 }, { f.mrc_cc_rcv_cwnd_pen, 4, 1 }, { f.mrc_cc_rcvd_bytes, 5, 3 } } }
+H.NETH = { len = 20, off = { type = 0, nxt = 0, rsv0 = 1, nack_reason = 2, vendor = 3, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, nack_psn = 13, cc_type = 16, cc_fl = 16, rsv2 = 17, tx_timestamp = 18 },
+  show = { { f.mrc_nack_type, 0, 1 }, { f.mrc_nack_nxt, 0, 2 }, { f.mrc_nack_reason, 2, 1 }, { f.mrc_nack_vendor, 3, 1 }, { f.mrc_nack_entropy, 4, 4 }, { f.mrc_nack_spdcid, 8, 2 }, { f.mrc_nack_dpdcid, 10, 2 }, { f.mrc_nack_psn, 13, 3 }, { f.mrc_nack_cc_type, 16, 1 }, { f.mrc_nack_cc_fl, 16, 1 }, { f.mrc_nack_tx_timestamp, 18, 2 } } }
+H.PETH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, probe_seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, psn = 13 },
+  show = { { f.mrc_probe_type, 0, 1 }, { f.mrc_probe_nxt, 0, 2 }, { f.mrc_probe_seq, 2, 2 }, { f.mrc_probe_entropy, 4, 4 }, { f.mrc_probe_spdcid, 8, 2 }, { f.mrc_probe_dpdcid, 10, 2 }, { f.mrc_probe_psn, 13, 3 } } }
+H.ERTH = { len = 16, off = { req_type = 0, flags = 1, seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, port_status = 12 },
+  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_flags, 1, 1 }, { f.mrc_ep_seq, 2, 2 }, { f.mrc_ep_entropy, 4, 4 }, { f.mrc_ep_spdcid, 8, 2 }, { f.mrc_ep_dpdcid, 10, 2 }, { f.mrc_ep_port_status, 12, 4 } } }
+H.EETH = { len = 36, off = { resp_type = 0, status = 1, seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, port_status = 12, req_timestamp = 16, resp_timestamp = 24, rsv = 32 },
+  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_status, 1, 1 }, { f.mrc_ep_seq, 2, 2 }, { f.mrc_ep_entropy, 4, 4 }, { f.mrc_ep_spdcid, 8, 2 }, { f.mrc_ep_dpdcid, 10, 2 }, { f.mrc_ep_port_status, 12, 4 }, { f.mrc_ep_req_timestamp, 16, 8 }, { f.mrc_ep_resp_timestamp, 24, 8 } } }
+-- END GENERATED
+local OPCODES, NACK_REASONS, SACK_M = V_Opcode, V_NackReason, V_SackMark
 
-local f = {
-  opcode = ProtoField.uint8("mrc.opcode", "Opcode", base.HEX, OPCODES),
-  se = ProtoField.uint8("mrc.se", "Solicited event", base.DEC, nil, 0x80),
-  pkey = ProtoField.uint16("mrc.pkey", "P_Key", base.HEX),
-  dqpn = ProtoField.uint24("mrc.dqpn", "Destination QP", base.DEC),
-  ackreq = ProtoField.uint8("mrc.ackreq", "AckReq", base.DEC, nil, 0x80),
-  r = ProtoField.uint8("mrc.r", "r", base.DEC, nil, 0x40),
-  rtx = ProtoField.uint8("mrc.rtx", "Retransmission", base.DEC, nil, 0x20),
-  ts = ProtoField.uint8("mrc.ts", "TSETH present", base.DEC, nil, 0x10),
-  psn = ProtoField.uint24("mrc.psn", "PSN", base.DEC),
-  ev = ProtoField.uint32("mrc.ev", "Entropy value (UDP sport << 16 | flow label)", base.HEX),
-  trimmed = ProtoField.bool("mrc.trimmed", "Trimmed"),
-  rqmsn = ProtoField.uint16("mrc.rqmsn", "RQMSN", base.DEC),
-  msn = ProtoField.uint16("mrc.msn", "MSN", base.DEC),
-  timestamp = ProtoField.uint32("mrc.timestamp", "TSETH timestamp", base.HEX),
-  va = ProtoField.uint64("mrc.va", "Virtual address", base.HEX),
-  rkey = ProtoField.uint32("mrc.rkey", "R_Key", base.HEX),
-  dmalen = ProtoField.uint32("mrc.dmalen", "DMA length", base.DEC),
-  imm = ProtoField.uint32("mrc.imm", "Immediate data", base.HEX),
-  payload_len = ProtoField.uint32("mrc.payload_len", "Payload length", base.DEC),
-  icrc = ProtoField.uint32("mrc.icrc", "ICRC", base.HEX),
-  aeth_syndrome = ProtoField.uint8("mrc.aeth.syndrome", "Syndrome", base.HEX),
-  aeth_msn = ProtoField.uint24("mrc.aeth.msn", "MSN", base.DEC),
-  sack_type = ProtoField.uint16("mrc.sack.type", "Type", base.DEC, nil, 0xF000),
-  sack_nxt = ProtoField.uint16("mrc.sack.nxt", "Next", base.DEC, nil, 0x0F80),
-  sack_m = ProtoField.uint16("mrc.sack.m", "m", base.DEC, SACK_M, 0x0060),
-  sack_pr = ProtoField.uint16("mrc.sack.pr", "pr", base.DEC, nil, 0x0010),
-  sack_ack_psn_offset = ProtoField.int16("mrc.sack.ack_psn_offset", "ACK PSN offset", base.DEC),
-  sack_entropy = ProtoField.uint32("mrc.sack.entropy", "Reflected EV", base.HEX),
-  sack_spdcid = ProtoField.uint16("mrc.sack.spdcid", "Source PDC", base.DEC),
-  sack_dpdcid = ProtoField.uint16("mrc.sack.dpdcid", "Destination PDC", base.DEC),
-  sack_cack_psn = ProtoField.uint24("mrc.sack.cack_psn", "Cumulative ACK PSN", base.DEC),
-  sack_cc_type = ProtoField.uint8("mrc.sack.cc_type", "CC type", base.DEC, nil, 0xF0),
-  sack_cc_fl = ProtoField.uint8("mrc.sack.cc_fl", "CC flags", base.DEC, nil, 0x0F),
-  sack_mpr = ProtoField.uint8("mrc.sack.mpr", "MPR", base.DEC),
-  sack_offset = ProtoField.int16("mrc.sack.sack_offset", "SACK offset", base.DEC),
-  sack_bitmap = ProtoField.uint64("mrc.sack.bitmap", "SACK bitmap", base.HEX),
-  cc_tx_timestamp = ProtoField.uint16("mrc.cc.tx_timestamp", "TX timestamp", base.DEC),
-  cc_ooo_count = ProtoField.uint16("mrc.cc.ooo_count", "Out-of-order count", base.DEC, nil, 0x7FFF),
-  cc_r_c = ProtoField.uint8("mrc.cc.r_c", "r_c", base.DEC, nil, 0x80),
-  cc_rcv_cwnd_pen = ProtoField.uint8("mrc.cc.rcv_cwnd_pen", "Receiver cwnd penalty", base.DEC, nil, 0x7F),
-  cc_rcvd_bytes = ProtoField.uint24("mrc.cc.rcvd_bytes", "Received bytes", base.DEC),
-  nack_type = ProtoField.uint16("mrc.nack.type", "Type", base.DEC, nil, 0xF000),
-  nack_reason = ProtoField.uint8("mrc.nack.reason", "NACK reason", base.HEX, NACK_REASONS),
-  nack_vendor = ProtoField.uint8("mrc.nack.vendor", "Vendor", base.HEX),
-  nack_entropy = ProtoField.uint32("mrc.nack.entropy", "Reflected EV", base.HEX),
-  nack_spdcid = ProtoField.uint16("mrc.nack.spdcid", "Source PDC", base.DEC),
-  nack_dpdcid = ProtoField.uint16("mrc.nack.dpdcid", "Destination PDC", base.DEC),
-  nack_psn = ProtoField.uint24("mrc.nack.psn", "NACK PSN", base.DEC),
-  nack_cc_type = ProtoField.uint8("mrc.nack.cc_type", "CC type", base.DEC, nil, 0xF0),
-  nack_tx_timestamp = ProtoField.uint16("mrc.nack.tx_timestamp", "TX timestamp", base.DEC),
-  probe_seq = ProtoField.uint16("mrc.probe.seq", "Probe sequence", base.DEC),
-  probe_entropy = ProtoField.uint32("mrc.probe.entropy", "Probed EV", base.HEX),
-  probe_spdcid = ProtoField.uint16("mrc.probe.spdcid", "Source PDC", base.DEC),
-  probe_dpdcid = ProtoField.uint16("mrc.probe.dpdcid", "Destination PDC", base.DEC),
-  probe_psn = ProtoField.uint24("mrc.probe.psn", "PSN", base.DEC),
-  ep_type = ProtoField.uint8("mrc.ep.type", "Endpoint request/response type", base.DEC, EP_TYPES),
-  ep_flags = ProtoField.uint8("mrc.ep.flags", "Flags / status", base.HEX),
-  ep_seq = ProtoField.uint16("mrc.ep.seq", "Sequence", base.DEC),
-  ep_entropy = ProtoField.uint32("mrc.ep.entropy", "EV", base.HEX),
-  ep_spdcid = ProtoField.uint16("mrc.ep.spdcid", "Source PDC", base.DEC),
-  ep_dpdcid = ProtoField.uint16("mrc.ep.dpdcid", "Destination PDC", base.DEC),
-  ep_port_status = ProtoField.uint32("mrc.ep.port_status", "Port status (bit p = plane p up)", base.HEX),
-  ep_req_timestamp = ProtoField.uint64("mrc.ep.req_timestamp", "Request timestamp", base.DEC),
-  ep_resp_timestamp = ProtoField.uint64("mrc.ep.resp_timestamp", "Response timestamp", base.DEC),
-}
+-- Fields no header holds: derived from the packet around MRC.
+f.ev = ProtoField.uint32("mrc.ev", "Entropy value (UDP sport << 16 | flow label)", base.HEX)
+f.trimmed = ProtoField.bool("mrc.trimmed", "Trimmed")
+f.payload_len = ProtoField.uint32("mrc.payload_len", "Payload length", base.DEC)
+f.icrc = ProtoField.uint32("mrc.icrc", "ICRC", base.HEX)
 local list = {}
 for _, v in pairs(f) do list[#list + 1] = v end
 mrc.fields = list
@@ -102,9 +131,16 @@ local ipv6_dscp = Field.new("ipv6.tclass.dscp")
 local udp_table = DissectorTable.get("udp.port")
 local roce = udp_table:get_dissector(4791)
 
-local function add(tree, field, tvb, off, len)
-  tree:add(field, tvb(off, len))
-  return off + len
+-- Headers after BTH, per control opcode (data opcodes depend on BTH.ts and the opcode).
+local CONTROL = {
+  [0xD1] = { H.AETH }, [0x11] = { H.AETH }, [0xD8] = { H.ERTH }, [0xD9] = { H.EETH },
+  [0xDC] = { H.SETH, H.CC_STATE }, [0xDD] = { H.NETH }, [0xDE] = { H.PETH },
+}
+
+-- Every shown field of header `h` at `off`; returns the offset after it.
+local function add_header(tree, h, tvb, off)
+  for _, e in ipairs(h.show) do tree:add(e[1], tvb(off + e[2], e[3])) end
+  return off + h.len
 end
 
 function mrc.dissector(tvb, pinfo, tree)
@@ -115,41 +151,41 @@ function mrc.dissector(tvb, pinfo, tree)
   end
   pinfo.cols.protocol = "MRC"
   local t = tree:add(mrc, tvb(), "MRC " .. (OPCODES[op] or string.format("0x%02x", op)))
-  local bth = t:add(mrc, tvb(0, 12), "BTH")
-  bth:set_text("Base Transport Header")
-  add(bth, f.opcode, tvb, 0, 1)
-  add(bth, f.se, tvb, 1, 1)
-  add(bth, f.pkey, tvb, 2, 2)
-  add(bth, f.dqpn, tvb, 5, 3)
-  bth:add(f.ackreq, tvb(8, 1)); bth:add(f.r, tvb(8, 1)); bth:add(f.rtx, tvb(8, 1))
-  bth:add(f.ts, tvb(8, 1))
-  add(bth, f.psn, tvb, 9, 3)
-  local psn = tvb(9, 3):uint()
+  local bth = t:add(mrc, tvb(0, H.BTH.len), "Base Transport Header")
+  add_header(bth, H.BTH, tvb, 0)
+  local psn = tvb(H.BTH.off.psn, 3):uint()
   local sport, flow = udp_srcport(), ipv6_flow()
   if sport ~= nil and flow ~= nil then
     t:add(f.ev, bit.bor(bit.lshift(sport.value, 16), bit.band(flow.value, 0xFFFF))):set_generated()
   end
+  local is_data = op >= 0xC6 and op <= 0xCB
   local dscp = ipv6_dscp()
-  local trimmed = dscp ~= nil and (dscp.value == 12 or dscp.value == 16) and op >= 0xC6 and op <= 0xCB
-  local has_ts = bit.band(tvb(8, 1):uint(), 0x10) ~= 0
-  local off = 12
-  local need = { [0xD1] = 4, [0xD8] = 16, [0xD9] = 36, [0xDC] = 36, [0xDD] = 20, [0xDE] = 16 }
-  local n = need[op]
-  if n == nil and op >= 0xC6 and op <= 0xCB then
-    n = 4 + 16 + (has_ts and 4 or 0) + ((op == 0xC9 or op == 0xCB) and 4 or 0)
+  local trimmed = dscp ~= nil and (dscp.value == 12 or dscp.value == 16) and is_data
+  local has_ts = bit.band(tvb(H.BTH.off.ts, 1):uint(), 0x10) ~= 0
+  local chain = CONTROL[op]
+  if is_data then
+    chain = { H.METH }
+    if has_ts then chain[#chain + 1] = H.TSETH end
+    chain[#chain + 1] = H.RETH
+    if op == 0xC9 or op == 0xCB then chain[#chain + 1] = H.ImmDt end
   end
-  if n == nil or tvb:len() < 12 + n then
+  local n = 0
+  for _, h in ipairs(chain or {}) do n = n + h.len end
+  if chain == nil or tvb:len() < H.BTH.len + n then
     t:add_proto_expert_info(e_short)
     return tvb:len()
   end
+  local off = H.BTH.len
+  local at = {}
+  for _, h in ipairs(chain) do
+    at[h] = off
+    local sub = t
+    if h == H.CC_STATE then sub = t:add(mrc, tvb(off, h.len), "CC_STATE") end
+    off = add_header(sub, h, tvb, off)
+  end
   local info = ""
-  if op >= 0xC6 and op <= 0xCB then
-    off = add(t, f.rqmsn, tvb, off, 2); off = add(t, f.msn, tvb, off, 2)
-    if has_ts then off = add(t, f.timestamp, tvb, off, 4) end
-    local va = tvb(off, 8):uint64()
-    off = add(t, f.va, tvb, off, 8); off = add(t, f.rkey, tvb, off, 4)
-    off = add(t, f.dmalen, tvb, off, 4)
-    if op == 0xC9 or op == 0xCB then off = add(t, f.imm, tvb, off, 4) end
+  if is_data then
+    local va = tvb(at[H.RETH] + H.RETH.off.va, 8):uint64()
     local tail = trimmed and 0 or 4
     local plen = tvb:len() - off - tail
     if plen < 0 then plen = 0 end
@@ -160,46 +196,14 @@ function mrc.dissector(tvb, pinfo, tree)
       t:add_proto_expert_info(e_trimmed)
       info = info .. " [TRIMMED]"
     end
-  elseif op == 0xD1 then
-    off = add(t, f.aeth_syndrome, tvb, off, 1); off = add(t, f.aeth_msn, tvb, off, 3)
   elseif op == 0xDC then
-    for _, fl in ipairs({ f.sack_type, f.sack_nxt, f.sack_m, f.sack_pr }) do t:add(fl, tvb(off, 2)) end
-    off = off + 2
-    off = add(t, f.sack_ack_psn_offset, tvb, off, 2); off = add(t, f.sack_entropy, tvb, off, 4)
-    off = add(t, f.sack_spdcid, tvb, off, 2); off = add(t, f.sack_dpdcid, tvb, off, 2)
-    off = add(t, f.sack_cack_psn, tvb, off + 1, 3)
-    t:add(f.sack_cc_type, tvb(off, 1)); t:add(f.sack_cc_fl, tvb(off, 1)); off = off + 1
-    off = add(t, f.sack_mpr, tvb, off, 1); off = add(t, f.sack_offset, tvb, off, 2)
-    off = add(t, f.sack_bitmap, tvb, off, 8)
-    local cc = t:add(mrc, tvb(off, 8), "CC_STATE")
-    off = add(cc, f.cc_tx_timestamp, tvb, off, 2)
-    off = add(cc, f.cc_ooo_count, tvb, off, 2)
-    cc:add(f.cc_r_c, tvb(off, 1)); cc:add(f.cc_rcv_cwnd_pen, tvb(off, 1)); off = off + 1
-    off = add(cc, f.cc_rcvd_bytes, tvb, off, 3)
-    info = string.format("cack_psn=%d m=%s", tvb(25, 3):uint(),
-      SACK_M[bit.rshift(bit.band(tvb(12, 2):uint(), 0x60), 5)] or "?")
+    local s = at[H.SETH]
+    info = string.format("cack_psn=%d m=%s", tvb(s + H.SETH.off.cack_psn, 3):uint(),
+      SACK_M[bit.rshift(bit.band(tvb(s + H.SETH.off.m, 1):uint(), 0x60), 5)] or "?")
   elseif op == 0xDD then
-    t:add(f.nack_type, tvb(off, 2)); off = off + 2
-    local reason = tvb(off, 1):uint()
-    off = add(t, f.nack_reason, tvb, off, 1); off = add(t, f.nack_vendor, tvb, off, 1)
-    off = add(t, f.nack_entropy, tvb, off, 4); off = add(t, f.nack_spdcid, tvb, off, 2)
-    off = add(t, f.nack_dpdcid, tvb, off, 2); off = add(t, f.nack_psn, tvb, off + 1, 3)
-    t:add(f.nack_cc_type, tvb(off, 1)); off = off + 2
-    off = add(t, f.nack_tx_timestamp, tvb, off, 2)
-    info = string.format("NACK %s psn=%d", NACK_REASONS[reason] or "?", tvb(25, 3):uint())
-  elseif op == 0xDE then
-    off = add(t, f.probe_seq, tvb, off + 2, 2); off = add(t, f.probe_entropy, tvb, off, 4)
-    off = add(t, f.probe_spdcid, tvb, off, 2); off = add(t, f.probe_dpdcid, tvb, off, 2)
-    off = add(t, f.probe_psn, tvb, off + 1, 3)
-  elseif op == 0xD8 or op == 0xD9 then
-    off = add(t, f.ep_type, tvb, off, 1); off = add(t, f.ep_flags, tvb, off, 1)
-    off = add(t, f.ep_seq, tvb, off, 2); off = add(t, f.ep_entropy, tvb, off, 4)
-    off = add(t, f.ep_spdcid, tvb, off, 2); off = add(t, f.ep_dpdcid, tvb, off, 2)
-    off = add(t, f.ep_port_status, tvb, off, 4)
-    if op == 0xD9 then
-      off = add(t, f.ep_req_timestamp, tvb, off, 8); off = add(t, f.ep_resp_timestamp, tvb, off, 8)
-      off = off + 4
-    end
+    local s = at[H.NETH]
+    info = string.format("NACK %s psn=%d", NACK_REASONS[tvb(s + H.NETH.off.nack_reason, 1):uint()]
+      or "?", tvb(s + H.NETH.off.nack_psn, 3):uint())
   end
   if not trimmed and tvb:len() >= off + 4 then
     t:add_le(f.icrc, tvb(tvb:len() - 4, 4))

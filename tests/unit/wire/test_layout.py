@@ -49,8 +49,10 @@ def test_each_scapy_layer_has_the_tables_fields(lay):
     assert len(SCAPY[lay.name]()) == lay.size + (4 if lay.name == "BTH" else 0)
 
 
-def test_the_committed_c_header_is_what_the_table_generates():
-    assert generate.C_HEADER.read_text() == generate.c_header(), "run `make generate`"
+def test_the_committed_generated_files_are_what_the_table_generates():
+    for path, text in generate.outputs().items():
+        assert path.read_text() == text, f"{path} is stale: run `make generate`"
+    assert generate.main(["--check"]) == 0
 
 
 def test_the_c_header_compiles_and_agrees_with_the_codec(tmp_path):
@@ -73,10 +75,14 @@ def test_one_edit_to_the_table_changes_codec_scapy_and_c_together():
     fields = tuple(dataclasses.replace(f, bits=2) if f.name == "pr" else
                    dataclasses.replace(f, bits=3) if f.name == "rsv0" else f
                    for f in layout.SETH.fields)
-    wide = layout.Layout("SETH", fields)
+    wide = dataclasses.replace(layout.SETH, fields=fields)
     assert wide.size == layout.SETH.size
     assert codec.Header(wide).pack({"pr": 2}) != codec.SETH.pack({"pr": 2})
     assert ("pr", 2) in [(f.name, f.size) for f in layers.from_layout(wide)
                          if f.name in ("pr",)]
-    c = generate.c_header(tuple(wide if h.name == "SETH" else h for h in layout.HEADERS))
+    table = tuple(wide if h.name == "SETH" else h for h in layout.HEADERS)
+    c = generate.c_header(table)
     assert "#define MRC_SETH_PR_BITS 2" in c and "#define MRC_SETH_PR_BITS 1" not in c
+    lua = generate.lua_block(table)
+    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x18)' in lua
+    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x10)' in generate.lua_block()
