@@ -14,7 +14,7 @@ from mrcemu.nic import transfer
 from mrcemu.nic.control import log_path, request
 from mrcemu.topology import load
 from mrcemu.topology.paths import ev_fields
-from tests.integration.conftest import mrcemu
+from tests.integration.conftest import mrcemu, wait_for
 
 
 def send(*args: str) -> dict:
@@ -57,7 +57,19 @@ def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(1.0)
+    # The link dies while the write is in flight: some of it delivered, most still to go
+    # (waited for, not slept for: how long the CLI takes to post depends on the CPU).
+    flight: dict = {}
+
+    def in_flight() -> bool:
+        r = request("h0", "stats", peer=7, transport="mrc", missing_ok=True)
+        big = [m for m in r.get("unfinished") or [] if m and m["size"] == 64 << 20]
+        if big and 0 < big[0]["acked_pkts"] < big[0]["npkts"] // 2:
+            flight.update(big[0])
+        return bool(flight)
+
+    wait_for(in_flight, 60)
+    assert flight, "the 64 MiB write was never seen in flight"
     t_down = time.monotonic()
     r = mrcemu("exec", "p2l0", "--", "ip", "link", "set", "p2l0-s1", "down")
     assert r.returncode == 0, r.stderr
@@ -68,7 +80,11 @@ def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_
     res = out["res"]
     assert res["integrity_ok"]
     dead = {ev: s for ev, s in res["ev_states"].items() if ev_fields(int(ev, 16)) == (2, 1)}
-    assert any(s == "ASSUMED_BAD" for s in dead.values()), dead
+    why = {"dead": dead, "down_after_post_s": t_down - flight["posted_at"],
+           "acked_at_down": f"{flight['acked_pkts']}/{flight['npkts']}",
+           "p2s1_packets": res["packets_per_path"].get("p2s1"),
+           "retransmits": res["retransmits"], "rtos": res["rtos"]}
+    assert any(s == "ASSUMED_BAD" for s in dead.values()), why
     assert all(s in ("ASSUMED_BAD", "GOOD") for s in dead.values())
     # ev_changes holds only what happened during this transfer: the dead path's EVs
     # were judged bad after the link went down. (Whether a healthy path was also blamed
