@@ -77,7 +77,7 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
     shape share a ProtoField."""
     enums: dict[str, str] = {}
     fields: dict[str, tuple[str, str]] = {}  # key -> (abbrev, declaration)
-    lines = ["local f = {}", "local H = {}"]
+    h_lines: list[str] = []  # the H.* tables, written after the f.* declarations they name
     for h in headers:
         offs, shown, at_byte = h.offsets(), [], []
         for fl in h.fields:
@@ -105,8 +105,8 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
                 raise ValueError(f"{abbrev}: two fields of this name differ in shape")
             fields[key] = (abbrev, decl)
             shown.append(f"{{ f.{key}, {first}, {n} }}")
-        lines.append(f"H.{h.name} = {{ len = {h.size}, off = {{ {', '.join(at_byte)} }},")
-        lines.append(f"  show = {{ {', '.join(shown)} }} }}")
+        h_lines.append(f"H.{h.name} = {{ len = {h.size}, off = {{ {', '.join(at_byte)} }},")
+        h_lines.append(f"  show = {{ {', '.join(shown)} }} }}")
     head = []
     for enum_cls in (fl.enum for h in headers for fl in h.fields if fl.enum is not None):
         name = enums.get(enum_cls.__name__)
@@ -115,9 +115,8 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
         items = ", ".join(f'[0x{e.value:02X}] = "{e.name}"' for e in enum_cls)
         head.append(f"local {name} = {{ {items} }}")
     decls = [f"f.{key} = {decl}" for key, (_, decl) in fields.items()]
-    # The dissector's H.* tables refer to f.*: declarations come first.
-    h_lines = lines[2:]
-    return LUA_BEGIN + "\n".join(head + lines[:2] + decls + h_lines) + "\n" + LUA_END
+    tables = ["local f = {}", "local H = {}"]
+    return LUA_BEGIN + "\n".join(head + tables + decls + h_lines) + "\n" + LUA_END
 
 
 def lua_file(current: str, block: str | None = None) -> str:

@@ -15,11 +15,7 @@ from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers, split_layers
 
 from mrcemu.wire import icrc, layout
-from mrcemu.wire.constants import (
-    ROCE_UDP_PORT,
-    WITH_IMM,
-    Opcode,
-)
+from mrcemu.wire.constants import ROCE_UDP_PORT, Opcode
 
 OPCODE_NAMES = {op.value: op.name for op in Opcode}
 
@@ -34,8 +30,9 @@ _PLAIN = {8: (sf.ByteField, sf.XByteField, sf.SignedByteField),
 def from_layout(lay: layout.Layout, **defaults: int) -> list[sf.Field]:
     """Scapy fields for a header of the layout table, in wire order."""
     out: list[sf.Field] = []
+    offsets = lay.offsets()
     for f in lay.fields:
-        at, d = lay.offsets()[f.name], defaults.get(f.name, 0)
+        at, d = offsets[f.name], defaults.get(f.name, 0)
         names = {e.value: e.name for e in f.enum} if f.enum else None
         if names is not None and at % 8 == 0 and f.bits == 8:
             out.append(sf.ByteEnumField(f.name, d, names))
@@ -66,17 +63,7 @@ class BTH(roce.BTH):
         return icrc.compute(bytes(shell))
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        op = self.opcode
-        if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY):
-            return RETH
-        if op == Opcode.RC_WRITE_LAST_IMM:
-            return ImmDt
-        if Opcode.WRITE_FIRST <= op <= Opcode.WRITE_ONLY_IMM:
-            return METH
-        return {Opcode.RC_ACK: AETH, Opcode.ACKNOWLEDGE: AETH,
-                Opcode.RELIABILITY_SACK: SETH, Opcode.RELIABILITY_NACK: NETH,
-                Opcode.RELIABILITY_PROBE_REQ: PETH, Opcode.ENDPOINT_REQUEST: ERTH,
-                Opcode.ENDPOINT_RESPONSE: EETH}.get(op, Raw)
+        return _next_layer(self, None)
 
 
 def _bth_of(pkt: Packet) -> BTH | None:
@@ -85,100 +72,103 @@ def _bth_of(pkt: Packet) -> BTH | None:
     return pkt
 
 
-class METH(Packet):
-    name = "METH"
-    fields_desc = from_layout(layout.METH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        bth = _bth_of(self)
-        return TSETH if bth is not None and bth.ts else RETH
-
-
-class TSETH(Packet):
-    name = "TSETH"
-    fields_desc = from_layout(layout.TSETH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return RETH
-
-
-class RETH(Packet):
-    name = "RETH"
-    fields_desc = from_layout(layout.RETH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        bth = _bth_of(self)
-        return ImmDt if bth is not None and bth.opcode in WITH_IMM else Raw
-
-
-class ImmDt(Packet):
-    name = "ImmDt"
-    fields_desc = from_layout(layout.IMMDT)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+def _next_layer(pkt: Packet, after: layout.Layout | None) -> type[Packet]:
+    """The layer after `pkt` (BTH when `after` is None): the next header of its opcode's
+    chain in the layout table, so Scapy dissects exactly what the codec parses."""
+    bth = _bth_of(pkt)
+    if bth is None:
         return Raw
-
-
-class AETH(Packet):
-    name = "AETH"
-    fields_desc = from_layout(layout.AETH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+    try:
+        chain = layout.headers_for(bth.opcode, bool(bth.ts))
+    except KeyError:
         return Raw
+    i = 0 if after is None else chain.index(after) + 1 if after in chain else len(chain)
+    return _LAYER[chain[i].name] if i < len(chain) else Raw
 
 
-class SETH(Packet):
-    name = "SETH"
-    fields_desc = from_layout(layout.SETH)
+class _Chained(Packet):
+    """A header after BTH, its fields and its successor both from the layout table."""
 
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return CCState
-
-
-class CCState(Packet):
-    name = "CC_STATE"
-    fields_desc = from_layout(layout.CC_STATE)
+    LAYOUT: layout.Layout
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return Raw
+        return _next_layer(self, self.LAYOUT)
 
 
-class NETH(Packet):
-    name = "NETH"
-    fields_desc = from_layout(layout.NETH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return Raw
+class METH(_Chained):
+    LAYOUT = layout.METH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
 
 
-class PETH(Packet):
+class TSETH(_Chained):
+    LAYOUT = layout.TSETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class RETH(_Chained):
+    LAYOUT = layout.RETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class ImmDt(_Chained):
+    LAYOUT = layout.IMMDT
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class AETH(_Chained):
+    LAYOUT = layout.AETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class SETH(_Chained):
+    LAYOUT = layout.SETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class CCState(_Chained):
+    LAYOUT = layout.CC_STATE
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class NETH(_Chained):
+    LAYOUT = layout.NETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
+class PETH(_Chained):
     """Reliability probe: asks the receiver to answer on the probed EV."""
 
-    name = "PETH"
-    fields_desc = from_layout(layout.PETH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return Raw
+    LAYOUT = layout.PETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
 
 
-
-
-class ERTH(Packet):
+class ERTH(_Chained):
     """Endpoint request: EV probe or port status update (bit p of port_status = plane p up)."""
 
-    name = "ERTH"
-    fields_desc = from_layout(layout.ERTH)
-
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return Raw
+    LAYOUT = layout.ERTH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
 
 
-class EETH(Packet):
-    name = "EETH"
-    fields_desc = from_layout(layout.EETH)
+class EETH(_Chained):
+    LAYOUT = layout.EETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
 
-    def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return Raw
+
+# Each header of the table after BTH, by name: where `_next_layer` finds a layer.
+_LAYER: dict[str, type[Packet]] = {c.LAYOUT.name: c for c in (METH, TSETH, RETH, ImmDt, AETH,
+                                                            SETH, CCState, NETH, PETH, ERTH,
+                                                            EETH)}
 
 
 split_layers(UDP, roce.BTH, dport=ROCE_UDP_PORT)

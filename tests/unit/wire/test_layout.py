@@ -8,8 +8,10 @@ import subprocess
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scapy.packet import NoPayload, Raw
 
 from mrcemu.wire import codec, generate, layers, layout
+from mrcemu.wire.constants import Opcode
 
 SCAPY = {"BTH": layers.BTH, "METH": layers.METH, "TSETH": layers.TSETH, "RETH": layers.RETH,
          "ImmDt": layers.ImmDt, "AETH": layers.AETH, "SETH": layers.SETH,
@@ -47,6 +49,29 @@ def test_each_scapy_layer_has_the_tables_fields(lay):
            for f in SCAPY[lay.name].fields_desc if f.name != "icrc"]
     assert got == [(f.name, f.bits) for f in lay.fields]
     assert len(SCAPY[lay.name]()) == lay.size + (4 if lay.name == "BTH" else 0)
+
+
+def _has_chain(op: Opcode) -> bool:
+    try:
+        layout.headers_for(op, False)
+    except KeyError:
+        return False
+    return True
+
+
+CHAINS = [(int(op), ts) for op in Opcode if _has_chain(op) for ts in (False, True)]
+
+
+@pytest.mark.parametrize(("opcode", "ts"), CHAINS)
+def test_scapy_dissects_the_header_chain_the_table_gives_each_opcode(opcode, ts):
+    chain = layout.headers_for(opcode, ts)
+    payload = b"".join(bytes(SCAPY[h.name]()) for h in chain) + b"DATA" + b"\0" * 4  # + ICRC
+    bth = layers.BTH(bytes(layers.BTH(opcode=opcode, ts=int(ts), icrc=0))[:12] + payload)
+    got, p = [], bth.payload
+    while not isinstance(p, (Raw, NoPayload)):
+        got.append(p.name)
+        p = p.payload
+    assert got == [h.name for h in chain]
 
 
 def test_the_committed_generated_files_are_what_the_table_generates():
