@@ -172,7 +172,8 @@ int mrc_switch(struct __sk_buff *skb)
 		ecn = tc & 3;
 		struct udphdr *udp = (void *)(ip6 + 1);
 		if (ip6->nexthdr == IPPROTO_UDP && (void *)(udp + 1) <= end &&
-		    udp->dest == bpf_htons(ROCE_PORT)) {
+		    (udp->dest == bpf_htons(ROCE_PORT) ||
+		     udp->dest == bpf_htons(MRC_UDP_PORT_TRANSPOSED))) {
 			__u8 *bth = (void *)(udp + 1);
 			if ((void *)(bth + MRC_BTH_LEN) <= end) {
 				roce = 1;

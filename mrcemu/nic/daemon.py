@@ -20,12 +20,14 @@ import sys
 import time
 import traceback
 from collections import deque
+from ipaddress import IPv6Address
 
 from pyroute2 import IPRoute
 
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.topology import Layout, Topology
+from mrcemu.topology.addressing import Kind, container_usids, split_usid
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
@@ -33,6 +35,7 @@ from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import BudgetExceeded, MemoryTable
 from mrcemu.wire import codec
+from mrcemu.wire.constants import ENDPOINT_DQPN
 
 ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
@@ -198,6 +201,10 @@ class Nic:
                 self.malformed[e.reason] = self.malformed.get(e.reason, 0) + 1
             return
         c = self.by_qpn.get(d.bth["dqpn"])
+        if c is None and d.bth["dqpn"] == ENDPOINT_DQPN:
+            c = self.endpoint_conn(d)
+            if c is None:
+                return
         if c is None:
             # First packet from a peer that writes to us: make its connection.
             q = d.bth["dqpn"]
@@ -215,6 +222,23 @@ class Nic:
             k = int(now / RX_BIN)
             b[k] = b.get(k, 0) + c.stats.rx_bytes - before
         self.touched.add(c)
+
+    def endpoint_conn(self, d: codec.Decoded) -> Connection | None:
+        """The MRC connection a connectionless endpoint request or response belongs to:
+        the one with its sender, known by its source address (a host's port address)."""
+        kind_host = None
+        usids = container_usids(IPv6Address(d.src))
+        if len(usids) == 1:
+            try:
+                _plane, kind, index = split_usid(usids[0])
+            except ValueError:  # not a uSID kind we allocate
+                kind = index = None
+            kind_host = index if kind == Kind.HOST else None
+        if kind_host is None or kind_host == self.host or kind_host >= self.topo.hosts:
+            self.malformed["endpoint_from_unknown"] = (
+                self.malformed.get("endpoint_from_unknown", 0) + 1)
+            return None
+        return self.conn(kind_host, "mrc")
 
     def poll_links(self) -> None:
         up = set()

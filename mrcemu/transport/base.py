@@ -63,6 +63,8 @@ class Stats:
     rx_bytes: int = 0
     rx_dup: int = 0
     sacks_tx: int = 0
+    acks_tx: int = 0  # RoCE cumulative ACKs (ACKNOWLEDGE), one per completed message
+    acks_rx: int = 0
     nacks_tx: int = 0
     probes_tx: int = 0
     probes_answered: int = 0

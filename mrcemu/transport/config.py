@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 from mrcemu.errors import MrcemuError
+from mrcemu.wire.layout import mrc_data_overhead
 
 
 class _HasMtu(Protocol):
@@ -19,7 +20,7 @@ class _HasMtu(Protocol):
 
 def pmtu_for(mtu: int) -> int:
     """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
-    room = mtu - 40 - 8 - 12 - 4 - 16 - 4 - 4  # IPv6 UDP BTH METH RETH ImmDt ICRC
+    room = mtu - mrc_data_overhead()
     p = 4096
     while p > room and p > 256:
         p //= 2

@@ -21,15 +21,28 @@ from mrcemu.transport.nscc import Nscc
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import (
+    ENDPOINT_DQPN,
     MRC_DATA,
+    PROBE_DSCP,
+    RCVD_BYTES_UNIT,
+    TIMESTAMP_UNIT,
     Dscp,
-    EndpointType,
+    EndpointOp,
     NackReason,
     Opcode,
     SackMark,
+    ev_split,
+    planes_in_mask,
+    port_status_mask,
 )
 
 ECT0, CE = 0b10, 0b11
+
+
+def timestamp(now: float) -> int:
+    """A 16-bit wire timestamp (TSETH, PETH, ERTH): `now` in TIMESTAMP_UNIT ticks. It
+    wraps every 8.4 ms, so it is echoed for the reader, never used to time a path here."""
+    return int(now / TIMESTAMP_UNIT) & 0xFFFF
 
 
 @dataclass
@@ -89,6 +102,7 @@ class MrcConnection(ConnectionBase):
         self.unsacked = 0
         self.last_trigger = 0
         self.last_ev = 0
+        self.last_ts = 0  # TSETH tx_timestamp of the last data packet: SACK/NACK echo it
         self.mark = SackMark.NONE
         # output
         self.control: deque[tuple[int, bytes]] = deque()
@@ -133,16 +147,17 @@ class MrcConnection(ConnectionBase):
         return Opcode.WRITE_MIDDLE
 
     def _data_packet(self, e: Ev, psn: int, msg: Message, offset: int, length: int,
-                     rtx: bool) -> bytes:
+                     rtx: bool, now: float) -> bytes:
         p = e.path
         op = self._opcode(msg, offset)
+        sport, flow = ev_split(e.ev)
         return codec.encode_data(
-            p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-            flow_label=e.ev & 0xFFFF, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
+            p.src, p.container, delivered=p.delivered, sport=sport,
+            flow_label=flow, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
             ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
             msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=msg.size,
             payload=bytes(msg.data[offset:offset + length]), rtx=int(rtx),
-            ackreq=int(offset + length >= msg.size),
+            ackreq=int(offset + length >= msg.size), timestamp=timestamp(now),
             imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
     def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
@@ -152,7 +167,7 @@ class MrcConnection(ConnectionBase):
         if o.retx == 0 and not rtx:
             o.first_ev = e.ev
         o.ev, o.sent_time, o.lost = e.ev, now, False
-        out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx)))
+        out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx, now)))
         if e.silent_since is None:
             e.silent_since = now
         e.unanswered += 1
@@ -268,9 +283,10 @@ class MrcConnection(ConnectionBase):
                 newly.append(o)
                 seen.add(psn)
             bm ^= low
-        trigger = cack + s["ack_psn_offset"]
+        # With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN.
+        trigger = None if s["pr"] else cack + s["ack_psn_offset"]
         rtt = None
-        t = self.outstanding.get(trigger)
+        t = None if trigger is None else self.outstanding.get(trigger)
         if t is not None and t.retx == 0 and t in newly:
             rtt = now - t.sent_time
             if self.srtt is None:
@@ -367,6 +383,22 @@ class MrcConnection(ConnectionBase):
         self.inflight -= o.length
         self.rtx_queue.append(o.psn)
 
+    def _on_ack(self, d: codec.Decoded, now: float) -> None:
+        """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
+        self.stats.acks_rx += 1
+        upto = unwrap(d.psn, self.una)
+        newly = [o for psn in range(self.una, min(upto + 1, self.next_psn))
+                 if (o := self.outstanding.get(psn)) is not None]
+        for o in newly:
+            self._acked(o, now)
+        self.una = max(self.una, upto + 1)
+        if newly:
+            self.backoff = 1
+            self.latest_acked_sent = max(self.latest_acked_sent,
+                                         max(o.sent_time for o in newly))
+            self.cc.on_ack(sum(o.length for o in newly), None, False, now,
+                           self.srtt or self.cfg.min_rto)
+
     def _on_nack(self, n: dict[str, int], now: float) -> None:
         self.stats.nacks_rx += 1
         psn = unwrap(n["nack_psn"], self.una)
@@ -400,37 +432,48 @@ class MrcConnection(ConnectionBase):
         return e
 
     def _emit(self, opcode: int, headers: dict[str, dict[str, int]], psn: int,
-              copies: int = 1) -> None:
-        used: set[int] = set()
-        for _ in range(copies):
-            e = self._control_ev()
-            if e is None or e.ev in used:
-                return
-            used.add(e.ev)
-            p = e.path
-            pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                               flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
-                               bth={"opcode": opcode, "dqpn": self.remote_qpn,
-                                    "psn": psn & PSN_MASK}, headers=headers)
-            self.control.append((e.ev, pkt))
+              dqpn: int | None = None) -> bool:
+        """One control packet on a control EV; False if no EV can carry it."""
+        e = self._control_ev()
+        if e is None:
+            return False
+        self.control.append((e.ev, self._packet(e, opcode, headers, psn, dqpn, Dscp.CONTROL)))
+        return True
 
-    def _sack(self, now: float, probe_ev: int | None = None, copies: int = 1) -> None:
+    def _packet(self, e: Ev, opcode: int, headers: dict[str, dict[str, int]], psn: int,
+                dqpn: int | None, dscp: int) -> bytes:
+        p = e.path
+        sport, flow = ev_split(e.ev)
+        return codec.encode(p.src, p.container, delivered=p.delivered, sport=sport,
+                            flow_label=flow, dscp=dscp, ecn=0,
+                            bth={"opcode": opcode, "psn": psn & PSN_MASK,
+                                 "dqpn": self.remote_qpn if dqpn is None else dqpn},
+                            headers=headers)
+
+    def _sack(self, now: float, probe: tuple[int, int, int] | None = None) -> None:
+        """A SACK for the last data packet, or (probe = its EV, probe_id, tx_timestamp)
+        the answer to a reliability probe: pr = 1, the probe_id in ack_psn_offset."""
         cack = self.rx_cack
-        trigger = self.last_trigger if probe_ev is None else cack
+        trigger = self.last_trigger if probe is None else cack
         off = max(1, trigger - cack - 63)
         bm = 0
         for psn in self.rx_ooo:
             i = psn - cack - off
             if 0 <= i < 64:
                 bm |= 1 << i
-        seth = {"m": int(self.mark), "pr": int(probe_ev is not None),
-                "ack_psn_offset": max(-32768, min(32767, trigger - cack)),
-                "entropy": self.last_ev if probe_ev is None else probe_ev,
-                "spdcid": self.local_qpn & 0xFFFF, "dpdcid": self.remote_qpn & 0xFFFF,
-                "cack_psn": cack & PSN_MASK, "sack_offset": off, "sack_bitmap": bm}
-        cc = {"rcvd_bytes": self.stats.rx_bytes & 0xFFFFFF, "ooo_count": min(len(self.rx_ooo),
-                                                                            0x7FFF)}
-        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack, copies)
+        if probe is None:
+            ev, ack_off, ts = self.last_ev, max(-32768, min(32767, trigger - cack)), self.last_ts
+        else:
+            ev, probe_id, ts = probe
+            ack_off = probe_id - 0x10000 if probe_id >= 0x8000 else probe_id
+        seth = {"m": int(self.mark), "pr": int(probe is not None), "ack_psn_offset": ack_off,
+                "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
+                "dpdcid": self.remote_qpn & 0xFFFF, "cack_psn": cack & PSN_MASK,
+                "sack_offset": off, "sack_bitmap": bm}
+        cc = {"tx_timestamp": ts,
+              "rcvd_bytes": -(-self.stats.rx_bytes // RCVD_BYTES_UNIT) & 0xFFFFFF,
+              "ooo_count": min(len(self.rx_ooo), 0x7FFF)}
+        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack)
         self.stats.sacks_tx += 1
         self.mark = SackMark.NONE
         self.unsacked = 0
@@ -439,12 +482,15 @@ class MrcConnection(ConnectionBase):
     def _nack(self, psn: int, reason: int, ev: int) -> None:
         self._emit(Opcode.RELIABILITY_NACK, {"NETH": {
             "nack_reason": reason, "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
-            "dpdcid": self.remote_qpn & 0xFFFF, "nack_psn": psn & PSN_MASK}}, psn)
+            "dpdcid": self.remote_qpn & 0xFFFF, "nack_psn": psn & PSN_MASK,
+            "tx_timestamp": self.last_ts}}, psn)
         self.stats.nacks_tx += 1
 
     def _on_data(self, d: codec.Decoded, now: float) -> None:
         psn = unwrap(d.psn, self.rx_cack)
         ev = d.ev
+        ts = d.headers.get("TSETH")
+        self.last_ts = ts["tx_timestamp"] if ts is not None else 0
         if d.trimmed:
             reason = (NackReason.TRIMMED_LASTHOP if d.dscp == Dscp.TRIMMED_LASTHOP
                       else NackReason.TRIMMED)
@@ -497,43 +543,60 @@ class MrcConnection(ConnectionBase):
             done += 1
         self.unsacked += 1
         if done:
-            # The SACK that completes a message goes out at once and on two paths: if it
-            # is lost on a path our own sending has not found broken, the requester
-            # learns only from its RTO, and the whole message (an iteration barrier)
-            # waits for it.
-            self._sack(now, copies=2)
+            # A completed message is acknowledged at once twice, on two paths: a SACK,
+            # and a RoCE cumulative ACK (AETH: the messages completed). If one is lost
+            # on a path our own sending has not found broken, the requester would learn
+            # only from its RTO, and the whole message (an iteration barrier) would wait.
+            self._sack(now)
+            self._ack()
         elif self.unsacked >= self.cfg.sack_every or self.mark != SackMark.NONE:
             self._sack(now)
         elif self.sack_due is None:
             self.sack_due = now + self.cfg.sack_delay
 
-    def _on_probe(self, p: dict[str, int], now: float) -> None:
-        self._sack(now, probe_ev=p["entropy"])
+    def _ack(self) -> None:
+        """ACKNOWLEDGE: BTH PSN = the last PSN received in order, AETH MSN = the messages
+        completed (syndrome 0x1F: an ACK without credit count, as IBTA spells it)."""
+        self._emit(Opcode.ACKNOWLEDGE, {"AETH": {"syndrome": 0x1F,
+                                                 "msn": self.rx_next_msn & 0xFFFFFF}},
+                   self.rx_cack - 1)
+        self.stats.acks_tx += 1
+
+    def _on_probe(self, d: codec.Decoded, now: float) -> None:
+        # The EV answered is the probe's own (sport, flow label): PETH names none.
+        p = d.headers["PETH"]
+        self._sack(now, probe=(d.ev, p["probe_id"], p["tx_timestamp"]))
 
     def _on_endpoint(self, d: codec.Decoded, now: float) -> None:
         r = d.headers["ERTH"]
-        if r["req_type"] == EndpointType.PORT_STATUS_UPDATE:
+        if r["op"] == EndpointOp.PORT_STATUS_UPDATE:
+            up = planes_in_mask(r["port_status_mask"], self.profile.planes)
             for plane in self.profile.planes:
-                self.profile.set_plane(plane, bool(r["port_status"] >> plane & 1), now)
+                self.profile.set_plane(plane, plane in up, now)
+        # The response echoes the op, the request id (BTH PSN) and the timestamp.
         self._emit(Opcode.ENDPOINT_RESPONSE, {"EETH": {
-            "resp_type": r["req_type"], "seq": r["seq"], "entropy": r["entropy"],
-            "port_status": r["port_status"], "req_timestamp": 0,
-            "resp_timestamp": int(now * 1e9)}}, 0)
+            "op": r["op"], "tx_timestamp": r["tx_timestamp"]}}, d.psn, dqpn=ENDPOINT_DQPN)
 
     # ---- entry points ------------------------------------------------------
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
-        if d.bth["dqpn"] != self.local_qpn:
+        op = d.opcode
+        # Endpoint requests are connectionless: the NIC hands them to the connection
+        # with the sender, whose address it knows them by.
+        connectionless = d.bth["dqpn"] == ENDPOINT_DQPN and op in (
+            Opcode.ENDPOINT_REQUEST, Opcode.ENDPOINT_RESPONSE)
+        if d.bth["dqpn"] != self.local_qpn and not connectionless:
             self.stats.dropped["wrong_qp"] += 1
             return
-        op = d.opcode
         if op in MRC_DATA:
             self._on_data(d, now)
         elif op == Opcode.RELIABILITY_SACK:
             self._on_sack(d.headers["SETH"], now)
         elif op == Opcode.RELIABILITY_NACK:
             self._on_nack(d.headers["NETH"], now)
+        elif op == Opcode.ACKNOWLEDGE:
+            self._on_ack(d, now)
         elif op == Opcode.RELIABILITY_PROBE_REQ:
-            self._on_probe(d.headers["PETH"], now)
+            self._on_probe(d, now)
         elif op == Opcode.ENDPOINT_REQUEST:
             self._on_endpoint(d, now)
         elif op == Opcode.ENDPOINT_RESPONSE:
@@ -572,9 +635,12 @@ class MrcConnection(ConnectionBase):
             fired = True
             self.stats.rtos += 1
             e = self.profile.evs.get(o.ev)
-            # Blame the EV only if other paths were heard from meanwhile: total silence
-            # is the peer (or us) stalling, not this path.
-            if (e is not None and e.last_feedback < o.sent_time < self.last_sack
+            # Blame the EV only if packets sent after this one, on other paths, have
+            # arrived: silence that covers them too is the peer (or us) stalling, not
+            # this path. (A SACK merely arriving after the send is not enough: one sent
+            # just before a receiver's stall would blame every path at once.)
+            if (e is not None and e.last_feedback < o.sent_time
+                    and o.sent_time < self.latest_acked_sent - self.cfg.reorder_window
                     and not self._trimmed_lately(e, now)):
                 self.profile.assume_bad(o.ev, now, "RTO without feedback")
             self._mark_lost(o)
@@ -584,14 +650,13 @@ class MrcConnection(ConnectionBase):
         for e in self.profile.needs_probe(now, self.cfg.probe_interval):
             e.last_probe = now
             e.probe_seq += 1
-            p = e.path
-            pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                               flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
-                               bth={"opcode": Opcode.RELIABILITY_PROBE_REQ,
-                                    "dqpn": self.remote_qpn, "psn": self.una & PSN_MASK},
-                               headers={"PETH": {"probe_seq": e.probe_seq & 0xFFFF,
-                                                 "entropy": e.ev, "psn": self.una & PSN_MASK}})
-            self.control.append((e.ev, pkt))
+            # In the data class, to test the path data takes. It consumes no PSN: BTH
+            # carries the lowest unacknowledged one, for the reader.
+            peth = {"probe_id": e.probe_seq & 0xFFFF, "spdcid": self.local_qpn & 0xFFFF,
+                    "dpdcid": self.remote_qpn & 0xFFFF, "tx_timestamp": timestamp(now)}
+            self.control.append((e.ev, self._packet(e, Opcode.RELIABILITY_PROBE_REQ,
+                                                    {"PETH": peth}, self.una, None,
+                                                    PROBE_DSCP)))
             self.stats.probes_tx += 1
 
     def next_timer(self) -> float | None:
@@ -614,12 +679,10 @@ class MrcConnection(ConnectionBase):
         """Our own port state changed: stop using dead planes and tell the peer."""
         for plane in self.profile.planes:
             self.profile.set_plane(plane, plane in planes_up, now)
-        mask = sum(1 << p for p in planes_up)
         self.endpoint_seq += 1
         self._emit(Opcode.ENDPOINT_REQUEST, {"ERTH": {
-            "req_type": EndpointType.PORT_STATUS_UPDATE, "seq": self.endpoint_seq & 0xFFFF,
-            "port_status": mask, "spdcid": self.local_qpn & 0xFFFF,
-            "dpdcid": self.remote_qpn & 0xFFFF}}, 0)
+            "op": EndpointOp.PORT_STATUS_UPDATE, "port_status_mask": port_status_mask(planes_up),
+            "tx_timestamp": timestamp(now)}}, self.endpoint_seq & 0xFFFF, dqpn=ENDPOINT_DQPN)
 
     @property
     def idle(self) -> bool:

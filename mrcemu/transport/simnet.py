@@ -67,7 +67,8 @@ class SimNet:
                                         d.ce)
         return self.paths[key]
 
-    def _deliver_bytes(self, pkt: bytes) -> bytes:
+    def deliver(self, pkt: bytes) -> bytes:
+        """The packet as the fabric delivers it: its DA the last uSID's address."""
         b = bytearray(pkt)
         last = container_usids(IPv6Address(bytes(b[24:40])))[-1]
         b[24:40] = container(last).packed
@@ -80,7 +81,7 @@ class SimNet:
         if props.blackhole or self.rng.random() < props.loss:
             props.dropped += 1
             return
-        pkt = self._deliver_bytes(pkt)
+        pkt = self.deliver(pkt)
         if pkt[48] >= 0xC6 and pkt[48] <= 0xCB:  # data: the only trimmable kind
             if self.rng.random() < props.trim:
                 pkt = codec.trim(pkt, Dscp.TRIMMED)

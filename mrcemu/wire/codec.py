@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 
 from mrcemu.wire import icrc, layout
 from mrcemu.wire.constants import (
+    ACCEPTED_UDP_PORTS,
     ICRC_LEN,
     MRC_DATA,
     ROCE_UDP_PORT,
+    TIMESTAMP_FTYPE,
     TRIMMED_DSCPS,
+    ev_join,
 )
 
 
@@ -69,16 +72,18 @@ class Header:
         self.struct = struct.Struct("!" + "".join(code for code, _ in self.groups))
         self.size = self.struct.size
         self.fields = [f for _, fs in self.groups for f, _ in fs]
+        self.defaults = {f.name: f.default for f in lay.fields}
 
     def pack(self, values: dict[str, int]) -> bytes:
-        slots = []
+        """The header's bytes; a field not in `values` takes its table default."""
+        slots, dflt = [], self.defaults
         for code, fs in self.groups:
             if code in "hbiq":
-                slots.append(int(values.get(fs[0][0], 0)))
+                slots.append(int(values.get(fs[0][0], dflt[fs[0][0]])))
                 continue
             v = 0
             for name, bits in fs:
-                v = (v << bits) | (int(values.get(name, 0)) & ((1 << bits) - 1))
+                v = (v << bits) | (int(values.get(name, dflt[name])) & ((1 << bits) - 1))
             slots.append(v)
         return self.struct.pack(*slots)
 
@@ -149,8 +154,11 @@ def finish(src: bytes, dst: bytes, sport: int, tclass: int, flow_label: int, hli
                                                                    udp_len, ck) + body + crc)
 
 
-# The data path: one precompiled struct for BTH + METH + RETH, the common case.
+# The data path: precompiled structs for BTH + METH + [TSETH] + RETH.
 _BTH_METH_RETH = struct.Struct("!BBHIIHHQII")
+_BTH_METH_TSETH_RETH = struct.Struct("!BBHIIHHHHQII")
+# TSETH's second 16 bits with tsr = 0: reserved, then ftype in the low 4 bits.
+_TS_FLAGS = TIMESTAMP_FTYPE
 
 
 def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
@@ -158,15 +166,16 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                 payload: bytes, rqmsn: int = 0, ackreq: int = 0, rtx: int = 0,
                 timestamp: int | None = None, imm: int | None = None, hlim: int = 64,
                 solicited: int = 0, pkey: int = 0xFFFF, delivered: bytes | None = None) -> bytes:
-    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload."""
+    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload.
+    `timestamp` is TSETH's 16-bit tx_timestamp (TIMESTAMP_UNIT ticks); None sends none."""
     flags = (ackreq << 31) | (rtx << 29) | ((timestamp is not None) << 28) | (psn & 0xFFFFFF)
     if timestamp is None:
         body = _BTH_METH_RETH.pack(opcode, solicited << 7, pkey, dqpn & 0xFFFFFF, flags, rqmsn,
                                    msn, va, rkey, dmalen)
     else:
-        body = (BTH.struct.pack(opcode, solicited << 7, pkey, dqpn & 0xFFFFFF, flags)
-                + METH.struct.pack(rqmsn, msn) + TSETH.struct.pack(timestamp)
-                + RETH.struct.pack(va, rkey, dmalen))
+        body = _BTH_METH_TSETH_RETH.pack(opcode, solicited << 7, pkey, dqpn & 0xFFFFFF, flags,
+                                         rqmsn, msn, timestamp & 0xFFFF, _TS_FLAGS, va, rkey,
+                                         dmalen)
     if imm is not None:
         body += IMMDT.struct.pack(imm)
     return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
@@ -212,7 +221,7 @@ class Decoded:
 
     @property
     def ev(self) -> int:
-        return (self.sport << 16) | (self.flow_label & 0xFFFF)
+        return ev_join(self.sport, self.flow_label)
 
 
 def decode(pkt: bytes | memoryview, verify_icrc: bool = True,
@@ -243,7 +252,7 @@ def _decode(m: memoryview, verify_icrc: bool, wire_len: int | None = None) -> De
     if plen != full - IP6.size:
         raise DecodeError("bad_length", f"IPv6 payload length {plen}, have {full - 40}")
     sport, dport, ulen, _ck = UDPH.unpack_from(m, IP6.size)
-    if dport != ROCE_UDP_PORT:
+    if dport not in ACCEPTED_UDP_PORTS:
         raise DecodeError("not_roce", f"UDP port {dport}")
     if ulen != plen:
         raise DecodeError("bad_length", f"UDP length {ulen}, IPv6 payload {plen}")

@@ -5,7 +5,26 @@ from __future__ import annotations
 import enum
 
 ROCE_UDP_PORT = 4791
+# Three transcriptions print MRC's port as 4971, most likely 4791 transposed (MRC-WIRE.md,
+# low confidence): we send 4791 and accept both.
+MRC_UDP_PORT_TRANSPOSED = 4971
+ACCEPTED_UDP_PORTS = frozenset({ROCE_UDP_PORT, MRC_UDP_PORT_TRANSPOSED})
 ICRC_LEN = 4
+
+# --- Choices where the public transcriptions of OCP-MRC-1.0 disagree (README, "Wire") ---
+# The EV is striped over the UDP source port and the flow label's low 16 bits. MCL puts
+# the EV's high half in the source port, one behaviour description the low half.
+EV_HIGH_HALF_IN_SPORT = True
+# Bit numbering of ERTH's port_status_mask: the API says bit N = port N, 1-based
+# (medium); a set bit means the port is up. Our plane p is port p + 1.
+PORT_STATUS_FIRST_BIT = 1
+# Connectionless endpoint requests go to this DQPN; the request id rides in BTH PSN[15:0].
+ENDPOINT_DQPN = 0x000002
+# TSETH/PETH/ERTH timestamps: 16 bits of 128 ns when tsr = 0; the word's ftype is 1.
+TIMESTAMP_UNIT = 128e-9
+TIMESTAMP_FTYPE = 1
+# CC_STATE.rcvd_bytes counts 256-byte units (medium), rounded up.
+RCVD_BYTES_UNIT = 256
 
 
 class Opcode(enum.IntEnum):
@@ -55,9 +74,11 @@ class SackMark(enum.IntEnum):
     ALWAYS_SKIP = 2
 
 
-class EndpointType(enum.IntEnum):
+class EndpointOp(enum.IntEnum):
+    """ERTH/EETH op as it is on the wire (the API's enum numbers them the other way)."""
+
+    PORT_STATUS_UPDATE = 0
     EV_PROBE = 1
-    PORT_STATUS_UPDATE = 2
 
 
 class Dscp(enum.IntEnum):
@@ -70,3 +91,26 @@ class Dscp(enum.IntEnum):
 
 
 TRIMMED_DSCPS = frozenset({Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP})
+# Reliability probes travel in the data class, so that they test the path data takes
+# and meet the queues data meets (MRC-WIRE.md, medium); SACK/NACK/ACK are CONTROL.
+PROBE_DSCP = Dscp.TRIMMABLE
+
+
+def ev_split(ev: int) -> tuple[int, int]:
+    """(UDP source port, flow label) carrying the 32-bit EV."""
+    hi, lo = (ev >> 16) & 0xFFFF, ev & 0xFFFF
+    return (hi, lo) if EV_HIGH_HALF_IN_SPORT else (lo, hi)
+
+
+def ev_join(sport: int, flow_label: int) -> int:
+    """The EV a packet carries in its UDP source port and flow label."""
+    lo = flow_label & 0xFFFF
+    return (sport << 16) | lo if EV_HIGH_HALF_IN_SPORT else (lo << 16) | sport
+
+
+def port_status_mask(planes_up: set[int]) -> int:
+    return sum(1 << (p + PORT_STATUS_FIRST_BIT) for p in planes_up)
+
+
+def planes_in_mask(mask: int, planes: range | list[int]) -> set[int]:
+    return {p for p in planes if mask >> (p + PORT_STATUS_FIRST_BIT) & 1}

@@ -18,7 +18,16 @@ import sys
 from pathlib import Path
 
 from mrcemu.wire import layout
-from mrcemu.wire.constants import ICRC_LEN, MRC_DATA, ROCE_UDP_PORT, Dscp, Opcode
+from mrcemu.wire.constants import (
+    ACCEPTED_UDP_PORTS,
+    EV_HIGH_HALF_IN_SPORT,
+    ICRC_LEN,
+    MRC_DATA,
+    MRC_UDP_PORT_TRANSPOSED,
+    ROCE_UDP_PORT,
+    Dscp,
+    Opcode,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1]
 C_HEADER = PACKAGE / "bpf" / "mrc_wire.h"
@@ -39,7 +48,9 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
     by_name = {h.name: h for h in headers}
     out = ["/* Generated from mrcemu/wire/layout.py by `make generate`: do not edit. */",
            "#ifndef MRC_WIRE_H", "#define MRC_WIRE_H", "",
-           f"#define MRC_UDP_PORT {ROCE_UDP_PORT}", f"#define MRC_ICRC_LEN {ICRC_LEN}", ""]
+           f"#define MRC_UDP_PORT {ROCE_UDP_PORT}",
+           f"#define MRC_UDP_PORT_TRANSPOSED {MRC_UDP_PORT_TRANSPOSED}",
+           f"#define MRC_ICRC_LEN {ICRC_LEN}", ""]
     for op in Opcode:
         out.append(f"#define MRC_OP_{op.name} 0x{op.value:02X}")
     out.append(f"#define MRC_OP_DATA_MIN 0x{min(MRC_DATA):02X}")
@@ -115,7 +126,10 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
         items = ", ".join(f'[0x{e.value:02X}] = "{e.name}"' for e in enum_cls)
         head.append(f"local {name} = {{ {items} }}")
     decls = [f"f.{key} = {decl}" for key, (_, decl) in fields.items()]
-    tables = ["local f = {}", "local H = {}"]
+    tables = ["local f = {}", "local H = {}",
+              f"local EV_HIGH_HALF_IN_SPORT = {'true' if EV_HIGH_HALF_IN_SPORT else 'false'}",
+              "local UDP_PORTS = { " + ", ".join(str(p) for p in sorted(ACCEPTED_UDP_PORTS))
+              + " }"]
     return LUA_BEGIN + "\n".join(head + tables + decls + h_lines) + "\n" + LUA_END
 
 

@@ -32,7 +32,7 @@ def from_layout(lay: layout.Layout, **defaults: int) -> list[sf.Field]:
     out: list[sf.Field] = []
     offsets = lay.offsets()
     for f in lay.fields:
-        at, d = offsets[f.name], defaults.get(f.name, 0)
+        at, d = offsets[f.name], defaults.get(f.name, f.default)
         names = {e.value: e.name for e in f.enum} if f.enum else None
         if names is not None and at % 8 == 0 and f.bits == 8:
             out.append(sf.ByteEnumField(f.name, d, names))
@@ -152,7 +152,7 @@ class PETH(_Chained):
 
 
 class ERTH(_Chained):
-    """Endpoint request: EV probe or port status update (bit p of port_status = plane p up)."""
+    """Endpoint request: EV probe or port status update (constants.port_status_mask)."""
 
     LAYOUT = layout.ERTH
     name = LAYOUT.name

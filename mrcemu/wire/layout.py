@@ -15,10 +15,12 @@ import enum
 from dataclasses import dataclass
 
 from mrcemu.wire.constants import (
+    ICRC_LEN,
     MRC_DATA,
     ROCE_WITH_RETH,
+    TIMESTAMP_FTYPE,
     WITH_IMM,
-    EndpointType,
+    EndpointOp,
     NackReason,
     Opcode,
     SackMark,
@@ -33,6 +35,7 @@ class Field:
     enum: type[enum.IntEnum] | None = None  # values shown by name (Scapy, dissectors)
     hex: bool = False  # shown in hex
     lua: str | None = None  # the Wireshark filter name under the header's prefix, if not `name`
+    default: int = 0  # the value sent when the caller gives none
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,22 @@ BTH = _layout(
     F("ackreq", 1), F("r", 1), F("rtx", 1), F("ts", 1), F("resv4", 4), F("psn", 24),
 )
 METH = _layout("METH", F("rqmsn", 16), F("msn", 16))
-TSETH = _layout("TSETH", F("timestamp", 32, hex=True))
+# The 4-byte timestamp word TSETH is, and PETH and ERTH end with.
+def _ts_word(rsv: str) -> tuple[Field, ...]:
+    return (F("tx_timestamp", 16, lua="ts"), F("tsr", 1), F(rsv, 11),
+            F("ftype", 4, default=TIMESTAMP_FTYPE))
+
+
+TSETH = _layout("TSETH", *_ts_word("rsv"), lua="mrc.tseth")
 RETH = _layout("RETH", F("va", 64, hex=True), F("rkey", 32, hex=True), F("dmalen", 32))
 IMMDT = _layout("ImmDt", F("imm", 32, hex=True))
 AETH = _layout("AETH", F("syndrome", 8, hex=True), F("msn", 24), lua="mrc.aeth")
 SETH = _layout(
     "SETH",
-    F("type", 4), F("nxt", 5), F("m", 2, enum=SackMark), F("pr", 1), F("rsv0", 4),
+    # byte 1: next-header's low bit, m (6:5), reserved (4:2), pr (1), reserved (0)
+    F("type", 4), F("nxt", 5), F("m", 2, enum=SackMark), F("rsv0", 3), F("pr", 1),
+    F("rsv00", 1),
+    # with pr = 1 the probe_id answered (see `probe_id_of`), else the trigger PSN - cack_psn
     F("ack_psn_offset", 16, signed=True), F("entropy", 32, hex=True),
     F("spdcid", 16), F("dpdcid", 16), F("rsv1", 8), F("cack_psn", 24),
     F("cc_type", 4), F("cc_fl", 4), F("mpr", 8), F("sack_offset", 16, signed=True),
@@ -105,23 +117,27 @@ NETH = _layout(
     F("tx_timestamp", 16), lua="mrc.nack",
 )
 PETH = _layout(
+    # No entropy: the responder reflects the EV of the probe's own UDP source port and
+    # flow label. No PSN: a probe consumes none.
     "PETH",
-    F("type", 4), F("nxt", 5), F("rsv0", 7), F("probe_seq", 16, lua="seq"),
-    F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16), F("rsv1", 8), F("psn", 24),
-    lua="mrc.probe",
+    F("type", 4), F("nxt", 5), F("rsv0", 7), F("rsv1", 8), F("vendor", 8, hex=True),
+    F("probe_id", 16, lua="id"), F("rsv2", 16), F("spdcid", 16), F("dpdcid", 16),
+    *_ts_word("rsv3"), lua="mrc.probe",
 )
 ERTH = _layout(
+    # Connectionless: DQPN ENDPOINT_DQPN, the request id in BTH PSN[15:0].
     "ERTH",
-    F("req_type", 8, enum=EndpointType, lua="type"), F("flags", 8, hex=True), F("seq", 16),
-    F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
-    F("port_status", 32, hex=True), lua="mrc.ep",
+    F("type", 4), F("nxt", 5), F("rsv0", 5), F("op", 2, enum=EndpointOp), F("rsv1", 8),
+    F("vendor", 8, hex=True), F("port_status_mask", 32, hex=True, lua="port_status"),
+    F("rsv2", 32), *_ts_word("rsv3"), lua="mrc.ep",
 )
 EETH = _layout(
+    # op at bits 3:2 of byte 1, as three transcriptions have it (MCL's 5:4 do not add up)
     "EETH",
-    F("resp_type", 8, enum=EndpointType, lua="type"), F("status", 8, hex=True), F("seq", 16),
-    F("entropy", 32, hex=True), F("spdcid", 16), F("dpdcid", 16),
-    F("port_status", 32, hex=True), F("req_timestamp", 64), F("resp_timestamp", 64),
-    F("rsv", 32, hex=True), lua="mrc.ep",
+    F("type", 4), F("nxt", 5), F("rsv0", 3), F("op", 2, enum=EndpointOp, lua="resp_op"),
+    F("rsv1", 2),
+    F("rsv2", 64), F("rsv3", 64), F("rsv4", 64), F("rsv5", 16),
+    F("tx_timestamp", 16, lua="ts"), F("rsv6", 48), lua="mrc.ep",
 )
 
 HEADERS: tuple[Layout, ...] = (BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH,
@@ -153,6 +169,21 @@ def headers_for(opcode: int, ts: bool) -> tuple[Layout, ...]:
     if opcode in CONTROL:
         return CONTROL[opcode]
     return data_headers(opcode, ts)
+
+
+def probe_id_of(seth: dict[str, int]) -> int:
+    """The probe_id a SACK with pr = 1 answers: its ack_psn_offset's 16 bits, unsigned."""
+    return seth["ack_psn_offset"] & 0xFFFF
+
+
+# The headers around BTH: one IPv6 header and UDP (encapsulation adds a second IPv6).
+IPV6_LEN = 40
+UDP_LEN = 8
+
+
+def mrc_data_overhead() -> int:
+    """Bytes an MRC data packet carries besides its payload, at most."""
+    return IPV6_LEN + UDP_LEN + mrc_data_headers_max() + ICRC_LEN
 
 
 def mrc_data_headers_max() -> int:

@@ -12,8 +12,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.utils import PcapNgReader, PcapReader
 
 from mrcemu.errors import MrcemuError
+from mrcemu.wire import layout
 from mrcemu.wire.codec import Decoded, DecodeError, decode
-from mrcemu.wire.constants import Dscp, NackReason, Opcode, SackMark
+from mrcemu.wire.constants import Dscp, EndpointOp, NackReason, Opcode, SackMark
 
 
 @dataclass
@@ -62,18 +63,21 @@ def info_of(d: Decoded) -> str:
         return " ".join(parts)
     if "SETH" in h:
         s = h["SETH"]
+        probe = f" probe_id={layout.probe_id_of(s)}" if s["pr"] else ""
         return (f"cack_psn={s['cack_psn']} bitmap=0x{s['sack_bitmap']:016x} "
-                f"m={_name(SackMark, s['m'])} ev=0x{s['entropy']:08x}")
+                f"m={_name(SackMark, s['m'])} ev=0x{s['entropy']:08x}{probe}")
     if "NETH" in h:
         s = h["NETH"]
         return (f"reason={_name(NackReason, s['nack_reason'])} nack_psn={s['nack_psn']} "
                 f"ev=0x{s['entropy']:08x}")
     if "PETH" in h:
-        return f"probe_seq={h['PETH']['probe_seq']} ev=0x{h['PETH']['entropy']:08x}"
+        return f"probe_id={h['PETH']['probe_id']} ev=0x{d.ev:08x}"
     if "ERTH" in h:
-        return f"req_type={h['ERTH']['req_type']} port_status=0x{h['ERTH']['port_status']:x}"
+        r = h["ERTH"]
+        return (f"op={_name(EndpointOp, r['op'])} request_id={d.psn & 0xFFFF} "
+                f"port_status=0x{r['port_status_mask']:x}")
     if "EETH" in h:
-        return f"resp_type={h['EETH']['resp_type']} port_status=0x{h['EETH']['port_status']:x}"
+        return f"op={_name(EndpointOp, h['EETH']['op'])} request_id={d.psn & 0xFFFF}"
     if "AETH" in h:
         return f"syndrome=0x{h['AETH']['syndrome']:02x} msn={h['AETH']['msn']}"
     return f"len={len(d.payload)}"

@@ -9,9 +9,11 @@ local mrc = Proto("mrc", "Multipath Reliable Connection")
 local V_Opcode = { [0x06] = "RC_WRITE_FIRST", [0x07] = "RC_WRITE_MIDDLE", [0x08] = "RC_WRITE_LAST", [0x09] = "RC_WRITE_LAST_IMM", [0x0A] = "RC_WRITE_ONLY", [0x11] = "RC_ACK", [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST", [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM", [0xD1] = "ACKNOWLEDGE", [0xD8] = "ENDPOINT_REQUEST", [0xD9] = "ENDPOINT_RESPONSE", [0xDC] = "RELIABILITY_SACK", [0xDD] = "RELIABILITY_NACK", [0xDE] = "RELIABILITY_PROBE_REQ" }
 local V_SackMark = { [0x00] = "NONE", [0x01] = "SKIP_ONCE", [0x02] = "ALWAYS_SKIP" }
 local V_NackReason = { [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER", [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT" }
-local V_EndpointType = { [0x01] = "EV_PROBE", [0x02] = "PORT_STATUS_UPDATE" }
+local V_EndpointOp = { [0x00] = "PORT_STATUS_UPDATE", [0x01] = "EV_PROBE" }
 local f = {}
 local H = {}
+local EV_HIGH_HALF_IN_SPORT = true
+local UDP_PORTS = { 4791, 4971 }
 f.mrc_opcode = ProtoField.uint8("mrc.opcode", "opcode", base.HEX, V_Opcode, nil)
 f.mrc_se = ProtoField.uint8("mrc.se", "se", base.DEC, nil, 0x80)
 f.mrc_migreq = ProtoField.uint8("mrc.migreq", "migreq", base.DEC, nil, 0x40)
@@ -28,7 +30,9 @@ f.mrc_ts = ProtoField.uint8("mrc.ts", "ts", base.DEC, nil, 0x10)
 f.mrc_psn = ProtoField.uint24("mrc.psn", "psn", base.DEC, nil, nil)
 f.mrc_rqmsn = ProtoField.uint16("mrc.rqmsn", "rqmsn", base.DEC, nil, nil)
 f.mrc_msn = ProtoField.uint16("mrc.msn", "msn", base.DEC, nil, nil)
-f.mrc_timestamp = ProtoField.uint32("mrc.timestamp", "timestamp", base.HEX, nil, nil)
+f.mrc_tseth_ts = ProtoField.uint16("mrc.tseth.ts", "ts", base.DEC, nil, nil)
+f.mrc_tseth_tsr = ProtoField.uint8("mrc.tseth.tsr", "tsr", base.DEC, nil, 0x80)
+f.mrc_tseth_ftype = ProtoField.uint8("mrc.tseth.ftype", "ftype", base.DEC, nil, 0x0F)
 f.mrc_va = ProtoField.uint64("mrc.va", "va", base.HEX, nil, nil)
 f.mrc_rkey = ProtoField.uint32("mrc.rkey", "rkey", base.HEX, nil, nil)
 f.mrc_dmalen = ProtoField.uint32("mrc.dmalen", "dmalen", base.DEC, nil, nil)
@@ -38,7 +42,7 @@ f.mrc_aeth_msn = ProtoField.uint24("mrc.aeth.msn", "msn", base.DEC, nil, nil)
 f.mrc_sack_type = ProtoField.uint8("mrc.sack.type", "type", base.DEC, nil, 0xF0)
 f.mrc_sack_nxt = ProtoField.uint16("mrc.sack.nxt", "nxt", base.DEC, nil, 0x0F80)
 f.mrc_sack_m = ProtoField.uint8("mrc.sack.m", "m", base.DEC, V_SackMark, 0x60)
-f.mrc_sack_pr = ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x10)
+f.mrc_sack_pr = ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x02)
 f.mrc_sack_ack_psn_offset = ProtoField.int16("mrc.sack.ack_psn_offset", "ack_psn_offset", base.DEC, nil, nil)
 f.mrc_sack_entropy = ProtoField.uint32("mrc.sack.entropy", "entropy", base.HEX, nil, nil)
 f.mrc_sack_spdcid = ProtoField.uint16("mrc.sack.spdcid", "spdcid", base.DEC, nil, nil)
@@ -67,45 +71,46 @@ f.mrc_nack_cc_fl = ProtoField.uint8("mrc.nack.cc_fl", "cc_fl", base.DEC, nil, 0x
 f.mrc_nack_tx_timestamp = ProtoField.uint16("mrc.nack.tx_timestamp", "tx_timestamp", base.DEC, nil, nil)
 f.mrc_probe_type = ProtoField.uint8("mrc.probe.type", "type", base.DEC, nil, 0xF0)
 f.mrc_probe_nxt = ProtoField.uint16("mrc.probe.nxt", "nxt", base.DEC, nil, 0x0F80)
-f.mrc_probe_seq = ProtoField.uint16("mrc.probe.seq", "seq", base.DEC, nil, nil)
-f.mrc_probe_entropy = ProtoField.uint32("mrc.probe.entropy", "entropy", base.HEX, nil, nil)
+f.mrc_probe_vendor = ProtoField.uint8("mrc.probe.vendor", "vendor", base.HEX, nil, nil)
+f.mrc_probe_id = ProtoField.uint16("mrc.probe.id", "id", base.DEC, nil, nil)
 f.mrc_probe_spdcid = ProtoField.uint16("mrc.probe.spdcid", "spdcid", base.DEC, nil, nil)
 f.mrc_probe_dpdcid = ProtoField.uint16("mrc.probe.dpdcid", "dpdcid", base.DEC, nil, nil)
-f.mrc_probe_psn = ProtoField.uint24("mrc.probe.psn", "psn", base.DEC, nil, nil)
-f.mrc_ep_type = ProtoField.uint8("mrc.ep.type", "type", base.DEC, V_EndpointType, nil)
-f.mrc_ep_flags = ProtoField.uint8("mrc.ep.flags", "flags", base.HEX, nil, nil)
-f.mrc_ep_seq = ProtoField.uint16("mrc.ep.seq", "seq", base.DEC, nil, nil)
-f.mrc_ep_entropy = ProtoField.uint32("mrc.ep.entropy", "entropy", base.HEX, nil, nil)
-f.mrc_ep_spdcid = ProtoField.uint16("mrc.ep.spdcid", "spdcid", base.DEC, nil, nil)
-f.mrc_ep_dpdcid = ProtoField.uint16("mrc.ep.dpdcid", "dpdcid", base.DEC, nil, nil)
+f.mrc_probe_ts = ProtoField.uint16("mrc.probe.ts", "ts", base.DEC, nil, nil)
+f.mrc_probe_tsr = ProtoField.uint8("mrc.probe.tsr", "tsr", base.DEC, nil, 0x80)
+f.mrc_probe_ftype = ProtoField.uint8("mrc.probe.ftype", "ftype", base.DEC, nil, 0x0F)
+f.mrc_ep_type = ProtoField.uint8("mrc.ep.type", "type", base.DEC, nil, 0xF0)
+f.mrc_ep_nxt = ProtoField.uint16("mrc.ep.nxt", "nxt", base.DEC, nil, 0x0F80)
+f.mrc_ep_op = ProtoField.uint8("mrc.ep.op", "op", base.DEC, V_EndpointOp, 0x03)
+f.mrc_ep_vendor = ProtoField.uint8("mrc.ep.vendor", "vendor", base.HEX, nil, nil)
 f.mrc_ep_port_status = ProtoField.uint32("mrc.ep.port_status", "port_status", base.HEX, nil, nil)
-f.mrc_ep_status = ProtoField.uint8("mrc.ep.status", "status", base.HEX, nil, nil)
-f.mrc_ep_req_timestamp = ProtoField.uint64("mrc.ep.req_timestamp", "req_timestamp", base.DEC, nil, nil)
-f.mrc_ep_resp_timestamp = ProtoField.uint64("mrc.ep.resp_timestamp", "resp_timestamp", base.DEC, nil, nil)
+f.mrc_ep_ts = ProtoField.uint16("mrc.ep.ts", "ts", base.DEC, nil, nil)
+f.mrc_ep_tsr = ProtoField.uint8("mrc.ep.tsr", "tsr", base.DEC, nil, 0x80)
+f.mrc_ep_ftype = ProtoField.uint8("mrc.ep.ftype", "ftype", base.DEC, nil, 0x0F)
+f.mrc_ep_resp_op = ProtoField.uint8("mrc.ep.resp_op", "resp_op", base.DEC, V_EndpointOp, 0x0C)
 H.BTH = { len = 12, off = { opcode = 0, solicited = 1, migreq = 1, padcount = 1, version = 1, pkey = 2, fecn = 4, becn = 4, resv6 = 4, dqpn = 5, ackreq = 8, r = 8, rtx = 8, ts = 8, resv4 = 8, psn = 9 },
   show = { { f.mrc_opcode, 0, 1 }, { f.mrc_se, 1, 1 }, { f.mrc_migreq, 1, 1 }, { f.mrc_padcount, 1, 1 }, { f.mrc_version, 1, 1 }, { f.mrc_pkey, 2, 2 }, { f.mrc_fecn, 4, 1 }, { f.mrc_becn, 4, 1 }, { f.mrc_dqpn, 5, 3 }, { f.mrc_ackreq, 8, 1 }, { f.mrc_r, 8, 1 }, { f.mrc_rtx, 8, 1 }, { f.mrc_ts, 8, 1 }, { f.mrc_psn, 9, 3 } } }
 H.METH = { len = 4, off = { rqmsn = 0, msn = 2 },
   show = { { f.mrc_rqmsn, 0, 2 }, { f.mrc_msn, 2, 2 } } }
-H.TSETH = { len = 4, off = { timestamp = 0 },
-  show = { { f.mrc_timestamp, 0, 4 } } }
+H.TSETH = { len = 4, off = { tx_timestamp = 0, tsr = 2, rsv = 2, ftype = 3 },
+  show = { { f.mrc_tseth_ts, 0, 2 }, { f.mrc_tseth_tsr, 2, 1 }, { f.mrc_tseth_ftype, 3, 1 } } }
 H.RETH = { len = 16, off = { va = 0, rkey = 8, dmalen = 12 },
   show = { { f.mrc_va, 0, 8 }, { f.mrc_rkey, 8, 4 }, { f.mrc_dmalen, 12, 4 } } }
 H.ImmDt = { len = 4, off = { imm = 0 },
   show = { { f.mrc_imm, 0, 4 } } }
 H.AETH = { len = 4, off = { syndrome = 0, msn = 1 },
   show = { { f.mrc_aeth_syndrome, 0, 1 }, { f.mrc_aeth_msn, 1, 3 } } }
-H.SETH = { len = 28, off = { type = 0, nxt = 0, m = 1, pr = 1, rsv0 = 1, ack_psn_offset = 2, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, cack_psn = 13, cc_type = 16, cc_fl = 16, mpr = 17, sack_offset = 18, sack_bitmap = 20 },
+H.SETH = { len = 28, off = { type = 0, nxt = 0, m = 1, rsv0 = 1, pr = 1, rsv00 = 1, ack_psn_offset = 2, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, cack_psn = 13, cc_type = 16, cc_fl = 16, mpr = 17, sack_offset = 18, sack_bitmap = 20 },
   show = { { f.mrc_sack_type, 0, 1 }, { f.mrc_sack_nxt, 0, 2 }, { f.mrc_sack_m, 1, 1 }, { f.mrc_sack_pr, 1, 1 }, { f.mrc_sack_ack_psn_offset, 2, 2 }, { f.mrc_sack_entropy, 4, 4 }, { f.mrc_sack_spdcid, 8, 2 }, { f.mrc_sack_dpdcid, 10, 2 }, { f.mrc_sack_cack_psn, 13, 3 }, { f.mrc_sack_cc_type, 16, 1 }, { f.mrc_sack_cc_fl, 16, 1 }, { f.mrc_sack_mpr, 17, 1 }, { f.mrc_sack_sack_offset, 18, 2 }, { f.mrc_sack_bitmap, 20, 8 } } }
 H.CC_STATE = { len = 8, off = { tx_timestamp = 0, rsv = 2, ooo_count = 2, r_c = 4, rcv_cwnd_pen = 4, rcvd_bytes = 5 },
   show = { { f.mrc_cc_tx_timestamp, 0, 2 }, { f.mrc_cc_ooo_count, 2, 2 }, { f.mrc_cc_r_c, 4, 1 }, { f.mrc_cc_rcv_cwnd_pen, 4, 1 }, { f.mrc_cc_rcvd_bytes, 5, 3 } } }
 H.NETH = { len = 20, off = { type = 0, nxt = 0, rsv0 = 1, nack_reason = 2, vendor = 3, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, nack_psn = 13, cc_type = 16, cc_fl = 16, rsv2 = 17, tx_timestamp = 18 },
   show = { { f.mrc_nack_type, 0, 1 }, { f.mrc_nack_nxt, 0, 2 }, { f.mrc_nack_reason, 2, 1 }, { f.mrc_nack_vendor, 3, 1 }, { f.mrc_nack_entropy, 4, 4 }, { f.mrc_nack_spdcid, 8, 2 }, { f.mrc_nack_dpdcid, 10, 2 }, { f.mrc_nack_psn, 13, 3 }, { f.mrc_nack_cc_type, 16, 1 }, { f.mrc_nack_cc_fl, 16, 1 }, { f.mrc_nack_tx_timestamp, 18, 2 } } }
-H.PETH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, probe_seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, rsv1 = 12, psn = 13 },
-  show = { { f.mrc_probe_type, 0, 1 }, { f.mrc_probe_nxt, 0, 2 }, { f.mrc_probe_seq, 2, 2 }, { f.mrc_probe_entropy, 4, 4 }, { f.mrc_probe_spdcid, 8, 2 }, { f.mrc_probe_dpdcid, 10, 2 }, { f.mrc_probe_psn, 13, 3 } } }
-H.ERTH = { len = 16, off = { req_type = 0, flags = 1, seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, port_status = 12 },
-  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_flags, 1, 1 }, { f.mrc_ep_seq, 2, 2 }, { f.mrc_ep_entropy, 4, 4 }, { f.mrc_ep_spdcid, 8, 2 }, { f.mrc_ep_dpdcid, 10, 2 }, { f.mrc_ep_port_status, 12, 4 } } }
-H.EETH = { len = 36, off = { resp_type = 0, status = 1, seq = 2, entropy = 4, spdcid = 8, dpdcid = 10, port_status = 12, req_timestamp = 16, resp_timestamp = 24, rsv = 32 },
-  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_status, 1, 1 }, { f.mrc_ep_seq, 2, 2 }, { f.mrc_ep_entropy, 4, 4 }, { f.mrc_ep_spdcid, 8, 2 }, { f.mrc_ep_dpdcid, 10, 2 }, { f.mrc_ep_port_status, 12, 4 }, { f.mrc_ep_req_timestamp, 16, 8 }, { f.mrc_ep_resp_timestamp, 24, 8 } } }
+H.PETH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, rsv1 = 2, vendor = 3, probe_id = 4, rsv2 = 6, spdcid = 8, dpdcid = 10, tx_timestamp = 12, tsr = 14, rsv3 = 14, ftype = 15 },
+  show = { { f.mrc_probe_type, 0, 1 }, { f.mrc_probe_nxt, 0, 2 }, { f.mrc_probe_vendor, 3, 1 }, { f.mrc_probe_id, 4, 2 }, { f.mrc_probe_spdcid, 8, 2 }, { f.mrc_probe_dpdcid, 10, 2 }, { f.mrc_probe_ts, 12, 2 }, { f.mrc_probe_tsr, 14, 1 }, { f.mrc_probe_ftype, 15, 1 } } }
+H.ERTH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 2, vendor = 3, port_status_mask = 4, rsv2 = 8, tx_timestamp = 12, tsr = 14, rsv3 = 14, ftype = 15 },
+  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_op, 1, 1 }, { f.mrc_ep_vendor, 3, 1 }, { f.mrc_ep_port_status, 4, 4 }, { f.mrc_ep_ts, 12, 2 }, { f.mrc_ep_tsr, 14, 1 }, { f.mrc_ep_ftype, 15, 1 } } }
+H.EETH = { len = 36, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 1, rsv2 = 2, rsv3 = 10, rsv4 = 18, rsv5 = 26, tx_timestamp = 28, rsv6 = 30 },
+  show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_resp_op, 1, 1 }, { f.mrc_ep_ts, 28, 2 } } }
 -- END GENERATED
 local OPCODES, NACK_REASONS, SACK_M = V_Opcode, V_NackReason, V_SackMark
 
@@ -156,7 +161,9 @@ function mrc.dissector(tvb, pinfo, tree)
   local psn = tvb(H.BTH.off.psn, 3):uint()
   local sport, flow = udp_srcport(), ipv6_flow()
   if sport ~= nil and flow ~= nil then
-    t:add(f.ev, bit.bor(bit.lshift(sport.value, 16), bit.band(flow.value, 0xFFFF))):set_generated()
+    local hi, lo = sport.value, bit.band(flow.value, 0xFFFF)
+    if not EV_HIGH_HALF_IN_SPORT then hi, lo = lo, hi end
+    t:add(f.ev, bit.bor(bit.lshift(hi, 16), lo)):set_generated()
   end
   local is_data = op >= 0xC6 and op <= 0xCB
   local dscp = ipv6_dscp()
@@ -212,4 +219,4 @@ function mrc.dissector(tvb, pinfo, tree)
   return tvb:len()
 end
 
-udp_table:add(4791, mrc)
+for _, port in ipairs(UDP_PORTS) do udp_table:add(port, mrc) end

@@ -30,7 +30,7 @@ def test_malformed_packets_are_counted_and_never_written():
     data, mr = write(ca, cb, 8192)
     pkts = ca.packets_to_send(0.0)
     ev, good = pkts[0]
-    bad = bytearray(net._deliver_bytes(good))
+    bad = bytearray(net.deliver(good))
     bad[-100] ^= 0xFF  # payload byte: the ICRC no longer matches
     cb.receive(bytes(bad), 0.001)
     cb.receive(b"\x60" + b"\x00" * 20, 0.001)
@@ -50,8 +50,8 @@ def test_psn_beyond_the_window_gets_nack_psn_oor_window():
     ca.pending.clear()
     ca.post_write(bytes(4096), mr.base, mr.rkey, 0.0)
     ev, pkt = ca.packets_to_send(0.0)[-1]
-    cb.receive(net._deliver_bytes(pkt), 0.001)
-    nack = codec.decode(net._deliver_bytes(cb.packets_to_send(0.001)[-1][1]))
+    cb.receive(net.deliver(pkt), 0.001)
+    nack = codec.decode(net.deliver(cb.packets_to_send(0.001)[-1][1]))
     assert nack.opcode == Opcode.RELIABILITY_NACK
     assert nack.headers["NETH"]["nack_reason"] == NackReason.PSN_OOR_WINDOW
     assert nack.headers["NETH"]["nack_psn"] == 200
@@ -63,7 +63,7 @@ def test_messages_complete_in_msn_order_and_an_early_immediate_waits():
     mr = cb.memory.register(1 << 20)
     ca.post_write(bytes(range(256)) * 256, mr.base, mr.rkey, 0.0)  # msn 0, 64 KiB
     ca.post_write(b"z" * 100, mr.base + (64 << 10), mr.rkey, 0.0, imm=0xFEED)  # msn 1
-    pkts = [net._deliver_bytes(p) for _, p in ca.packets_to_send(0.0)]
+    pkts = [net.deliver(p) for _, p in ca.packets_to_send(0.0)]
     # Deliver the second message (with its immediate) first.
     cb.receive(pkts[-1], 0.001)
     assert drain(cb, MessageReceived) == []

@@ -54,7 +54,7 @@ def test_data_fast_path_matches_generic_encoder(op, ts):
     hdrs = {"METH": {"rqmsn": 0, "msn": 3}, "RETH": {"va": 1 << 40, "rkey": 0xBEEF,
                                                     "dmalen": 4096}}
     if ts is not None:
-        hdrs["TSETH"] = {"timestamp": ts}
+        hdrs["TSETH"] = {"tx_timestamp": ts}
     if imm is not None:
         hdrs["ImmDt"] = {"imm": imm}
     generic = codec.encode(src, dst, **kw, bth={"opcode": op, "dqpn": 5, "psn": 1000,

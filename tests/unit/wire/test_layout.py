@@ -96,9 +96,9 @@ def test_the_c_header_compiles_and_agrees_with_the_codec(tmp_path):
 
 
 def test_one_edit_to_the_table_changes_codec_scapy_and_c_together():
-    # Widen SETH's `pr` by one bit, taken from the reserved bits after it.
+    # Widen SETH's `pr` by one bit, taken from the reserved bits before it.
     fields = tuple(dataclasses.replace(f, bits=2) if f.name == "pr" else
-                   dataclasses.replace(f, bits=3) if f.name == "rsv0" else f
+                   dataclasses.replace(f, bits=2) if f.name == "rsv0" else f
                    for f in layout.SETH.fields)
     wide = dataclasses.replace(layout.SETH, fields=fields)
     assert wide.size == layout.SETH.size
@@ -109,5 +109,5 @@ def test_one_edit_to_the_table_changes_codec_scapy_and_c_together():
     c = generate.c_header(table)
     assert "#define MRC_SETH_PR_BITS 2" in c and "#define MRC_SETH_PR_BITS 1" not in c
     lua = generate.lua_block(table)
-    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x18)' in lua
-    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x10)' in generate.lua_block()
+    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x06)' in lua
+    assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x02)' in generate.lua_block()
