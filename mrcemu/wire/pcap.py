@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from scapy.error import Scapy_Exception
@@ -33,6 +33,8 @@ class Row:
     trimmed: bool = False
     error: str | None = None
     snapped: bool = False  # the capture's snap length cut it: headers only, partial payload
+    # Every header's fields by name, BTH first (`--json` shows them; the table shows `info`).
+    headers: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -115,4 +117,5 @@ def read(path: str | Path) -> Iterator[Row]:
             yield Row(n, t, iface, socket.inet_ntop(socket.AF_INET6, d.src),
                       socket.inet_ntop(socket.AF_INET6, d.dst), f"0x{d.ev:08x}",
                       _name(Dscp, d.dscp), d.ecn, _name(Opcode, d.opcode), d.psn, info_of(d),
-                      trimmed=d.trimmed, snapped=d.snapped)
+                      trimmed=d.trimmed, snapped=d.snapped,
+                      headers={"BTH": d.bth, **d.headers})
