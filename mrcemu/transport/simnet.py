@@ -19,7 +19,8 @@ from typing import Protocol
 from mrcemu.topology.addressing import container, container_usids
 from mrcemu.topology.paths import ev_fields
 from mrcemu.wire import codec
-from mrcemu.wire.constants import Dscp
+from mrcemu.wire.constants import MRC_DATA, Dscp
+from mrcemu.wire.layout import BTH_AT, IPV6_DST
 
 
 class Core(Protocol):
@@ -70,19 +71,20 @@ class SimNet:
     def deliver(self, pkt: bytes) -> bytes:
         """The packet as the fabric delivers it: its DA the last uSID's address."""
         b = bytearray(pkt)
-        last = container_usids(IPv6Address(bytes(b[24:40])))[-1]
-        b[24:40] = container(last).packed
+        last = container_usids(IPv6Address(bytes(b[IPV6_DST])))[-1]
+        b[IPV6_DST] = container(last).packed
         return bytes(b)
 
     def _transmit(self, src: str, ev: int, pkt: bytes) -> None:
         plane, spine = ev_fields(ev)
         props = self.path(src, plane, spine)
-        self.sent_log.append((self.now, src, ev, pkt[48]))
+        op = pkt[BTH_AT]
+        self.sent_log.append((self.now, src, ev, op))
         if props.blackhole or self.rng.random() < props.loss:
             props.dropped += 1
             return
         pkt = self.deliver(pkt)
-        if pkt[48] >= 0xC6 and pkt[48] <= 0xCB:  # data: the only trimmable kind
+        if op in MRC_DATA:  # data: the only trimmable kind
             if self.rng.random() < props.trim:
                 pkt = codec.trim(pkt, Dscp.TRIMMED)
             elif self.rng.random() < props.ce:

@@ -179,6 +179,8 @@ def probe_id_of(seth: dict[str, int]) -> int:
 # The headers around BTH: one IPv6 header and UDP (encapsulation adds a second IPv6).
 IPV6_LEN = 40
 UDP_LEN = 8
+IPV6_DST = slice(24, 40)  # the destination address within an IPv6 header
+BTH_AT = IPV6_LEN + UDP_LEN  # where BTH starts in an MRC packet (its opcode is byte 0)
 
 
 def mrc_data_overhead() -> int:
