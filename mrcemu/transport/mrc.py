@@ -19,7 +19,7 @@ from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.nscc import Nscc
 from mrcemu.transport.trace import TxTrace
-from mrcemu.wire import codec
+from mrcemu.wire import codec, layout
 from mrcemu.wire.constants import (
     ENDPOINT_DQPN,
     MRC_DATA,
@@ -260,19 +260,22 @@ class MrcConnection(ConnectionBase):
             self._events.append(o.msg.complete(now))
             self.messages.pop(o.msg.msn, None)
 
+    def _cumulative(self, cack: int) -> list[Outstanding]:
+        """The outstanding packets a cumulative acknowledgement up to `cack` (the first
+        PSN not yet received) newly covers; `una` moves up to it."""
+        if cack <= self.una:
+            return []
+        newly = [o for psn in range(self.una, min(cack, self.next_psn))
+                 if (o := self.outstanding.get(psn)) is not None]
+        self.una = cack
+        return newly
+
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         self.stats.sacks_rx += 1
         self.last_sack = now
         cack = unwrap(s["cack_psn"], self.una)
-        newly: list[Outstanding] = []
-        seen: set[int] = set()
-        if cack > self.una:
-            for psn in range(self.una, min(cack, self.next_psn)):
-                o = self.outstanding.get(psn)
-                if o is not None:
-                    newly.append(o)
-                    seen.add(psn)
-            self.una = cack
+        newly = self._cumulative(cack)
+        seen = {o.psn for o in newly}
         base = cack + s["sack_offset"]
         bm = s["sack_bitmap"]
         while bm:
@@ -386,12 +389,9 @@ class MrcConnection(ConnectionBase):
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
         """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
         self.stats.acks_rx += 1
-        upto = unwrap(d.psn, self.una)
-        newly = [o for psn in range(self.una, min(upto + 1, self.next_psn))
-                 if (o := self.outstanding.get(psn)) is not None]
+        newly = self._cumulative(unwrap(d.psn, self.una) + 1)
         for o in newly:
             self._acked(o, now)
-        self.una = max(self.una, upto + 1)
         if newly:
             self.backoff = 1
             self.latest_acked_sent = max(self.latest_acked_sent,
@@ -465,7 +465,7 @@ class MrcConnection(ConnectionBase):
             ev, ack_off, ts = self.last_ev, max(-32768, min(32767, trigger - cack)), self.last_ts
         else:
             ev, probe_id, ts = probe
-            ack_off = probe_id - 0x10000 if probe_id >= 0x8000 else probe_id
+            ack_off = layout.probe_id_as_offset(probe_id)
         seth = {"m": int(self.mark), "pr": int(probe is not None), "ack_psn_offset": ack_off,
                 "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
                 "dpdcid": self.remote_qpn & 0xFFFF, "cack_psn": cack & PSN_MASK,

@@ -176,6 +176,12 @@ def probe_id_of(seth: dict[str, int]) -> int:
     return seth["ack_psn_offset"] & 0xFFFF
 
 
+def probe_id_as_offset(probe_id: int) -> int:
+    """The signed ack_psn_offset value that carries `probe_id` (the inverse of the above)."""
+    probe_id &= 0xFFFF
+    return probe_id - 0x10000 if probe_id >= 0x8000 else probe_id
+
+
 # The headers around BTH: one IPv6 header and UDP (encapsulation adds a second IPv6).
 IPV6_LEN = 40
 UDP_LEN = 8

@@ -8,6 +8,7 @@ from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.events import EvStateChanged, MessageCompleted, MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire.constants import Opcode
+from mrcemu.wire.layout import BTH_AT
 from tests.unit.transport.helpers import drain, pair, write
 
 
@@ -148,7 +149,7 @@ def test_the_cumulative_ack_alone_completes_a_message_when_every_sack_is_lost():
     net, ca, cb = pair()
     send = cb.packets_to_send
     cb.packets_to_send = lambda now, budget=None: [
-        (ev, p) for ev, p in send(now, budget) if p[48] != Opcode.RELIABILITY_SACK]
+        (ev, p) for ev, p in send(now, budget) if p[BTH_AT] != Opcode.RELIABILITY_SACK]
     data, mr = write(ca, cb, 64 * 4096)
     net.run(5.0, stop=lambda: ca.idle)
     assert ca.idle and sha(mr.buf) == sha(data)
@@ -165,7 +166,7 @@ def test_an_rto_blames_no_path_when_only_older_packets_were_acked_since():
     first = ca.packets_to_send(0.0)  # the initial window, all at t = 0
     for _ev, pkt in first:
         cb.receive(net.deliver(pkt), 0.0005)
-    sacks = [p for _ev, p in cb.packets_to_send(0.0005) if p[48] == Opcode.RELIABILITY_SACK]
+    sacks = [p for _ev, p in cb.packets_to_send(0.0005) if p[BTH_AT] == Opcode.RELIABILITY_SACK]
     assert len(sacks) >= 2
     ca.receive(net.deliver(sacks[0]), 0.001)
     later = ca.packets_to_send(0.0015)  # sent at t = 1.5 ms on the freed window

@@ -111,3 +111,10 @@ def test_one_edit_to_the_table_changes_codec_scapy_and_c_together():
     lua = generate.lua_block(table)
     assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x06)' in lua
     assert 'ProtoField.uint8("mrc.sack.pr", "pr", base.DEC, nil, 0x02)' in generate.lua_block()
+
+
+@pytest.mark.parametrize("probe_id", [0, 1, 0x7FFF, 0x8000, 0xFFFF])
+def test_a_probe_id_survives_the_signed_ack_psn_offset_on_the_wire(probe_id):
+    wire = codec.SETH.pack({"pr": 1, "ack_psn_offset": layout.probe_id_as_offset(probe_id)})
+    assert wire[2:4] == probe_id.to_bytes(2, "big")
+    assert layout.probe_id_of(codec.SETH.unpack(wire)) == probe_id
