@@ -41,6 +41,7 @@ ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263  # not exported by Python's socket module
 LINK_POLL = 0.1
+MAX_TIMER_DEFERRALS = 8  # loop rounds (of up to 256 frames a port) timers may wait
 # Frames a port may have waiting in our backlog: the NIC paces each port at its line
 # rate itself, so the kernel's qdisc (and our RTT samples) never see a standing queue.
 PORT_SLOTS = 2
@@ -77,6 +78,7 @@ class Nic:
         self.tokens: dict[int, float] = {}
         self.token_t = time.monotonic()
         self.rr = 0
+        self.deferred = 0  # loop rounds in a row that left frames unread
         for i in self.layout.interfaces[self.name]:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
             s.bind((i.name, ETH_P_IPV6))
@@ -416,12 +418,19 @@ class Nic:
             if now >= self.next_link_poll:
                 self.next_link_poll = now + LINK_POLL
                 self.poll_links()
+            # Timers judge silence: not while frames we have not read may answer it
+            # (a stalled NIC's backlog), but no more than a few rounds in a row, so
+            # that an input flood cannot starve SACKs and RTOs.
+            self.deferred = self.deferred + 1 if readable else 0
+            run_timers = self.deferred == 0 or self.deferred > MAX_TIMER_DEFERRALS
+            if self.deferred > MAX_TIMER_DEFERRALS:
+                self.deferred = 0
             conns = [(key, c) for key, c in self.conns.items() if c.busy]
             self.rr += 1
             for i in range(len(conns)):  # rotate who gets the send budget first
                 (peer, transport), c = conns[(i + self.rr) % len(conns)]
                 nt = c.next_timer()
-                if nt is not None and nt <= now:
+                if run_timers and nt is not None and nt <= now:
                     c.timer(now)
                 self.flush(c)
             for (peer, transport), c in self.conns.items():

@@ -92,6 +92,7 @@ class MrcConnection(ConnectionBase):
         self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
+        self.suspects: list[tuple[int, float, float]] = []  # (EV, sent, when): for timer()
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder
         self.rx_cack = 0  # lowest PSN not yet received
@@ -319,23 +320,11 @@ class MrcConnection(ConnectionBase):
         r = self.profile.evs.get(ev)
         if r is not None:
             r.last_feedback, r.silent_since, r.unanswered = now, None, 0
-        # The "timeout with no SACK" of an EV: several packets went out on it, the
-        # first a whole RTO ago, none has been heard of, and packets sent after it on
-        # other paths have arrived (a queue that delays every path alike is no EV's
-        # fault, and one packet whose copy was retransmitted elsewhere proves nothing).
         if not self.outstanding:
             for e in self.profile.evs.values():
                 e.silent_since, e.unanswered = None, 0
         if latest is not None:
             self.latest_acked_sent = max(self.latest_acked_sent, latest)
-        limit = self.rto / self.backoff
-        horizon = self.latest_acked_sent - self.cfg.reorder_window
-        for e in self.profile.evs.values():
-            if (e.silent_since is not None and e.unanswered >= 3
-                    and now - e.silent_since >= limit and e.silent_since < horizon
-                    and not self._trimmed_lately(e, now)):
-                e.silent_since, e.unanswered = None, 0
-                self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
         if acked_bytes:
             self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
                            self.srtt or self.cfg.min_rto)
@@ -351,6 +340,43 @@ class MrcConnection(ConnectionBase):
                     self._mark_lost(o)
                     self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
+    def _silent_too_long(self, e: Ev) -> float | None:
+        """When EV `e` earns the "timeout with no SACK": several packets went out on it,
+        the first a whole RTO ago, none has been heard of, and packets sent after it on
+        other paths have arrived (a queue that delays every path alike is no EV's fault,
+        and one packet whose copy was retransmitted elsewhere proves nothing). None if
+        it cannot, whatever the clock says, until more feedback comes."""
+        if (e.silent_since is None or e.unanswered < 3
+                or e.silent_since >= self.latest_acked_sent - self.cfg.reorder_window):
+            return None
+        limit = self.rto / self.backoff
+        at = e.silent_since + limit
+        if e.last_congested >= 0:  # see _trimmed_lately
+            at = max(at, e.last_congested + 2 * limit)
+        return at
+
+    def _judge_silence(self, now: float) -> None:
+        """Verdicts on silence, made only from timer(): the shell calls it after feeding
+        every packet it has read. Judged per SACK, the first SACK of a stale backlog
+        (read in port order, not send order) made every other path look silent."""
+        for e in self.profile.evs.values():
+            at = self._silent_too_long(e)
+            if at is not None and now >= at:
+                e.silent_since, e.unanswered = None, 0
+                self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
+        suspects, self.suspects = self.suspects, []
+        window = self.rto / self.backoff
+        for ev, sent, when in suspects:
+            e = self.profile.evs.get(ev)
+            others = {x for t, x in self.recent_losses if x != ev and abs(t - when) <= window}
+            # Heard of since (late, not lost), or one of losses on several EVs at once
+            # (an overloaded receiver drops on every path; a broken path loses alone).
+            if e is None or e.heard_sent >= sent - window or len(others) >= 2:
+                self.stats.losses_excused += 1
+                continue
+            self.stats.losses_blamed += 1
+            self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
+
     def _blame_loss(self, ev: int, sent: float, now: float) -> None:
         """A first copy sent on `ev` at `sent` was really lost, and the EV had delivered
         nothing sent in the RTO before it: the EV goes ASSUMED_BAD. An EV carries only a
@@ -365,13 +391,12 @@ class MrcConnection(ConnectionBase):
             self.recent_losses.popleft()
         self.recent_losses.append((now, ev))
         e = self.profile.evs.get(ev)
-        others = {x for _, x in self.recent_losses if x != ev}
-        if (e is None or e.heard_sent >= sent - window
-                or e.last_congested >= sent - 2 * window or len(others) >= 2):
+        if e is None or e.last_congested >= sent - 2 * window:
             self.stats.losses_excused += 1
             return
-        self.stats.losses_blamed += 1
-        self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
+        # The rest is judged at the timer, once the shell has fed all it read: the EV's
+        # own ack, or other EVs' losses, may sit unread behind this one.
+        self.suspects.append((ev, sent, now))
 
     def _trimmed_lately(self, e: Ev, now: float) -> bool:
         """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
@@ -611,6 +636,7 @@ class MrcConnection(ConnectionBase):
     def timer(self, now: float) -> None:
         if self.sack_due is not None and now >= self.sack_due:
             self._sack(now)
+        self._judge_silence(now)
         # RACK's timer: a packet sent before one that has arrived is lost once it is a
         # round trip plus the reorder window old, even if no further ack comes to say
         # so. That is the tail of a message on a path that just died; waiting for the
@@ -669,6 +695,11 @@ class MrcConnection(ConnectionBase):
                 if o.sent_time < self.latest_acked_sent:
                     times.append(self._rack_deadline(o))
                 break
+        if self.suspects:
+            times.append(min(when for _, _, when in self.suspects))  # at once
+        for e in self.profile.evs.values():
+            if (at := self._silent_too_long(e)) is not None:
+                times.append(at)
         bad = [e.last_probe + self.cfg.probe_interval for e in
                self.profile.needs_probe(float("inf"), 0.0)]
         if bad:

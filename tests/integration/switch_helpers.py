@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
-from mrcemu.fabric import rates, state
+from mrcemu.fabric import bpf, rates, state
 from mrcemu.nic import transfer
 from mrcemu.topology import Layout, load
 from tests.integration.conftest import mrcemu
@@ -40,6 +41,31 @@ def slowed(ports: list[tuple[str, str]], fraction: float) -> Iterator[None]:
     finally:
         for (n, p), m in mbps.items():
             rates.set_port_rate(layout, st.nodes, n, p, m)
+
+
+@contextmanager
+def busy(ports: list[tuple[str, str]], share: float) -> Iterator[None]:
+    """(switch, port) pairs busy with cross traffic for the block: ours gets `share` of
+    the rate, and the queue we see holds `share` of the bytes, so its delay stays what
+    the topology's thresholds give at full rate (about 25 ms to trim).
+
+    A port merely slowed to 5 % keeps byte thresholds that take 20 times longer to
+    drain: half a second before the first ECN mark, past any RTO, so the sender judges
+    the path silent before the switch has said a word, which is not the hot spine the
+    white paper describes."""
+    st = state.load_state()
+    layout = Layout(st.topo())
+    with slowed(ports, share):
+        cfgs = {}
+        for n, p in ports:
+            i = next(i for i in layout.interfaces[n] if i.name == p)
+            c = bpf.port_config(layout, i)
+            cfgs[i.mac] = replace(c, rate_bps=int(c.rate_bps * share),
+                                  ecn_threshold=int(c.ecn_threshold * share),
+                                  trim_threshold=int(c.trim_threshold * share),
+                                  buffer=int(c.buffer * share))
+        bpf.configure(cfgs, reset_counters=False)
+        yield  # slowed() puts the full port config back
 
 
 def last_hop_ports(topology: str, dst: int) -> list[tuple[str, str]]:

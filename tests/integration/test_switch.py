@@ -15,6 +15,7 @@ from mrcemu.topology import Layout
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
 from tests.integration.switch_helpers import (
+    busy,
     delta,
     incast,
     last_hop_ports,
@@ -83,8 +84,9 @@ def test_hot_spine_gets_marked_skipped_and_sheds_its_share(default_fabric):
     layout = Layout(topo)
     hot = [i.name for i in layout.interfaces["p3s1"]]
     before = switch_counters()
-    # One spine at 5 % of its rate (1 Mb/s): congested unless h0 sends under 32 Mb/s.
-    with slowed([("p3s1", name) for name in hot], 0.05):
+    # One spine with 5 % of its rate left for us (1 Mb/s): congested unless h0 sends
+    # under 32 Mb/s.
+    with busy([("p3s1", name) for name in hot], 0.05):
         r = mrcemu("send", "h0", "h7", "--size", "32MiB", "--json", timeout=300)
         res = json.loads(r.stdout)
     d = delta(switch_counters(), before)

@@ -177,3 +177,38 @@ def test_an_rto_blames_no_path_when_only_older_packets_were_acked_since():
     assert ca.stats.rtos > 0
     assert [e for e in drain(ca, EvStateChanged) if e.new == "ASSUMED_BAD"] == []
 
+
+
+def test_a_stale_backlog_read_out_of_send_order_blames_no_path():
+    # A requester that stalled finds a backlog of SACKs and reads them in port order,
+    # not send order. The first one read acks the latest-sent packet, and for a moment
+    # every other path looks silent for an RTO: a verdict on silence must wait until the
+    # shell has fed all it read (the timer), or it blames every path at once (CI saw it).
+    net, ca, cb = pair(init_cwnd=1 << 22)
+    write(ca, cb, 2 << 20)
+    for _ev, pkt in ca.packets_to_send(0.0, 64):  # a clean first round: srtt = 1 ms
+        cb.receive(net.deliver(pkt), 0.0005)
+    cb.timer(1.0)
+    for _ev, pkt in cb.packets_to_send(0.0005):
+        ca.receive(net.deliver(pkt), 0.001)
+    assert ca.srtt is not None and ca.srtt < 0.002 and not ca.outstanding
+    early = [p for t in (0.002, 0.003, 0.004) for _ev, p in ca.packets_to_send(t, 64)]
+    (late_ev, late), = ca.packets_to_send(0.100, 1)
+    silent = [e for e in ca.profile.evs.values() if e.sent and e.ev != late_ev]
+    assert len(silent) >= 16 and min(e.unanswered for e in silent) >= 3
+    cb.receive(net.deliver(late), 0.101)
+    cb.timer(1.0)  # the SACK for the late packet alone: early ones are still in flight
+    first = [p for _ev, p in cb.packets_to_send(0.101) if p[BTH_AT] == Opcode.RELIABILITY_SACK]
+    for pkt in early:
+        cb.receive(net.deliver(pkt), 0.102)
+    cb.timer(1.0)
+    rest = [p for _ev, p in cb.packets_to_send(0.102) if p[BTH_AT] == Opcode.RELIABILITY_SACK]
+    assert first and rest
+    for pkt in first:  # the backlog, read at t = 0.3: an RTO after t = 0.002
+        ca.receive(net.deliver(pkt), 0.3)
+    assert ca.latest_acked_sent == 0.100 and ca.rto < 0.29
+    for pkt in rest:
+        ca.receive(net.deliver(pkt), 0.3)
+    assert not ca.outstanding
+    ca.timer(0.3)
+    assert [e for e in drain(ca, EvStateChanged) if e.new == "ASSUMED_BAD"] == []
