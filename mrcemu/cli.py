@@ -205,7 +205,7 @@ def paths(src: str, dst: str, topology: str | None, as_json: bool) -> None:
         click.echo(json.dumps([p.to_json() for p in ps], indent=1))
         return
     t = Table(title=f"{len(ps)} paths {src} -> {dst}")
-    for col in ("EV", "plane", "spine", "container (DA as sent)", "hops"):
+    for col in ("EV", "plane", "spine", "outer DA (uSID path)", "hops"):
         t.add_column(col)
     for p in ps:
         t.add_row(f"0x{p.ev:08x}", str(p.plane), "-" if p.spine is None else str(p.spine),

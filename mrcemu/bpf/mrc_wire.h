@@ -5,6 +5,7 @@
 #define MRC_UDP_PORT 4791
 #define MRC_UDP_PORT_TRANSPOSED 4971
 #define MRC_ICRC_LEN 4
+#define MRC_IPPROTO_IPV6 41 /* MRC travels IPv6-in-IPv6 */
 
 #define MRC_OP_RC_WRITE_FIRST 0x06
 #define MRC_OP_RC_WRITE_MIDDLE 0x07

@@ -75,8 +75,17 @@ static __always_inline __u16 fold(__u64 s)
 	return (__u16)s;
 }
 
-/* Trim an MRC data packet to its headers, fix lengths, DSCP and the UDP checksum
- * (computed for the destination as it will be delivered: the last uSID). */
+static __always_inline void set_dscp(__u8 *b, __u8 dscp)
+{
+	__u8 ecn = ((b[1] >> 4) & 0x3);
+	__u8 tc = (dscp << 2) | ecn;
+	b[0] = 0x60 | (tc >> 4);
+	b[1] = (tc << 4) | (b[1] & 0x0f);
+}
+
+/* Trim an IPv6-in-IPv6 MRC data packet to its headers: fix both IPv6 payload lengths,
+ * the UDP length and checksum (over the inner header, which names the destination port
+ * itself), and the DSCP of both headers. Byte-identical to codec.trim. */
 static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
 {
 	long rc = bpf_skb_change_tail(skb, keep, 0);
@@ -84,19 +93,18 @@ static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
 		return rc < 0 ? (int)rc : -100;
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
-	struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+	struct ipv6hdr *outer = data + sizeof(struct ethhdr);
+	struct ipv6hdr *ip6 = outer + 1;
 	struct udphdr *udp = (void *)(ip6 + 1);
 	if ((void *)(udp + 1) > end)
 		return -101;
-	__u16 ulen = keep - sizeof(struct ethhdr) - sizeof(struct ipv6hdr);
+	__u16 ulen = keep - sizeof(struct ethhdr) - 2 * sizeof(struct ipv6hdr);
+	outer->payload_len = bpf_htons(ulen + sizeof(struct ipv6hdr));
 	ip6->payload_len = bpf_htons(ulen);
 	udp->len = bpf_htons(ulen);
 	udp->check = 0;
-	__u8 *b = (__u8 *)ip6;
-	__u8 ecn = ((b[1] >> 4) & 0x3);
-	__u8 tc = (dscp << 2) | ecn;
-	b[0] = 0x60 | (tc >> 4);
-	b[1] = (tc << 4) | (b[1] & 0x0f);
+	set_dscp((__u8 *)outer, dscp);
+	set_dscp((__u8 *)ip6, dscp);
 
 	struct {
 		__u8 src[16];
@@ -106,19 +114,7 @@ static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
 		__u8 nh;
 	} ph = {};
 	__builtin_memcpy(ph.src, &ip6->saddr, 16);
-	/* Delivered DA: block fcbb:bb00 then only the last non-zero uSID. */
-	__u8 *da = (__u8 *)&ip6->daddr;
-	__u8 hi = 0, lo = 0;
-#pragma unroll
-	for (int i = 0; i < 6; i++) {
-		if (da[4 + 2 * i] | da[5 + 2 * i]) {
-			hi = da[4 + 2 * i];
-			lo = da[5 + 2 * i];
-		}
-	}
-	__builtin_memcpy(ph.dst, da, 4);
-	ph.dst[4] = hi;
-	ph.dst[5] = lo;
+	__builtin_memcpy(ph.dst, &ip6->daddr, 16);
 	ph.len = bpf_htonl(ulen);
 	ph.nh = IPPROTO_UDP;
 
@@ -126,7 +122,7 @@ static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
 	__u32 n = ulen;
 	if (n > HDRS_MAX || n < 8)
 		return -102;
-	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), hdrs,
+	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr), hdrs,
 			       n & 0x3f) < 0)
 		return -103;
 	__s64 s = bpf_csum_diff(0, 0, (__be32 *)&ph, sizeof(ph), 0);
@@ -136,7 +132,7 @@ static __always_inline int trim(struct __sk_buff *skb, __u32 keep, __u8 dscp)
 		ck = 0xffff;
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	udp = data + sizeof(struct ethhdr) + sizeof(struct ipv6hdr);
+	udp = data + sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr);
 	if ((void *)(udp + 1) > end)
 		return -104;
 	udp->check = ck;
@@ -148,9 +144,8 @@ int mrc_switch(struct __sk_buff *skb)
 {
 	/* Frames from AF_PACKET or forwarded may keep headers in paged data: make the
 	 * headers we read linear first. */
-	__u32 want = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + MRC_BTH_LEN;
-	if (skb->len >= want)
-		bpf_skb_pull_data(skb, want);
+	__u32 want = sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr) + 8 + MRC_BTH_LEN;
+	bpf_skb_pull_data(skb, skb->len < want ? skb->len : want);
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
@@ -163,15 +158,20 @@ int mrc_switch(struct __sk_buff *skb)
 		return TC_ACT_OK;
 
 	__u32 len = skb->len;
-	__u8 dscp = 0, ecn = 0, opcode = 0, flags = 0, roce = 0;
+	__u8 dscp = 0, ecn = 0, opcode = 0, flags = 0, roce = 0, encap = 0;
 	struct ipv6hdr *ip6 = (void *)(eth + 1);
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6) && (void *)(ip6 + 1) <= end) {
+		/* Marks and classes are the outer header's: the one the network acts on. */
 		__u8 *b = (__u8 *)ip6;
 		__u8 tc = (b[0] << 4) | (b[1] >> 4);
 		dscp = tc >> 2;
 		ecn = tc & 3;
+		if (ip6->nexthdr == MRC_IPPROTO_IPV6) { /* MRC: IPv6-in-IPv6 */
+			ip6 = ip6 + 1;
+			encap = 1;
+		}
 		struct udphdr *udp = (void *)(ip6 + 1);
-		if (ip6->nexthdr == IPPROTO_UDP && (void *)(udp + 1) <= end &&
+		if ((void *)(udp + 1) <= end && ip6->nexthdr == IPPROTO_UDP &&
 		    (udp->dest == bpf_htons(ROCE_PORT) ||
 		     udp->dest == bpf_htons(MRC_UDP_PORT_TRANSPOSED))) {
 			__u8 *bth = (void *)(udp + 1);
@@ -195,9 +195,9 @@ int mrc_switch(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	int is_data = roce && opcode >= MRC_OP_DATA_MIN && opcode <= MRC_OP_DATA_MAX;
-	if (is_data && cfg->trim_threshold && q > cfg->trim_threshold &&
+	if (is_data && encap && cfg->trim_threshold && q > cfg->trim_threshold &&
 	    (dscp == DSCP_TRIMMABLE || dscp == DSCP_TRIMMABLE_RETX)) {
-		__u32 keep = sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + 8 + MRC_DATA_HDRS_MIN;
+		__u32 keep = sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr) + 8 + MRC_DATA_HDRS_MIN;
 		if (flags & MRC_BTH_TS_MASK)
 			keep += MRC_TSETH_LEN;
 		if (opcode == MRC_OP_WRITE_LAST_IMM || opcode == MRC_OP_WRITE_ONLY_IMM)
@@ -223,6 +223,10 @@ int mrc_switch(struct __sk_buff *skb)
 			b[1] |= 0x30; /* CE: the low two bits of the traffic class */
 			__sync_fetch_and_add(&st->ecn_marked, 1);
 		}
+		/* And the inner header's, as RFC 6040 decapsulation would carry it in. */
+		b += sizeof(struct ipv6hdr);
+		if (encap && (void *)(b + sizeof(struct ipv6hdr)) <= e2)
+			b[1] |= 0x30;
 	}
 	st->vq_bytes = q + len;
 	__sync_fetch_and_add(&st->bytes, len);

@@ -1,9 +1,10 @@
 """`mrcemu check`: one Scapy-crafted probe on every path of every ordered host pair.
 
-Each probe is sent from the source host's namespace through its kernel routes
-(a raw IPv6 socket, so the host's /36 plane routes pick the port), and caught
-on the destination by an AF_PACKET socket, which tells us the arriving
-interface and the hop limit as delivered.
+Each probe is built as MRC data is, IPv6-in-IPv6: the outer header to the path's
+uSID container, the inner one to the destination port. It is sent from the source
+host's namespace through its kernel routes (a raw IPv6 socket, so the host's /36 plane
+routes pick the port), and caught on the destination by an AF_PACKET socket, which
+tells us the arriving interface, the outer DA and the hop limit as delivered.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
 from mrcemu.fabric.netns import inside
+from mrcemu.nic.sink import protocol_sink
 from mrcemu.topology import Topology
 from mrcemu.topology.addressing import host_address
 from mrcemu.topology.paths import Path, ev_flow_label, ev_udp_sport, paths
+from mrcemu.wire.constants import IPPROTO_IPV6
 
 CHECK_PORT = 47910
 MAGIC = b"MRCEMU-CHECK"
@@ -60,21 +63,22 @@ class CheckResult:
 
 
 def probe_bytes(topo: Topology, path: Path, nonce: int) -> bytes:
-    pkt = (IPv6(src=str(host_address(path.plane, path.src)), dst=str(path.container),
-                hlim=HOP_LIMIT, fl=ev_flow_label(path.ev))
+    src = str(host_address(path.plane, path.src))
+    pkt = (IPv6(src=src, dst=str(path.container), hlim=HOP_LIMIT, fl=ev_flow_label(path.ev))
+           / IPv6(src=src, dst=str(path.delivered), hlim=HOP_LIMIT, fl=ev_flow_label(path.ev))
            / UDP(sport=ev_udp_sport(path.ev), dport=CHECK_PORT)
            / Raw(PROBE.pack(MAGIC, path.src, path.dst, path.ev, nonce)))
     return bytes(pkt)
 
 
 def parse_arrival(frame: bytes) -> tuple[int, int, int, int, bytes, int] | None:
-    """(src, dst, ev, nonce, delivered DA, hop limit) of a probe frame, or None."""
-    if len(frame) < 14 + 40 + 8 + PROBE.size or frame[12:14] != b"\x86\xdd":
+    """(src, dst, ev, nonce, delivered outer DA, hop limit) of a probe frame, or None."""
+    if len(frame) < 14 + 80 + 8 + PROBE.size or frame[12:14] != b"\x86\xdd":
         return None
     ip = frame[14:]
-    if ip[6] != 17:
+    if ip[6] != IPPROTO_IPV6 or ip[46] != 17:
         return None
-    udp = ip[40:]
+    udp = ip[80:]
     if struct.unpack("!H", udp[2:4])[0] != CHECK_PORT:
         return None
     magic, src, dst, ev, nonce = PROBE.unpack(udp[8:8 + PROBE.size])
@@ -96,9 +100,7 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
                 rx.setblocking(False)
                 listeners[h] = rx
-                sink = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)  # no ICMP unreachable
-                sink.bind(("::", CHECK_PORT))
-                sinks.append(sink)
+                sinks.append(protocol_sink(IPPROTO_IPV6))  # no ICMP parameter problem
         expected: dict[tuple[int, int, int], Path] = {}
         results: dict[tuple[int, int], PairResult] = {}
         for a in hosts:

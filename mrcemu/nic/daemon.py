@@ -24,10 +24,11 @@ from ipaddress import IPv6Address
 
 from pyroute2 import IPRoute
 
+from mrcemu.nic import sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.topology import Layout, Topology
-from mrcemu.topology.addressing import Kind, container_usids, split_usid
+from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
@@ -35,7 +36,7 @@ from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import BudgetExceeded, MemoryTable
 from mrcemu.wire import codec
-from mrcemu.wire.constants import ENDPOINT_DQPN
+from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
 
 ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
@@ -92,12 +93,10 @@ class Nic:
             self.backlog[i.plane] = deque()
             self.rate[i.plane] = PACING * i.mbps * 1e6 / 8
             self.tokens[i.plane] = 0.0
-        # RoCEv2 packets are ours, not the kernel's: without a listener it would answer
-        # each with ICMP port unreachable. This socket only swallows them.
-        self.sink = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        self.sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        self.sink.bind(("::", 4791))
-        self.sink.setblocking(False)
+        # Our packets are ours, not the kernel's: these claim them from it, unread.
+        self.sinks = [sink.udp_sink(ROCE_UDP_PORT), sink.protocol_sink(IPPROTO_IPV6)]
+        self.port_address = {i.plane: host_address(i.plane, self.host).packed
+                             for i in self.layout.interfaces[self.name]}
         self.ctl_path = socket_path(self.name)
         self.poller = select.epoll()
         self.control = ControlServer(self.ctl_path, self._try, self.poller)
@@ -201,6 +200,11 @@ class Nic:
         except codec.DecodeError as e:
             if e.reason != "not_roce":
                 self.malformed[e.reason] = self.malformed.get(e.reason, 0) + 1
+            return
+        if d.via is not None and d.via != self.port_address[plane]:
+            # The fabric consumed every uSID but ours, or this is not for us: an
+            # End.DT6-like decapsulation accepts only its own address.
+            self.malformed["not_our_usid"] = self.malformed.get("not_our_usid", 0) + 1
             return
         c = self.by_qpn.get(d.bth["dqpn"])
         if c is None and d.bth["dqpn"] == ENDPOINT_DQPN:
@@ -374,7 +378,6 @@ class Nic:
         for plane, s in self.ports.items():
             self.poller.register(s.fileno(), select.EPOLLIN)
             fd_plane[s.fileno()] = plane
-        self.poller.register(self.sink.fileno(), select.EPOLLIN)
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
         while self.running:
             now = self.now()
@@ -406,14 +409,8 @@ class Nic:
                     self._flush_touched()
             self._flush_touched()
             for fd, mask in events:
-                if fd in fd_plane or self.control.on_event(fd, mask):
-                    continue
-                if fd == self.sink.fileno():
-                    try:
-                        while True:
-                            self.sink.recv(65536)
-                    except BlockingIOError:
-                        pass
+                if fd not in fd_plane:
+                    self.control.on_event(fd, mask)
             now = self.now()
             if now >= self.next_link_poll:
                 self.next_link_poll = now + LINK_POLL

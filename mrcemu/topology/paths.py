@@ -17,6 +17,10 @@ from mrcemu.topology.layout import host_name, leaf_name, spine_name
 from mrcemu.topology.model import MAX_INDEX, Topology
 
 SAME_LEAF = MAX_INDEX
+# The EV's subfields as (name, lowest bit, bits): what the functions below pack and
+# unpack, and what the Wireshark dissector shows as mrc.ev.<name> (generated from here).
+EV_FIELDS: tuple[tuple[str, int, int], ...] = (
+    ("plane", 26, 4), ("spine", 16, 10), ("variant", 12, 4), ("index", 0, 12))
 
 
 def make_ev(plane: int, spine: int | None, index: int) -> int:
@@ -51,8 +55,8 @@ class Path:
     dst: int
     plane: int
     spine: int | None
-    container: IPv6Address  # destination address as sent
-    delivered: IPv6Address  # destination address on arrival (the host port)
+    container: IPv6Address  # the uSID path, source leaf first: the (outer) DA as sent
+    delivered: IPv6Address  # the destination port's address: the DA on arrival
     hops: tuple[str, ...]  # every node, source host to destination host
 
     @property
@@ -88,12 +92,14 @@ def paths(topo: Topology, a: int, b: int) -> list[Path]:
     for p in range(topo.planes):
         dst_host = usid(p, Kind.HOST, b)
         delivered = host_address(p, b)
+        src_leaf = usid(p, Kind.LEAF, la)  # on the path too (PAPER.md B5): it is named
         if la == lb:
-            out.append(Path(make_ev(p, None, len(out)), a, b, p, None, container(dst_host),
+            out.append(Path(make_ev(p, None, len(out)), a, b, p, None,
+                            container(src_leaf, dst_host),
                             delivered, (host_name(a), leaf_name(p, la), host_name(b))))
             continue
         for s in range(topo.spines_per_plane):
-            c = container(usid(p, Kind.SPINE, s), usid(p, Kind.LEAF, lb), dst_host)
+            c = container(src_leaf, usid(p, Kind.SPINE, s), usid(p, Kind.LEAF, lb), dst_host)
             hops = (host_name(a), leaf_name(p, la), spine_name(p, s), leaf_name(p, lb),
                     host_name(b))
             out.append(Path(make_ev(p, s, len(out)), a, b, p, s, c, delivered, hops))

@@ -38,8 +38,8 @@ class PathInfo:
     plane: int
     spine: int | None
     src: bytes  # our address on that plane
-    container: bytes  # the DA as sent
-    delivered: bytes  # the DA on arrival (ICRC and UDP checksum cover it)
+    container: bytes  # the uSID path: MRC's outer DA, the plain RoCE DA as sent
+    delivered: bytes  # the destination port's address: MRC's inner DA, RoCE's on arrival
 
 
 @dataclass

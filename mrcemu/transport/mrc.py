@@ -153,7 +153,7 @@ class MrcConnection(ConnectionBase):
         op = self._opcode(msg, offset)
         sport, flow = ev_split(e.ev)
         return codec.encode_data(
-            p.src, p.container, delivered=p.delivered, sport=sport,
+            p.src, p.delivered, via=p.container, sport=sport,
             flow_label=flow, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
             ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
             msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=msg.size,
@@ -469,7 +469,7 @@ class MrcConnection(ConnectionBase):
                 dqpn: int | None, dscp: int) -> bytes:
         p = e.path
         sport, flow = ev_split(e.ev)
-        return codec.encode(p.src, p.container, delivered=p.delivered, sport=sport,
+        return codec.encode(p.src, p.delivered, via=p.container, sport=sport,
                             flow_label=flow, dscp=dscp, ecn=0,
                             bth={"opcode": opcode, "psn": psn & PSN_MASK,
                                  "dqpn": self.remote_qpn if dqpn is None else dqpn},

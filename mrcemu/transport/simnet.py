@@ -20,7 +20,7 @@ from mrcemu.topology.addressing import container, container_usids
 from mrcemu.topology.paths import ev_fields
 from mrcemu.wire import codec
 from mrcemu.wire.constants import MRC_DATA, Dscp
-from mrcemu.wire.layout import BTH_AT, IPV6_DST
+from mrcemu.wire.layout import IPV6_DST, bth_at
 
 
 class Core(Protocol):
@@ -69,7 +69,7 @@ class SimNet:
         return self.paths[key]
 
     def deliver(self, pkt: bytes) -> bytes:
-        """The packet as the fabric delivers it: its DA the last uSID's address."""
+        """The packet as the fabric delivers it: its (outer) DA the last uSID's address."""
         b = bytearray(pkt)
         last = container_usids(IPv6Address(bytes(b[IPV6_DST])))[-1]
         b[IPV6_DST] = container(last).packed
@@ -78,7 +78,7 @@ class SimNet:
     def _transmit(self, src: str, ev: int, pkt: bytes) -> None:
         plane, spine = ev_fields(ev)
         props = self.path(src, plane, spine)
-        op = pkt[BTH_AT]
+        op = pkt[bth_at(pkt)]
         self.sent_log.append((self.now, src, ev, op))
         if props.blackhole or self.rng.random() < props.loss:
             props.dropped += 1
@@ -88,9 +88,7 @@ class SimNet:
             if self.rng.random() < props.trim:
                 pkt = codec.trim(pkt, Dscp.TRIMMED)
             elif self.rng.random() < props.ce:
-                b = bytearray(pkt)
-                b[1] |= 0x30  # ECN bits of the traffic class: CE
-                pkt = bytes(b)
+                pkt = codec.mark_ce(pkt)
         copies = 2 if self.rng.random() < props.dup else 1
         _core, peer = self._nodes[src]
         for _ in range(copies):

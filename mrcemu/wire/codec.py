@@ -15,6 +15,7 @@ from mrcemu.wire import icrc, layout
 from mrcemu.wire.constants import (
     ACCEPTED_UDP_PORTS,
     ICRC_LEN,
+    IPPROTO_IPV6,
     MRC_DATA,
     ROCE_UDP_PORT,
     TIMESTAMP_FTYPE,
@@ -137,21 +138,29 @@ def _udp_checksum(src: bytes, dst: bytes, udp_and_data: bytes) -> int:
 
 
 def finish(src: bytes, dst: bytes, sport: int, tclass: int, flow_label: int, hlim: int,
-           body: bytes, delivered: bytes | None = None) -> bytes:
+           body: bytes, delivered: bytes | None = None, via: bytes | None = None) -> bytes:
     """IPv6 + UDP around `body` (BTH onwards, without ICRC), with ICRC and UDP checksum.
 
-    `dst` is the address as sent (a uSID container); `delivered` the address the
-    packet will carry on arrival, which the ICRC and UDP checksum must cover.
+    With `via` (MRC): IPv6-in-IPv6. The inner header is addressed to `dst`, the
+    destination port; the outer one to `via`, the uSID path, with the same traffic class
+    and flow label. ICRC and UDP checksum cover the inner packet, which no switch changes.
+
+    Without (the plain RoCEv2 baseline): one header, to `dst` as sent (a uSID
+    container); `delivered` is the address it carries on arrival, which the ICRC and
+    UDP checksum must then cover.
     """
-    final = delivered or dst
+    final = dst if via is not None else delivered or dst
     udp_len = UDPH.size + len(body) + ICRC_LEN
     vtf = (6 << 28) | ((tclass & 0xFF) << 20) | (flow_label & 0xFFFFF)
     udp0 = UDPH.pack(sport, ROCE_UDP_PORT, udp_len, 0)
     pkt = IP6.pack(vtf, udp_len, 17, hlim, src, final) + udp0 + body + b"\x00\x00\x00\x00"
     crc = icrc.crc(pkt).to_bytes(4, "little")
     ck = _udp_checksum(src, final, udp0 + body + crc)
-    return (IP6.pack(vtf, udp_len, 17, hlim, src, dst) + UDPH.pack(sport, ROCE_UDP_PORT,
-                                                                   udp_len, ck) + body + crc)
+    inner = (IP6.pack(vtf, udp_len, 17, hlim, src, dst if via is None else final)
+             + UDPH.pack(sport, ROCE_UDP_PORT, udp_len, ck) + body + crc)
+    if via is None:
+        return inner
+    return IP6.pack(vtf, len(inner), IPPROTO_IPV6, hlim, src, via) + inner
 
 
 # The data path: precompiled structs for BTH + METH + [TSETH] + RETH.
@@ -165,8 +174,9 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                 opcode: int, dqpn: int, psn: int, msn: int, va: int, rkey: int, dmalen: int,
                 payload: bytes, rqmsn: int = 0, ackreq: int = 0, rtx: int = 0,
                 timestamp: int | None = None, imm: int | None = None, hlim: int = 64,
-                solicited: int = 0, pkey: int = 0xFFFF, delivered: bytes | None = None) -> bytes:
-    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload.
+                solicited: int = 0, pkey: int = 0xFFFF, via: bytes | None = None) -> bytes:
+    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload, to the
+    port address `dst` inside an outer header to `via` (see `finish`).
     `timestamp` is TSETH's 16-bit tx_timestamp (TIMESTAMP_UNIT ticks); None sends none."""
     flags = (ackreq << 31) | (rtx << 29) | ((timestamp is not None) << 28) | (psn & 0xFFFFFF)
     if timestamp is None:
@@ -179,20 +189,22 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
     if imm is not None:
         body += IMMDT.struct.pack(imm)
     return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
-                  delivered)
+                  via=via)
 
 
 def encode(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
            bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None,
-           payload: bytes = b"", hlim: int = 64, delivered: bytes | None = None) -> bytes:
-    """Any packet: BTH fields by name, then each header after BTH by its layer name."""
+           payload: bytes = b"", hlim: int = 64, delivered: bytes | None = None,
+           via: bytes | None = None) -> bytes:
+    """Any packet: BTH fields by name, then each header after BTH by its layer name
+    (`via`, `delivered`: see `finish`)."""
     headers = headers or {}
     b = {"pkey": 0xFFFF, **bth}
     body = BTH.pack(b)
     for h in headers_for(b["opcode"], bool(b.get("ts"))):
         body += h.pack(headers.get(h.name, {}))
     return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
-                  delivered)
+                  delivered, via)
 
 
 @dataclass(slots=True)
@@ -210,6 +222,7 @@ class Decoded:
     trimmed: bool = False
     icrc_ok: bool | None = None
     snapped: bool = False  # a capture kept only the first bytes: payload partial, no ICRC
+    via: bytes | None = None  # the outer DA as received (IPv6-in-IPv6); None: plain RoCEv2
 
     @property
     def opcode(self) -> int:
@@ -247,7 +260,23 @@ def _decode(m: memoryview, verify_icrc: bool, wire_len: int | None = None) -> De
     if len(m) < IP6_UDP + BTH.size:
         raise DecodeError("truncated", f"{len(m)} bytes")
     vtf, plen, nh, hlim, src, dst = IP6.unpack_from(m, 0)
-    if vtf >> 28 != 6 or nh != 17:
+    if vtf >> 28 != 6:
+        raise DecodeError("not_roce", "not IPv6")
+    via = None
+    if nh == IPPROTO_IPV6:
+        # IPv6-in-IPv6 (MRC): what the network did (hop limit, DSCP, ECN) is in the outer
+        # header; the rest of the packet is the inner one, exactly as the sender built it.
+        if plen != full - IP6.size:
+            raise DecodeError("bad_length", f"outer IPv6 payload length {plen}, "
+                                            f"have {full - IP6.size}")
+        via = bytes(dst)
+        m, full = m[IP6.size:], full - IP6.size
+        if len(m) < IP6_UDP + BTH.size:
+            raise DecodeError("truncated", f"{len(m)} bytes inside the outer IPv6 header")
+        ivtf, plen, nh, _ihlim, src, dst = IP6.unpack_from(m, 0)
+        if ivtf >> 28 != 6:
+            raise DecodeError("not_roce", "inner header not IPv6")
+    if nh != 17:
         raise DecodeError("not_roce", "not IPv6/UDP")
     if plen != full - IP6.size:
         raise DecodeError("bad_length", f"IPv6 payload length {plen}, have {full - 40}")
@@ -273,7 +302,7 @@ def _decode(m: memoryview, verify_icrc: bool, wire_len: int | None = None) -> De
         headers[h.name] = h.unpack(m, off)
         off += h.size
     d = Decoded(bytes(src), bytes(dst), dscp, ecn, vtf & 0xFFFFF, hlim, sport, bth, headers,
-                trimmed=trimmed, snapped=snapped)
+                trimmed=trimmed, snapped=snapped, via=via)
     if snapped:
         d.payload = bytes(m[off:full - ICRC_LEN])  # as much of it as was kept
         return d
@@ -295,16 +324,32 @@ def _decode(m: memoryview, verify_icrc: bool, wire_len: int | None = None) -> De
 
 def trim(pkt: bytes, dscp: int) -> bytes:
     """What a switch does to a data packet above its trim threshold: keep the headers,
-    drop payload and ICRC, fix the lengths and the UDP checksum, set the DSCP."""
+    drop payload and ICRC, fix the lengths (both IPv6 headers' when encapsulated) and
+    the UDP checksum, set the DSCP (in both)."""
     d = decode(pkt, verify_icrc=False)
-    keep = IP6_UDP + BTH.size + sum(h.size for h in headers_for(d.opcode, bool(d.bth["ts"])))
+    base = 0 if d.via is None else IP6.size  # where the IPv6 header before UDP starts
+    keep = (base + IP6_UDP + BTH.size
+            + sum(h.size for h in headers_for(d.opcode, bool(d.bth["ts"]))))
     body = bytearray(pkt[:keep])
-    ulen = keep - IP6.size
-    struct.pack_into("!H", body, 4, ulen)
-    vtf = struct.unpack_from("!I", body, 0)[0]
-    vtf = (vtf & ~(0x3F << 22)) | ((dscp & 0x3F) << 22)  # DSCP: top 6 bits of the TC
-    struct.pack_into("!I", body, 0, vtf)
-    struct.pack_into("!HH", body, IP6.size + 4, ulen, 0)
-    ck = _udp_checksum(bytes(body[8:24]), bytes(body[24:40]), bytes(body[IP6.size:]))
-    struct.pack_into("!H", body, IP6.size + 6, ck)
+    ulen = keep - base - IP6.size
+    for at in {0, base}:
+        struct.pack_into("!H", body, at + 4, keep - at - IP6.size)
+        vtf = struct.unpack_from("!I", body, at)[0]
+        vtf = (vtf & ~(0x3F << 22)) | ((dscp & 0x3F) << 22)  # DSCP: top 6 bits of the TC
+        struct.pack_into("!I", body, at, vtf)
+    u = base + IP6.size
+    struct.pack_into("!HH", body, u + 4, ulen, 0)
+    ck = _udp_checksum(bytes(body[base + 8:base + 24]), bytes(body[base + 24:base + 40]),
+                       bytes(body[u:]))
+    struct.pack_into("!H", body, u + 6, ck)
     return bytes(body)
+
+
+def mark_ce(pkt: bytes) -> bytes:
+    """What a switch does to an ECN-capable packet above its marking threshold: CE, in
+    both IPv6 headers when encapsulated (as RFC 6040 decapsulation would carry it in)."""
+    b = bytearray(pkt)
+    b[1] |= 0x30  # the ECN bits of the traffic class
+    if b[6] == IPPROTO_IPV6 and len(b) >= 2 * IP6.size:
+        b[IP6.size + 1] |= 0x30
+    return bytes(b)

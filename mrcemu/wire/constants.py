@@ -10,6 +10,8 @@ ROCE_UDP_PORT = 4791
 MRC_UDP_PORT_TRANSPOSED = 4971
 ACCEPTED_UDP_PORTS = frozenset({ROCE_UDP_PORT, MRC_UDP_PORT_TRANSPOSED})
 ICRC_LEN = 4
+# MRC packets travel IPv6-in-IPv6 (PAPER.md B5-B6): the outer header's next header.
+IPPROTO_IPV6 = 41
 
 # --- Choices where the public transcriptions of OCP-MRC-1.0 disagree (README, "Wire") ---
 # The EV is striped over the UDP source port and the flow label's low 16 bits. MCL puts

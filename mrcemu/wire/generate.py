@@ -17,11 +17,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mrcemu.topology.paths import EV_FIELDS
 from mrcemu.wire import layout
 from mrcemu.wire.constants import (
     ACCEPTED_UDP_PORTS,
     EV_HIGH_HALF_IN_SPORT,
     ICRC_LEN,
+    IPPROTO_IPV6,
     MRC_DATA,
     MRC_UDP_PORT_TRANSPOSED,
     ROCE_UDP_PORT,
@@ -50,7 +52,8 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
            "#ifndef MRC_WIRE_H", "#define MRC_WIRE_H", "",
            f"#define MRC_UDP_PORT {ROCE_UDP_PORT}",
            f"#define MRC_UDP_PORT_TRANSPOSED {MRC_UDP_PORT_TRANSPOSED}",
-           f"#define MRC_ICRC_LEN {ICRC_LEN}", ""]
+           f"#define MRC_ICRC_LEN {ICRC_LEN}",
+           f"#define MRC_IPPROTO_IPV6 {IPPROTO_IPV6} /* MRC travels IPv6-in-IPv6 */", ""]
     for op in Opcode:
         out.append(f"#define MRC_OP_{op.name} 0x{op.value:02X}")
     out.append(f"#define MRC_OP_DATA_MIN 0x{min(MRC_DATA):02X}")
@@ -126,10 +129,15 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
         items = ", ".join(f'[0x{e.value:02X}] = "{e.name}"' for e in enum_cls)
         head.append(f"local {name} = {{ {items} }}")
     decls = [f"f.{key} = {decl}" for key, (_, decl) in fields.items()]
+    # The EV's subfields (mrc.ev.plane == 3 filters): from the topology's EV layout.
+    decls += [f'f.ev_{name} = ProtoField.uint16("mrc.ev.{name}", "{name}", base.DEC)'
+              for name, _, _ in EV_FIELDS]
+    ev_fields = ", ".join(f'{{ f.ev_{n}, {low}, {bits} }}' for n, low, bits in EV_FIELDS)
     tables = ["local f = {}", "local H = {}",
               f"local EV_HIGH_HALF_IN_SPORT = {'true' if EV_HIGH_HALF_IN_SPORT else 'false'}",
               "local UDP_PORTS = { " + ", ".join(str(p) for p in sorted(ACCEPTED_UDP_PORTS))
               + " }"]
+    h_lines.append(f"local EV_FIELDS = {{ {ev_fields} }}  -- {{ field, lowest bit, bits }}")
     return LUA_BEGIN + "\n".join(head + tables + decls + h_lines) + "\n" + LUA_END
 
 

@@ -4,9 +4,11 @@ CRC32 over: 8 bytes of 0xff (the pseudo LRH), the IPv6 header with traffic
 class, flow label and hop limit set to all ones, the UDP header with its
 checksum set to 0xffff, the BTH with byte 4 (FECN, BECN, reserved) set to 0xff,
 and everything after up to the ICRC. The result goes on the wire
-little-endian. Since the hop limit is masked and the destination is not, a
-packet's ICRC is computed for its destination *as delivered*: the host port
-address left after every uSID is consumed.
+little-endian. It covers the IPv6 header right before UDP: for MRC the inner one,
+addressed to the destination port, which no switch changes. (For the plain RoCEv2
+baseline the destination is not masked and the fabric rewrites it, so that packet's
+ICRC is computed for its destination *as delivered*: the host port address left
+after every uSID is consumed.)
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mrcemu.wire.constants import (
     ICRC_LEN,
+    IPPROTO_IPV6,
     MRC_DATA,
     ROCE_WITH_RETH,
     TIMESTAMP_FTYPE,
@@ -182,16 +183,23 @@ def probe_id_as_offset(probe_id: int) -> int:
     return probe_id - 0x10000 if probe_id >= 0x8000 else probe_id
 
 
-# The headers around BTH: one IPv6 header and UDP (encapsulation adds a second IPv6).
+# The headers around BTH: an MRC packet is IPv6-in-IPv6 (outer to the uSID path, inner
+# to the destination port), then UDP; the RoCEv2 baseline has one IPv6 header.
 IPV6_LEN = 40
 UDP_LEN = 8
 IPV6_DST = slice(24, 40)  # the destination address within an IPv6 header
-BTH_AT = IPV6_LEN + UDP_LEN  # where BTH starts in an MRC packet (its opcode is byte 0)
+BTH_AT = 2 * IPV6_LEN + UDP_LEN  # where BTH starts in an MRC packet (its opcode is byte 0)
+ROCE_BTH_AT = IPV6_LEN + UDP_LEN  # and in a plain RoCEv2 packet
+
+
+def bth_at(pkt: bytes | bytearray | memoryview) -> int:
+    """Where BTH starts in this IPv6 packet: after one header or two."""
+    return BTH_AT if pkt[6] == IPPROTO_IPV6 else ROCE_BTH_AT
 
 
 def mrc_data_overhead() -> int:
     """Bytes an MRC data packet carries besides its payload, at most."""
-    return IPV6_LEN + UDP_LEN + mrc_data_headers_max() + ICRC_LEN
+    return 2 * IPV6_LEN + UDP_LEN + mrc_data_headers_max() + ICRC_LEN
 
 
 def mrc_data_headers_max() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from ipaddress import IPv6Address
 from pathlib import Path
 
 from scapy.error import Scapy_Exception
@@ -12,6 +13,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.utils import PcapNgReader, PcapReader
 
 from mrcemu.errors import MrcemuError
+from mrcemu.topology.addressing import container, container_usids
 from mrcemu.wire import layout
 from mrcemu.wire.codec import Decoded, DecodeError, decode
 from mrcemu.wire.constants import Dscp, EndpointOp, NackReason, Opcode, SackMark
@@ -35,6 +37,8 @@ class Row:
     snapped: bool = False  # the capture's snap length cut it: headers only, partial payload
     # Every header's fields by name, BTH first (`--json` shows them; the table shows `info`).
     headers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The outer DA (the uSID path as it arrived) of an IPv6-in-IPv6 packet; None: plain.
+    via: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -85,6 +89,25 @@ def info_of(d: Decoded) -> str:
     return f"len={len(d.payload)}"
 
 
+def _decode_as_delivered(wire: bytes, wire_len: int | None) -> Decoded:
+    """Decode; a plain RoCEv2 packet caught before its last hop (DA still a container of
+    uSIDs) has its ICRC checked for the address it will be delivered to, as it was
+    computed. MRC's ICRC covers the inner header, which needs no such care."""
+    try:
+        return decode(wire, wire_len=wire_len)
+    except DecodeError as e:
+        if e.reason != "bad_icrc" or wire[6] != 17:
+            raise
+        usids = container_usids(IPv6Address(wire[layout.IPV6_DST]))
+        if len(usids) < 2:
+            raise
+        b = bytearray(wire)
+        b[layout.IPV6_DST] = container(usids[-1]).packed
+        d = decode(bytes(b), wire_len=wire_len)
+        d.dst = bytes(wire[layout.IPV6_DST])
+        return d
+
+
 def read(path: str | Path) -> Iterator[Row]:
     p = Path(path)
     try:
@@ -108,7 +131,7 @@ def read(path: str | Path) -> Iterator[Row]:
             # The length on the wire, when the snap length kept less (Ethernet: 14 more).
             cut = (pkt.wirelen or 0) - len(bytes(pkt))
             try:
-                d = decode(wire, wire_len=len(wire) + cut if cut > 0 else None)
+                d = _decode_as_delivered(wire, wire_len=len(wire) + cut if cut > 0 else None)
             except DecodeError as e:
                 if e.reason == "not_roce":
                     continue
@@ -118,4 +141,5 @@ def read(path: str | Path) -> Iterator[Row]:
                       socket.inet_ntop(socket.AF_INET6, d.dst), f"0x{d.ev:08x}",
                       _name(Dscp, d.dscp), d.ecn, _name(Opcode, d.opcode), d.psn, info_of(d),
                       trimmed=d.trimmed, snapped=d.snapped,
-                      headers={"BTH": d.bth, **d.headers})
+                      headers={"BTH": d.bth, **d.headers},
+                      via=None if d.via is None else socket.inet_ntop(socket.AF_INET6, d.via))

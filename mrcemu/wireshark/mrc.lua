@@ -87,6 +87,10 @@ f.mrc_ep_ts = ProtoField.uint16("mrc.ep.ts", "ts", base.DEC, nil, nil)
 f.mrc_ep_tsr = ProtoField.uint8("mrc.ep.tsr", "tsr", base.DEC, nil, 0x80)
 f.mrc_ep_ftype = ProtoField.uint8("mrc.ep.ftype", "ftype", base.DEC, nil, 0x0F)
 f.mrc_ep_resp_op = ProtoField.uint8("mrc.ep.resp_op", "resp_op", base.DEC, V_EndpointOp, 0x0C)
+f.ev_plane = ProtoField.uint16("mrc.ev.plane", "plane", base.DEC)
+f.ev_spine = ProtoField.uint16("mrc.ev.spine", "spine", base.DEC)
+f.ev_variant = ProtoField.uint16("mrc.ev.variant", "variant", base.DEC)
+f.ev_index = ProtoField.uint16("mrc.ev.index", "index", base.DEC)
 H.BTH = { len = 12, off = { opcode = 0, solicited = 1, migreq = 1, padcount = 1, version = 1, pkey = 2, fecn = 4, becn = 4, resv6 = 4, dqpn = 5, ackreq = 8, r = 8, rtx = 8, ts = 8, resv4 = 8, psn = 9 },
   show = { { f.mrc_opcode, 0, 1 }, { f.mrc_se, 1, 1 }, { f.mrc_migreq, 1, 1 }, { f.mrc_padcount, 1, 1 }, { f.mrc_version, 1, 1 }, { f.mrc_pkey, 2, 2 }, { f.mrc_fecn, 4, 1 }, { f.mrc_becn, 4, 1 }, { f.mrc_dqpn, 5, 3 }, { f.mrc_ackreq, 8, 1 }, { f.mrc_r, 8, 1 }, { f.mrc_rtx, 8, 1 }, { f.mrc_ts, 8, 1 }, { f.mrc_psn, 9, 3 } } }
 H.METH = { len = 4, off = { rqmsn = 0, msn = 2 },
@@ -111,6 +115,7 @@ H.ERTH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 2, vend
   show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_op, 1, 1 }, { f.mrc_ep_vendor, 3, 1 }, { f.mrc_ep_port_status, 4, 4 }, { f.mrc_ep_ts, 12, 2 }, { f.mrc_ep_tsr, 14, 1 }, { f.mrc_ep_ftype, 15, 1 } } }
 H.EETH = { len = 36, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 1, rsv2 = 2, rsv3 = 10, rsv4 = 18, rsv5 = 26, tx_timestamp = 28, rsv6 = 30 },
   show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_resp_op, 1, 1 }, { f.mrc_ep_ts, 28, 2 } } }
+local EV_FIELDS = { { f.ev_plane, 26, 4 }, { f.ev_spine, 16, 10 }, { f.ev_variant, 12, 4 }, { f.ev_index, 0, 12 } }  -- { field, lowest bit, bits }
 -- END GENERATED
 local OPCODES, NACK_REASONS, SACK_M = V_Opcode, V_NackReason, V_SackMark
 
@@ -127,11 +132,26 @@ local e_trimmed = ProtoExpert.new("mrc.trimmed.expert", "Trimmed packet (payload
   expert.group.SEQUENCE, expert.severity.NOTE)
 local e_short = ProtoExpert.new("mrc.short.expert", "Truncated MRC header",
   expert.group.MALFORMED, expert.severity.ERROR)
-mrc.experts = { e_trimmed, e_short }
+local e_nack = ProtoExpert.new("mrc.nack.expert", "NACK",
+  expert.group.SEQUENCE, expert.severity.WARN)
+local e_rtx = ProtoExpert.new("mrc.rtx.expert", "Retransmission",
+  expert.group.SEQUENCE, expert.severity.NOTE)
+mrc.experts = { e_trimmed, e_short, e_nack, e_rtx }
 
+-- An MRC packet has two IPv6 headers (outer: the uSID path; inner: the port). A field
+-- extractor returns both; the first, the outer, is what the network marked.
 local udp_srcport = Field.new("udp.srcport")
 local ipv6_flow = Field.new("ipv6.flow")
 local ipv6_dscp = Field.new("ipv6.tclass.dscp")
+
+-- An EV (32 bits) with its subfields under it; also the text for the Info column.
+local function add_ev(tree, ev)
+  local item = tree:add(f.ev, ev)
+  for _, e in ipairs(EV_FIELDS) do
+    item:add(e[1], math.floor(ev / 2 ^ e[2]) % 2 ^ e[3]):set_generated()
+  end
+  return item, string.format(" ev=0x%08x", ev)
+end
 
 local udp_table = DissectorTable.get("udp.port")
 local roce = udp_table:get_dissector(4791)
@@ -160,10 +180,13 @@ function mrc.dissector(tvb, pinfo, tree)
   add_header(bth, H.BTH, tvb, 0)
   local psn = tvb(H.BTH.off.psn, 3):uint()
   local sport, flow = udp_srcport(), ipv6_flow()
+  local ev_text = ""
   if sport ~= nil and flow ~= nil then
-    local hi, lo = sport.value, bit.band(flow.value, 0xFFFF)
+    local hi, lo = sport.value, flow.value % 0x10000
     if not EV_HIGH_HALF_IN_SPORT then hi, lo = lo, hi end
-    t:add(f.ev, bit.bor(bit.lshift(hi, 16), lo)):set_generated()
+    local item
+    item, ev_text = add_ev(t, hi * 0x10000 + lo)
+    item:set_generated()
   end
   local is_data = op >= 0xC6 and op <= 0xCB
   local dscp = ipv6_dscp()
@@ -203,14 +226,26 @@ function mrc.dissector(tvb, pinfo, tree)
       t:add_proto_expert_info(e_trimmed)
       info = info .. " [TRIMMED]"
     end
+    if bit.band(tvb(H.BTH.off.rtx, 1):uint(), 0x20) ~= 0 then
+      t:add_proto_expert_info(e_rtx)
+      info = info .. " [RTX]"
+    end
   elseif op == 0xDC then
+    -- The EV the SACK reflects (of the packet that triggered it), not its own path's.
     local s = at[H.SETH]
+    local _, ev = add_ev(t:add(mrc, tvb(s + H.SETH.off.entropy, 4), "Reflected EV"),
+      tvb(s + H.SETH.off.entropy, 4):uint())
     info = string.format("cack_psn=%d m=%s", tvb(s + H.SETH.off.cack_psn, 3):uint(),
-      SACK_M[bit.rshift(bit.band(tvb(s + H.SETH.off.m, 1):uint(), 0x60), 5)] or "?")
+      SACK_M[bit.rshift(bit.band(tvb(s + H.SETH.off.m, 1):uint(), 0x60), 5)] or "?") .. ev
   elseif op == 0xDD then
     local s = at[H.NETH]
-    info = string.format("NACK %s psn=%d", NACK_REASONS[tvb(s + H.NETH.off.nack_reason, 1):uint()]
-      or "?", tvb(s + H.NETH.off.nack_psn, 3):uint())
+    local reason = NACK_REASONS[tvb(s + H.NETH.off.nack_reason, 1):uint()] or "?"
+    local _, ev = add_ev(t:add(mrc, tvb(s + H.NETH.off.entropy, 4), "Reflected EV"),
+      tvb(s + H.NETH.off.entropy, 4):uint())
+    info = string.format("NACK %s psn=%d", reason, tvb(s + H.NETH.off.nack_psn, 3):uint()) .. ev
+    t:add_proto_expert_info(e_nack, "NACK " .. reason)
+  elseif op == 0xDE then
+    info = "probe" .. ev_text
   end
   if not trimmed and tvb:len() >= off + 4 then
     t:add_le(f.icrc, tvb(tvb:len() - 4, 4))

@@ -155,3 +155,73 @@ def test_fuzz_scapy_fuzz_packets_raise_only_decode_error():
         except codec.DecodeError:
             pass
         del i
+
+
+def encapsulated(via: str = "fcbb:bb00:401:801:402:c07::", **kw) -> bytes:
+    """An MRC data packet as the NIC sends it: IPv6-in-IPv6, outer DA the uSID path."""
+    src = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c00::")
+    dst = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::")
+    args = dict(sport=0xC001, flow_label=3, dscp=4, ecn=1, opcode=Opcode.WRITE_MIDDLE, dqpn=9,
+                psn=5, msn=1, va=4096, rkey=7, dmalen=1 << 20, payload=bytes(range(256)) * 4,
+                timestamp=99)
+    args.update(kw)
+    return codec.encode_data(src, dst, via=socket.inet_pton(socket.AF_INET6, via), **args)
+
+
+def test_an_encapsulated_packet_is_the_plain_one_to_the_port_inside_an_outer_header():
+    pkt = encapsulated()
+    src = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c00::")
+    plain = codec.encode_data(src, socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::"),
+                              sport=0xC001, flow_label=3, dscp=4, ecn=1,
+                              opcode=Opcode.WRITE_MIDDLE, dqpn=9, psn=5, msn=1, va=4096,
+                              rkey=7, dmalen=1 << 20, payload=bytes(range(256)) * 4,
+                              timestamp=99)
+    assert pkt[40:] == plain  # ICRC and UDP checksum are the inner packet's own
+    outer = IPv6(pkt)
+    assert outer.nh == 41 and outer.plen == len(plain)
+    assert outer.dst == "fcbb:bb00:401:801:402:c07::"
+    assert (outer.tc, outer.fl, outer.src) == (IPv6(plain).tc, 3, "fcbb:bb00:c00::")
+    assert outer[IPv6][1].dst == "fcbb:bb00:c07::" and outer[UDP].dport == 4791
+    d = codec.decode(pkt)
+    assert d.via == socket.inet_pton(socket.AF_INET6, "fcbb:bb00:401:801:402:c07::")
+    assert d.dst == socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::")
+    assert d.icrc_ok and d.psn == 5 and d.dscp == 4 and d.ev == 0xC0010003
+    assert codec.decode(plain).via is None
+
+
+def test_the_network_marks_what_decode_reads_from_the_outer_header():
+    pkt = bytearray(encapsulated())
+    pkt[7] = 60  # hop limit, lowered by switches: the outer one only
+    d = codec.decode(bytes(pkt))
+    assert d.hlim == 60 and d.icrc_ok
+    ce = codec.mark_ce(bytes(pkt))
+    assert codec.decode(ce).ecn == 3 and (ce[41] >> 4) & 3 == 3  # CE in both headers
+
+
+def test_an_encapsulated_trim_fixes_both_lengths_both_dscps_and_the_inner_checksum():
+    pkt = encapsulated()
+    t = codec.trim(pkt, Dscp.TRIMMED)
+    assert len(t) == 40 + 40 + 8 + 12 + 4 + 4 + 16
+    d = codec.decode(t)
+    assert d.trimmed and d.via is not None and d.payload == b"" and d.headers["TSETH"]
+    q = IPv6(t)
+    inner = q[IPv6][1]
+    assert (q.plen, inner.plen, q[UDP].len) == (len(t) - 40, len(t) - 80, len(t) - 80)
+    assert q.tc >> 2 == inner.tc >> 2 == Dscp.TRIMMED
+    ck = q[UDP].chksum
+    del q[UDP].chksum
+    assert IPv6(raw(q))[UDP].chksum == ck  # Scapy, over the inner pseudo-header
+
+
+def test_encapsulation_errors_are_named_not_raised():
+    pkt = bytearray(encapsulated())
+    bad_outer = bytearray(pkt)
+    bad_outer[4:6] = (len(pkt) - 41).to_bytes(2, "big")
+    not_udp = bytearray(pkt)
+    not_udp[46] = 6
+    short = bytearray(pkt[:90])  # a consistent outer header around 50 bytes
+    short[4:6] = (50).to_bytes(2, "big")
+    for b, reason in ((bad_outer, "bad_length"), (not_udp, "not_roce"), (short, "truncated")):
+        with pytest.raises(codec.DecodeError) as e:
+            codec.decode(bytes(b))
+        assert e.value.reason == reason

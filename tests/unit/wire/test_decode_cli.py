@@ -1,4 +1,5 @@
 import json
+import socket
 
 from click.testing import CliRunner
 from scapy.layers.inet6 import IPv6
@@ -97,3 +98,21 @@ def test_a_capture_cut_by_its_snap_length_decodes_headers_as_snapped(tmp_path):
         f.write(struct.pack("<IIII", 1, 0, 256, len(raw)) + bytes(raw[:256]))
     (row,) = json.loads(CliRunner().invoke(cli.main, ["decode", str(bad), "--json"]).output)
     assert row["error"] is not None and "bad_length" in row["error"]
+
+
+def test_plain_roce_caught_before_its_last_hop_checks_its_icrc_as_it_will_arrive(tmp_path):
+    # The RoCEv2 baseline is not encapsulated: its ICRC covers the DA as delivered, so a
+    # capture at the sender's port (DA still a uSID container) is not a bad ICRC.
+    src, port = (socket.inet_pton(socket.AF_INET6, a) for a in ("fcbb:bb00:c00::",
+                                                                  "fcbb:bb00:c07::"))
+    via = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:400:801:401:c07::")
+    ok = codec.encode(src, via, delivered=port, sport=0xC001, flow_label=1, dscp=0, ecn=0,
+                      bth={"opcode": 0x0A, "dqpn": 5, "psn": 9}, headers=None,
+                      payload=b"x" * 64)
+    bad = bytearray(ok)
+    bad[-1] ^= 0xFF
+    path = tmp_path / "roce.pcap"
+    wrpcap(str(path), [Ether() / IPv6(ok), Ether() / IPv6(bytes(bad))])
+    rows = json.loads(CliRunner().invoke(cli.main, ["decode", str(path), "--json"]).output)
+    assert [r["error"] for r in rows] == [None, "bad_icrc"]
+    assert rows[0]["dst"] == "fcbb:bb00:400:801:401:c07::" and rows[0]["via"] is None

@@ -36,9 +36,10 @@ def bth(opcode: int, dqpn: int, psn: int, byte8: int) -> bytes:
         [byte8]) + psn.to_bytes(3, "big")
 
 
-def ipv6_udp(body: bytes, dscp: int) -> bytes:
-    """IPv6 / UDP 4791 / body / ICRC, with a valid ICRC and UDP checksum."""
-    ulen = 8 + len(body) + 4
+def ipv6_udp(body: bytes, dscp: int, with_icrc: bool = True) -> bytes:
+    """IPv6 / UDP 4791 / body / ICRC, with a valid ICRC and UDP checksum (a trimmed
+    packet, `with_icrc` False, has neither payload nor ICRC)."""
+    ulen = 8 + len(body) + 4 * with_icrc
     vtf = (6 << 28) | (dscp << 22) | FLOW
     ip = struct.pack("!IHBB", vtf, ulen, 17, 64) + SRC + DST
     udp = struct.pack("!HHHH", SPORT, 4791, ulen, 0)
@@ -49,7 +50,7 @@ def ipv6_udp(body: bytes, dscp: int) -> bytes:
     masked[7] = 0xFF
     masked[46:48] = b"\xff\xff"
     masked[48 + 4] = 0xFF
-    icrc = zlib.crc32(b"\xff" * 8 + bytes(masked)).to_bytes(4, "little")
+    icrc = zlib.crc32(b"\xff" * 8 + bytes(masked)).to_bytes(4, "little") if with_icrc else b""
     pseudo = SRC + DST + ulen.to_bytes(4, "big") + b"\x00\x00\x00\x11" + udp + body + icrc
     pseudo += b"\x00" * (len(pseudo) % 2)
     total = sum(struct.unpack(f"!{len(pseudo) // 2}H", pseudo))
@@ -59,6 +60,15 @@ def ipv6_udp(body: bytes, dscp: int) -> bytes:
     return ip + struct.pack("!HHHH", SPORT, 4791, ulen, ck) + body + icrc
 
 
+def in_ipv6(inner: bytes, via: bytes, dscp: int) -> bytes:
+    """IPv6-in-IPv6 (DESIGN.md section 3): an outer header to the uSID path as it arrived
+    (hop limit lowered), the same traffic class and flow label, next header 41."""
+    vtf = (6 << 28) | (dscp << 22) | FLOW
+    return struct.pack("!IHBB", vtf, len(inner), 41, 61) + SRC + via + inner
+
+
+# The outer DA mid-path: p0 spine 1, then leaf 1 of plane 0, then h7's port.
+VIA = h("fcbb bb00 0801 0401 0c07 0000 0000 0000")
 CONTROL, DATA = 46, 4
 METH = h("0002 0009")  # RQMSN 2 | MSN 9
 TSETH = h("abcd 0001")  # tx_timestamp 0xabcd | tsr 0, reserved, ftype 1
@@ -76,7 +86,7 @@ VECTORS = [
      {"mrc.opcode": "0xc6", "mrc.ackreq": "1", "mrc.rtx": "1", "mrc.ts": "1",
       "mrc.psn": "1001", "mrc.msn": "9", "mrc.tseth.ts": "43981", "mrc.tseth.ftype": "1",
       "mrc.va": "0x00007f0000001000", "mrc.rkey": "0x0000beef", "mrc.dmalen": "65536",
-      "mrc.payload_len": "100", "mrc.ev": "0xc0010005"}),
+      "mrc.payload_len": "100", "mrc.ev": "0xc0010005", "_ws.expert.message": "Retransmission"}),
     ("WRITE_MIDDLE", ipv6_udp(bth(0xC7, 7, 1002, 0) + METH + RETH + b"b" * 64, DATA),
      {"BTH.opcode": 0xC7, "BTH.ts": 0, "BTH.psn": 1002, "RETH.va": 0x7F0000001000},
      {"mrc.opcode": "0xc7", "mrc.psn": "1002", "mrc.payload_len": "64"}),
@@ -123,7 +133,8 @@ VECTORS = [
      {"NETH.nack_reason": 0x0B, "NETH.vendor": 4, "NETH.entropy": 0xC0020002,
       "NETH.spdcid": 3, "NETH.dpdcid": 4, "NETH.nack_psn": 99999, "NETH.tx_timestamp": 55},
      {"mrc.nack.reason": "0x0b", "mrc.nack.vendor": "0x04", "mrc.nack.entropy": "0xc0020002",
-      "mrc.nack.psn": "99999", "mrc.nack.tx_timestamp": "55"}),
+      "mrc.nack.psn": "99999", "mrc.nack.tx_timestamp": "55",
+      "_ws.expert.message": "NACK PSN_OOR_WINDOW"}),
     # PETH: type/nxt/rsv | rsv | vendor 9 | probe_id 6 | rsv | spdcid dpdcid | ts 777 | ftype 1
     ("PROBE", ipv6_udp(bth(0xDE, 0x1007, 0, 0) + h(
         "0000 00 09  0006 0000  0001 0002  0309 0001"), DATA),
@@ -156,6 +167,31 @@ VECTORS = [
     ("ACKNOWLEDGE", ipv6_udp(bth(0xD1, 0x1007, 77, 0) + h("1f 003039"), CONTROL),
      {"BTH.opcode": 0xD1, "BTH.psn": 77, "AETH.syndrome": 0x1F, "AETH.msn": 12345},
      {"mrc.opcode": "0xd1", "mrc.aeth.syndrome": "0x1f", "mrc.aeth.msn": "12345"}),
+    # MRC as it travels: IPv6-in-IPv6, the ICRC and UDP checksum the inner packet's.
+    ("IPv6-in-IPv6 WRITE_ONLY", in_ipv6(ipv6_udp(bth(0xCA, 7, 1010, 0b0001_0000) + METH
+                                                 + TSETH + RETH + b"g" * 33, DATA), VIA, DATA),
+     {"BTH.opcode": 0xCA, "BTH.psn": 1010, "TSETH.tx_timestamp": 0xABCD, "RETH.rkey": 0xBEEF},
+     {"ipv6.dst": "fcbb:bb00:801:401:c07::,fcbb:bb00:c07::", "ipv6.nxt": "41,17",
+      "ipv6.hlim": "61,64", "mrc.psn": "1010", "mrc.payload_len": "33",
+      "mrc.ev": "0xc0010005", "mrc.ev.plane": "0", "mrc.ev.spine": "1", "mrc.ev.index": "5"}),
+    ("IPv6-in-IPv6 SACK", in_ipv6(ipv6_udp(bth(0xDC, 0x1007, 4243, 0) + h(
+        "00 20 0002  cc02 0001  000b 000c  00 001093  00 00 0000  0000 0000 0000 0001")
+        + h("0000 0000 00 000000"), CONTROL), VIA, CONTROL),
+     {"SETH.m": 1, "SETH.entropy": 0xCC020001, "SETH.cack_psn": 4243},
+     {"ipv6.dst": "fcbb:bb00:801:401:c07::,fcbb:bb00:c07::", "mrc.sack.cack_psn": "4243",
+      # the packet's own EV, then the one the SACK reflects: plane 3, spine 2, index 1
+      "mrc.ev": "0xc0010005,0xcc020001", "mrc.ev.plane": "0,3", "mrc.ev.spine": "1,2"}),
+    ("IPv6-in-IPv6 NACK", in_ipv6(ipv6_udp(bth(0xDD, 0x1007, 5, 0) + h(
+        "0000 01 00  cc02 0001  0003 0004  00 000005  00 00 0000"), CONTROL), VIA, CONTROL),
+     {"NETH.nack_reason": 1, "NETH.nack_psn": 5, "NETH.entropy": 0xCC020001},
+     {"mrc.nack.reason": "0x01", "mrc.nack.psn": "5", "mrc.ev.plane": "0,3",
+      "_ws.expert.message": "NACK TRIMMED"}),
+    # Trimmed by a switch mid-path: DSCP TRIMMED (12) in both headers, headers only.
+    ("IPv6-in-IPv6 trimmed", in_ipv6(ipv6_udp(bth(0xC7, 7, 1011, 0) + METH + RETH, 12,
+                                              with_icrc=False), VIA, 12),
+     {"BTH.psn": 1011, "RETH.dmalen": 65536},
+     {"mrc.psn": "1011", "mrc.trimmed": "1", "mrc.payload_len": "0",
+      "_ws.expert.message": "Trimmed packet (payload cut by a switch)"}),
 ]
 
 
@@ -183,6 +219,10 @@ def test_mrcemu_decode_json_reads_every_vector_as_written(capture):
     for (name, _, expected, _), row in zip(VECTORS, rows, strict=True):
         assert row["error"] is None, (name, row["error"])
         assert row["ev"] == "0xc0010005", name
+        encapsulated = name.startswith("IPv6-in-IPv6")
+        assert row["via"] == ("fcbb:bb00:801:401:c07::" if encapsulated else None), name
+        assert row["dst"] == "fcbb:bb00:c07::", name
+        assert row["trimmed"] == name.endswith("trimmed"), name
         got = {k: row["headers"][k.split(".")[0]][k.split(".")[1]] for k in expected}
         assert got == expected, name
 
