@@ -36,9 +36,11 @@ def test_small_fabric_routes_match_the_model(fabric):
 
 
 def test_routes_command_shows_next_csid_and_no_routing_daemon(fabric):
-    r = mrcemu("routes", "p1s0")
-    assert r.returncode == 0
-    assert "seg6local" in r.stdout and "End" in r.stdout and "next-csid" in r.stdout
+    # A spine, and a leaf: the source leaf is on every path now, by its own End.
+    for node in ("p1s0", "p0l0"):
+        r = mrcemu("routes", node)
+        assert r.returncode == 0
+        assert "seg6local" in r.stdout and "End" in r.stdout and "next-csid" in r.stdout
     ps = subprocess.run(["ps", "-eo", "comm"], capture_output=True, text=True).stdout.split()
     assert not {"bird", "zebra", "bgpd", "ospfd", "ospf6d", "frr", "gobgpd"} & set(ps)
 
@@ -86,6 +88,38 @@ def test_nic_daemon_survives_garbage_on_the_wire_and_the_control_socket(fabric):
     wait_for(lambda: request("h1", "ping")["malformed"].get("truncated", 0) >= 5)
     pong = request("h1", "ping")
     assert pong["ok"] and pong["malformed"].get("truncated") == 5
+
+
+def test_a_nic_accepts_encapsulated_packets_only_for_its_own_usid(fabric):
+    from mrcemu.nic.control import request
+    # Valid MRC packets whose outer DA still holds a uSID after h1's when they reach h1
+    # (leaf 0, then h1, then h2): h1 is not where they end, so it must not take them.
+    r = mrcemu("exec", "h0", "--", sys.executable, "-c",
+               "import socket;from mrcemu.wire import codec;"
+               "a=lambda x:socket.inet_pton(socket.AF_INET6,x);"
+               "p=codec.encode_data(a('fcbb:bb00:c00::'),a('fcbb:bb00:c01::'),"
+               "via=a('fcbb:bb00:400:c01:c02::'),sport=0xC000,flow_label=1,dscp=4,ecn=2,"
+               "opcode=0xCA,dqpn=0x1000,psn=0,msn=0,va=0,rkey=1,dmalen=4,payload=b'abcd');"
+               "s=socket.socket(socket.AF_INET6,socket.SOCK_RAW,socket.IPPROTO_RAW);"
+               "[s.sendto(p,('fcbb:bb00:400:c01:c02::',0)) for _ in range(3)]")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: request("h1", "ping")["malformed"].get("not_our_usid", 0) >= 3)
+    pong = request("h1", "ping")
+    assert pong["malformed"]["not_our_usid"] == 3 and pong["ok"]
+
+
+def test_the_host_kernel_leaves_mrc_packets_to_the_nic_without_a_word(fabric):
+    # The host's kernel sees every packet the NIC reads. Without the NIC's sinks it would
+    # answer each IPv6-in-IPv6 packet with ICMPv6 parameter problem (no tunnel driver).
+    def icmp_out() -> dict[str, int]:
+        out = mrcemu("exec", "h1", "--", "cat", "/proc/net/snmp6").stdout.split()
+        c = dict(zip(out[::2], map(int, out[1::2]), strict=True))
+        return {k: c[k] for k in ("Icmp6OutParmProblems", "Icmp6OutDestUnreachs")}
+
+    before = icmp_out()
+    r = mrcemu("send", "h0", "h1", "--size", "1MiB", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["integrity_ok"]
+    assert icmp_out() == before
 
 
 def test_second_up_is_refused(fabric):

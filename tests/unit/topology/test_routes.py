@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcemu.topology import Layout, Topology, load
+from mrcemu.topology.addressing import Kind, container_usids
 from mrcemu.topology.paths import ev_fields, ev_flow_label, ev_udp_sport, paths
 from mrcemu.topology.routes import ForwardingError, tables, walk
 
@@ -14,6 +15,9 @@ from mrcemu.topology.routes import ForwardingError, tables, walk
 def check_all_pairs(topo: Topology) -> int:
     layout = Layout(topo)
     tabs = tables(layout)
+    # Who owns each uSID: every node on a path after the source host, source leaf first.
+    owner = {layout.node_usid(n): n for n, node in layout.nodes.items()
+             if node.kind is not Kind.HOST}
     n = 0
     for a in range(topo.hosts):
         for b in range(topo.hosts):
@@ -27,6 +31,8 @@ def check_all_pairs(topo: Topology) -> int:
                 assert final == p.delivered
                 assert hlim == 64 - p.switch_hops
                 assert ev_fields(p.ev) == (p.plane, p.spine)
+                usids = container_usids(p.container)
+                assert [owner.get(u, f"h{u & 0x3FF}") for u in usids] == list(p.hops[1:])
                 n += 1
     return n
 
