@@ -107,6 +107,15 @@ class Fabric:
 
         return run_check(self.topology, self.nodes, timeout, progress)
 
+    def map(self, duration: float = 2.0, interval: float = 0.05) -> dict:
+        """Clustermapper: self-probe every link for `duration` seconds; returns every link
+        with its loss and RTT, and the links judged bad (as `mrcemu map --json`)."""
+        from mrcemu.fabric.mapper import Mapper
+
+        with Mapper(self.layout, self.nodes, interval, window=duration) as m:
+            m.run(duration)
+            return m.report()
+
     def send(self, src: str | int, dst: str | int, size: str | int = "4MiB",
              transport: str = "mrc", seed: int = 1, timeout: float | None = None,
              progress: Callable[[int, int], None] | None = None) -> SendResult:

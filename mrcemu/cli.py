@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -253,6 +254,57 @@ def exec_(node: str, cmd: tuple[str, ...]) -> None:
     _topo, nodes = running_topology()
     pid = node_pid(nodes, node)
     os.execvp("mnexec", ["mnexec", "-a", str(pid), *cmd])
+
+
+@main.command(name="map")
+@click.option("--interval", "interval_ms", type=click.FloatRange(min=1.0), default=50.0,
+              show_default=True, help="Milliseconds between probe rounds.")
+@click.option("--duration", type=click.FloatRange(min=0.5), default=None,
+              help="Seconds to probe (default: until Ctrl-C; 2 with --json).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Probe for --duration, then print every link's loss and RTT and the bad "
+                   "links as one JSON document.")
+@friendly
+def map_(interval_ms: float, duration: float | None, as_json: bool) -> None:
+    """Clustermapper: every host self-probes its leaf (leaf:self) and each spine
+    (leaf:spine:leaf:self) to localise a bad host link or leaf-spine link, live."""
+    need_root("map")
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    if as_json:
+        click.echo(json.dumps(fab.map(duration or 2.0, interval_ms / 1e3), indent=1))
+        return
+    from rich.live import Live
+
+    from mrcemu.fabric.mapper import Mapper
+
+    with Mapper(fab.layout, fab.nodes, interval_ms / 1e3) as m, \
+            Live(console=console, auto_refresh=False) as live:
+        def show(now: float) -> None:
+            live.update(map_table(m.map.links(now), m.map.window, m.sent), refresh=True)
+
+        m.run(duration, on_tick=show)
+        show(time.monotonic())
+
+
+def map_table(links: dict[str, Any], window: float, sent: int) -> Table:
+    """Links with any loss first (bad ones red), then a line for the clean rest."""
+    t = Table(title=f"link health over the last {window:.1f} s ({sent} probes sent)")
+    for col, just in (("link", "left"), ("loss", "right"), ("RTT ms", "right"),
+                      ("probes", "right"), ("", "left")):
+        t.add_column(col, justify=just)
+    lossy = sorted((h for h in links.values() if h.lost), key=lambda h: (-h.lost, h.link))
+    for h in lossy:
+        color = "red" if h.bad else "yellow"
+        t.add_row(f"[{color}]{h.link}[/]", f"{100 * h.loss:.0f} %",
+                  "-" if h.rtt_ms is None else f"{h.rtt_ms:.2f}", str(h.probes),
+                  "[red]BAD[/]" if h.bad else "")
+    clean = [h for h in links.values() if not h.lost]
+    rtts = sorted(h.rtt_ms for h in clean if h.rtt_ms is not None)
+    med = f"{rtts[len(rtts) // 2]:.2f}" if rtts else "-"
+    t.add_row(f"[green]{len(clean)} links clean[/]", "0 %", f"{med} (median)", "", "")
+    return t
 
 
 @main.command()

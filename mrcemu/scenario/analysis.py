@@ -148,7 +148,23 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
         entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
+        entry.update(map_after(raw.get("map"), t_f - t0, end - t0))
     return out
+
+
+def map_after(m: dict | None, at: float, until: float) -> dict:
+    """What Clustermapper said about a fault at `at` (seconds from t0): the links it
+    judged bad before `until` that were not bad just before the fault, and how soon."""
+    if not m or not m.get("samples"):
+        return {}
+    before = set()
+    for t, bad in m["samples"]:
+        if t <= at:
+            before = set(bad)
+    for t, bad in m["samples"]:
+        if at < t <= until and (new := sorted(set(bad) - before)):
+            return {"map_bad": new, "map_bad_after_s": _r(t - at)}
+    return {"map_bad": [], "map_bad_after_s": None}
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

@@ -84,10 +84,11 @@ class Scenario:
     capture: Capture
     timeout_s: float
     settle_s: float = 1.0  # after healing, before the next transport starts
+    map_interval_ms: float = 0.0  # Clustermapper's probe rounds during the run; 0: off
 
 
 _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",
-        "timeout_s", "settle_s")
+        "timeout_s", "settle_s", "map_interval_ms")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders")
 _FAULT = ("at", "kind", "target", "value", "one_way", "duration", "period", "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
@@ -294,13 +295,21 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
                             "seconds for one transport's run, e.g. 120"))
     settle = float(_number(source, "settle_s", data.get("settle_s", 1.0), 0, 60,
                            "seconds between transports, e.g. 1.0"))
+    # With faults, Clustermapper watches by default (every 100 ms: a round costs each host
+    # one probe per plane and spine, so the map stays a small share of the CPU).
+    map_ms = float(_number(source, "map_interval_ms",
+                           data.get("map_interval_ms", 100 if faults else 0), 0, 10000,
+                           "milliseconds between Clustermapper probe rounds, 0 for none"))
+    if 0 < map_ms < 10:
+        raise ConfigError(source, "map_interval_ms", map_ms, "must be 0 (off) or at least 10",
+                          "e.g. map_interval_ms: 100")
     if not isinstance(data.get("description", ""), str):
         raise ConfigError(source, "description", data["description"], "must be text",
                           "write description: followed by a sentence")
     return Scenario(name=name, source=source, description=str(data.get("description", "")),
                     topology=topo, workload=wl, faults=faults, transports=tuple(transports),
                     seed=seed, capture=_capture(source, data.get("capture"), layout, wl),
-                    timeout_s=timeout, settle_s=settle)
+                    timeout_s=timeout, settle_s=settle, map_interval_ms=map_ms)
 
 
 def builtin() -> list[str]:

@@ -57,7 +57,19 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         rows.append([f"{what}: goodput back to 90 %", *[
             _recovered(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
             for n in names]])
+        if any("map_bad" in f for n in names for f in ts[n]["faults"][i:i + 1]):
+            rows.append([f"{what}: Clustermapper found bad", *[
+                _mapped(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
+                for n in names]])
     return head, rows
+
+
+def _mapped(f: dict) -> str:
+    if "map_bad" not in f:
+        return "-"
+    if not f["map_bad"]:
+        return "nothing"
+    return f"{', '.join(f['map_bad'])} (+{f['map_bad_after_s']:.2f} s)"
 
 
 def _recovered(f: dict) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
+from mrcemu.fabric.mapper import Mapper
 from mrcemu.nic.client import NicClient
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
@@ -88,6 +89,40 @@ class Timeline(threading.Thread):
         self.join(timeout=10)
 
 
+class MapRecorder(threading.Thread):
+    """Clustermapper over the run: the links it judges bad, sampled every `every` s."""
+
+    def __init__(self, t0: float, layout: Layout, pids: dict[str, int], interval: float,
+                 every: float = 0.1) -> None:
+        super().__init__(daemon=True, name="map")
+        self.t0, self.every = t0, every
+        self.mapper = Mapper(layout, pids, interval)
+        self.samples: list[tuple[float, list[str]]] = []
+        self.halt = threading.Event()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            last = 0.0
+            while not self.halt.is_set():
+                now = self.mapper.step()
+                if now - last >= self.every:
+                    last = now
+                    self.samples.append((round(now - self.t0, 4), self.mapper.map.bad(now)))
+        except Exception as e:  # noqa: BLE001 - the map is a witness: it never ends a run
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.mapper.close()
+
+    def stop(self) -> dict:
+        self.halt.set()
+        self.join(timeout=10)
+        return {"interval_ms": round(self.mapper.interval * 1e3, 3),
+                "window_s": self.mapper.map.window, "probes_sent": self.mapper.sent,
+                "probes_answered": self.mapper.answered, "error": self.error,
+                "samples": self.samples}
+
+
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
                   notify: Notify, stop: threading.Event) -> dict:
     """One transport's run: the workload's iterations with the fault timeline.
@@ -108,6 +143,10 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         t0 = time.monotonic()
         raw["t0"] = t0
         timeline = Timeline(sc.faults, t0, layout, pids, notify)
+        mapper = (MapRecorder(t0, layout, pids, sc.map_interval_ms / 1e3)
+                  if sc.map_interval_ms else None)
+        if mapper is not None:
+            mapper.start()
         timeline.start()
         try:
             for it in range(sc.workload.iterations):
@@ -142,6 +181,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["t_end"] = time.monotonic()
             timeline.stop()
             raw["faults"] = [r.__dict__ for r in timeline.records]
+            if mapper is not None:
+                raw["map"] = mapper.stop()
             traces = client.ask_each("trace")
             raw["traces"] = {str(h): r for h, r in zip(hosts, traces, strict=True)}
     return raw

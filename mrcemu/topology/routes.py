@@ -104,7 +104,7 @@ def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Add
     for _ in range(64):
         table = tabs[node]
         local = {a for _, a, plen in table.addresses if plen == 128}
-        if node != src_host and dst in local:
+        if len(visited) > 1 and dst in local:  # arrived (a self-probe arrives back home)
             return visited, iface, dst, hop_limit
         route = lookup(table, dst)
         if route is None:
@@ -114,7 +114,7 @@ def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Add
             route = lookup(table, dst)
             if route is None or route.end:
                 raise ForwardingError(f"{node}: no route to {dst} after End")
-        if node != src_host:
+        if len(visited) > 1:
             hop_limit -= 1
             if hop_limit <= 0:
                 raise ForwardingError(f"{node}: hop limit exceeded")

@@ -124,7 +124,8 @@ UDPH = struct.Struct("!HHHH")
 IP6_UDP = IP6.size + UDPH.size
 
 
-def _udp_checksum(src: bytes, dst: bytes, udp_and_data: bytes) -> int:
+def udp_checksum(src: bytes, dst: bytes, udp_and_data: bytes) -> int:
+    """The IPv6 UDP checksum of `udp_and_data` (checksum field zero) from src to dst."""
     # The ones' complement sum of 16-bit words is the integer's value mod 0xffff
     # (2**16 = 1 mod 0xffff): one big-int operation instead of a Python loop.
     n = len(udp_and_data)
@@ -155,7 +156,7 @@ def finish(src: bytes, dst: bytes, sport: int, tclass: int, flow_label: int, hli
     udp0 = UDPH.pack(sport, ROCE_UDP_PORT, udp_len, 0)
     pkt = IP6.pack(vtf, udp_len, 17, hlim, src, final) + udp0 + body + b"\x00\x00\x00\x00"
     crc = icrc.crc(pkt).to_bytes(4, "little")
-    ck = _udp_checksum(src, final, udp0 + body + crc)
+    ck = udp_checksum(src, final, udp0 + body + crc)
     inner = (IP6.pack(vtf, udp_len, 17, hlim, src, dst if via is None else final)
              + UDPH.pack(sport, ROCE_UDP_PORT, udp_len, ck) + body + crc)
     if via is None:
@@ -339,7 +340,7 @@ def trim(pkt: bytes, dscp: int) -> bytes:
         struct.pack_into("!I", body, at, vtf)
     u = base + IP6.size
     struct.pack_into("!HH", body, u + 4, ulen, 0)
-    ck = _udp_checksum(bytes(body[base + 8:base + 24]), bytes(body[base + 24:base + 40]),
+    ck = udp_checksum(bytes(body[base + 8:base + 24]), bytes(body[base + 24:base + 40]),
                        bytes(body[u:]))
     struct.pack_into("!H", body, u + 6, ck)
     return bytes(body)

@@ -30,7 +30,7 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
     pcap = tmp_path / "h7.pcapng"
     st = state.load_state()
     cap = subprocess.Popen(["mnexec", "-a", str(st.nodes["h7"]), "tcpdump", "-i", "h7-p0",
-                            "-s", "160", "-w", str(pcap), "udp", "port", "4791"],
+                            "-s", "160", "-w", str(pcap), "ip6", "proto", "41"],  # MRC
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30  # tcpdump writes the file header once it listens
     while (not pcap.exists() or pcap.stat().st_size < 24) and time.monotonic() < deadline:
@@ -75,7 +75,8 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
                               "ipv6.tclass.dscp"], capture_output=True, text=True).stdout
         lines = out.strip().splitlines()
         assert len(lines) == len(trimmed)
-        assert all(line.split("\t")[1] == "16" for line in lines)
+        # Both IPv6 headers carry the DSCP the last hop set: outer, inner.
+        assert all(line.split("\t")[1] == "16,16" for line in lines)
 
 
 def test_hot_spine_gets_marked_skipped_and_sheds_its_share(default_fabric):

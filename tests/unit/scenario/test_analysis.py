@@ -105,3 +105,13 @@ def test_report_table_has_both_transports_side_by_side():
     assert ["job completion", "2.500 s", "2.500 s"] in rows
     md = report.markdown(rep)
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
+
+
+def test_the_map_names_only_links_that_went_bad_after_the_fault_and_when():
+    m = {"samples": [[0.9, ["h0-p1l0"]], [1.0, ["h0-p1l0"]], [1.1, ["h0-p1l0"]],
+                     [1.4, ["h0-p1l0", "p3l0-p3s1", "p3l1-p3s1"]], [1.5, ["h0-p1l0"]]]}
+    got = analysis.map_after(m, 1.05, 3.0)
+    assert got == {"map_bad": ["p3l0-p3s1", "p3l1-p3s1"], "map_bad_after_s": 0.35}
+    assert analysis.map_after(m, 1.5, 3.0) == {"map_bad": [], "map_bad_after_s": None}
+    assert analysis.map_after(m, 1.05, 1.2)["map_bad"] == []  # healed before it showed
+    assert analysis.map_after(None, 1.0, 2.0) == {}

@@ -33,6 +33,7 @@ def test_every_builtin_loads_and_failover_is_as_specified():
     assert fo.topology.name == "default" and fo.workload.kind == "all-to-all"
     assert [(f.at, f.kind, f.target) for f in fo.faults] == [
         (1.0, "switch-down", "p3s1"), (1.5, "gray", "p5l0-p5s2")]
+    assert fo.map_interval_ms == 100  # a run with faults is mapped unless told not to
 
 
 def test_workload_phases():
@@ -79,6 +80,8 @@ def test_workload_phases():
     ({"capture": {"interfaces": ["h0-p9"]}}, "capture.interfaces[0]", "did you mean"),
     ({"capture": {"snaplen": 10}}, "capture.snaplen", "bytes kept"),
     ({"seed": "one"}, "seed", "seed: 1"),
+    ({"map_interval_ms": 2}, "map_interval_ms", "0 (off) or at least 10"),
+    ({"map_interval_ms": -1}, "map_interval_ms", "0 for none"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})

@@ -1,0 +1,52 @@
+"""Clustermapper on the small fabric: self-probes through the real kernels name the link
+that breaks, and only it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.conftest import mrcemu
+
+
+def mapped(duration: float = 1.5) -> dict:
+    r = mrcemu("map", "--json", "--duration", str(duration), "--interval", "50")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_a_clean_fabric_maps_clean_then_a_gray_link_is_named_and_heals(fabric):
+    out = mapped()
+    links = {x["link"]: x for x in out["links"]}
+    # small: 4 hosts x 2 planes host links, 2 planes x 2 leaves x 2 spines uplinks
+    assert len(links) == 8 + 8
+    assert out["bad"] == [] and out["probes_answered"] == out["probes_sent"] > 0
+    assert all(x["loss"] == 0 and x["rtt_ms"] > 0 and x["probes"] > 0 for x in links.values())
+    assert mrcemu("fail", "gray", "p1l1-p1s0").returncode == 0
+    try:
+        out = mapped()
+    finally:
+        assert mrcemu("heal").returncode == 0
+    links = {x["link"]: x for x in out["links"]}
+    assert out["bad"] == ["p1l1-p1s0"]
+    assert links["p1l1-p1s0"]["loss"] == 1.0 and links["p1l1-p1s0"]["rtt_ms"] is None
+    # The hosts under p1l1 still reach their leaf, and through it the other spine.
+    assert links["h2-p1l1"]["loss"] == links["p1l1-p1s1"]["loss"] == 0
+    assert mapped()["bad"] == []
+
+
+def test_a_dead_switch_is_every_one_of_its_links(fabric):
+    assert mrcemu("fail", "switch-down", "p0s1").returncode == 0
+    try:
+        out = mapped()
+    finally:
+        assert mrcemu("heal").returncode == 0
+    assert out["bad"] == ["p0l0-p0s1", "p0l1-p0s1"]
+
+
+@pytest.mark.parametrize("args,msg", [(["--interval", "0"], "--interval"),
+                                      (["--duration", "0"], "--duration")])
+def test_bad_options_are_one_clear_line(args, msg):
+    r = mrcemu("map", *args)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
