@@ -26,6 +26,8 @@ from mrcemu.wire.constants import Dscp
 MAP_PORT = 47911
 MAGIC = b"MRCMAP"
 PAYLOAD = struct.Struct("!6sIQ")  # magic, loop index, sequence number
+SO_TIMESTAMPNS = 35  # not exported by Python's socket module; also the cmsg type
+TIMESPEC = struct.Struct("qq")
 
 
 def probe_bytes(src: bytes, dst: bytes, home: bytes, loop: int, seq: int) -> bytes:
@@ -54,6 +56,9 @@ class Mapper:
                     self.senders[h] = socket.socket(socket.AF_INET6, socket.SOCK_RAW,
                                                     socket.IPPROTO_RAW)
                     rx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+                    # The kernel's arrival time, not ours: a probe read late because
+                    # this process did not get the CPU still came back in time.
+                    rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                     rx.bind(("::", MAP_PORT))
                     rx.setblocking(False)
                     self.receivers[h] = rx
@@ -89,17 +94,24 @@ class Mapper:
 
     def _read(self, wait: float) -> None:
         ready, _, _ = select.select(list(self.receivers.values()), [], [], max(0.0, wait))
-        now = time.monotonic()
+        # The kernel stamps arrivals on the real-time clock; probes are sent on the
+        # monotonic one.
+        offset = time.time() - time.monotonic()
         for s in ready:
             while True:
                 try:
-                    data = s.recv(64)
+                    data, anc, _flags, _addr = s.recvmsg(64, 64)
                 except BlockingIOError:
                     break
                 if len(data) != PAYLOAD.size:
                     continue
+                arrived = time.monotonic()
+                for level, kind, value in anc:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        sec, ns = TIMESPEC.unpack(value[:TIMESPEC.size])
+                        arrived = min(arrived, sec + ns * 1e-9 - offset)
                 magic, loop, seq = PAYLOAD.unpack(data)
-                if magic == MAGIC and self.map.answered(loop, seq, now):
+                if magic == MAGIC and self.map.answered(loop, seq, arrived):
                     self.answered += 1
 
     def step(self) -> float:

@@ -50,3 +50,24 @@ def test_a_dead_switch_is_every_one_of_its_links(fabric):
 def test_bad_options_are_one_clear_line(args, msg):
     r = mrcemu("map", *args)
     assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_stalled_mapper_blames_no_link(fabric):
+    # The prober itself starved of CPU (here: asleep) reads its answers late. They came
+    # back in time, and the kernel's arrival stamps say so: no link is judged bad.
+    import time
+
+    from mrcemu.fabric import state
+    from mrcemu.fabric.mapper import Mapper
+    from mrcemu.topology import Layout
+
+    st = state.load_state()
+    with Mapper(Layout(st.topo()), st.nodes, interval=0.05) as m:
+        for _ in range(8):
+            m._round(time.monotonic())  # a round, then a stall longer than the timeout
+            time.sleep(m.map.timeout + 0.1)
+            m._read(0.0)
+        now = time.monotonic()
+        assert m.answered == m.sent > 0
+        assert m.map.bad(now) == []
+        assert all(h.loss == 0 and h.rtt_ms < 100 for h in m.map.links(now).values())
