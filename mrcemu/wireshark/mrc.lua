@@ -136,7 +136,10 @@ local e_nack = ProtoExpert.new("mrc.nack.expert", "NACK",
   expert.group.SEQUENCE, expert.severity.WARN)
 local e_rtx = ProtoExpert.new("mrc.rtx.expert", "Retransmission",
   expert.group.SEQUENCE, expert.severity.NOTE)
-mrc.experts = { e_trimmed, e_short, e_nack, e_rtx }
+local e_snapped = ProtoExpert.new("mrc.snapped.expert",
+  "Headers cut by the capture's snap length (not malformed)",
+  expert.group.UNDECODED, expert.severity.NOTE)
+mrc.experts = { e_trimmed, e_short, e_nack, e_rtx, e_snapped }
 
 -- An MRC packet has two IPv6 headers (outer: the uSID path; inner: the port). A field
 -- extractor returns both; the first, the outer, is what the network marked.
@@ -202,6 +205,13 @@ function mrc.dissector(tvb, pinfo, tree)
   local n = 0
   for _, h in ipairs(chain or {}) do n = n + h.len end
   if chain == nil or tvb:len() < H.BTH.len + n then
+    if chain ~= nil and tvb:reported_len() >= H.BTH.len + n then
+      -- On the wire the headers were whole: the capture kept fewer bytes.
+      t:add_proto_expert_info(e_snapped)
+      pinfo.cols.info = (OPCODES[op] or string.format("0x%02x", op)) .. " PSN=" .. psn
+        .. " [SNAPPED]"
+      return tvb:len()
+    end
     t:add_proto_expert_info(e_short)
     return tvb:len()
   end

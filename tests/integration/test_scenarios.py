@@ -129,6 +129,9 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
     # The capture holds both transports' traffic, decoded by the Lua dissector.
     ops = tshark(folder / "capture.pcapng", "mrc.opcode")
     assert len(ops) > 100
+    # MRC as IPv6-in-IPv6 (outer header, inner header, MRC), and nothing malformed.
+    assert set(tshark(folder / "capture.pcapng", "ipv6.nxt")) == {"41,17"}
+    assert tshark(folder / "capture.pcapng", "frame.number", filt="_ws.malformed") == []
     report_md = (folder / "report.md").read_text()
     assert "| job completion |" in report_md
     if name == "failover":

@@ -138,3 +138,30 @@ def test_roce_baseline_stays_with_the_builtin_infiniband_dissector(tmp_path):
         assert rows[0]["infiniband.reth.dmalen"] == "8192"
         assert rows[1]["infiniband.bth.psn"] == "501" and rows[1]["infiniband.reth.va"] == ""
         assert rows[0].get("mrc.opcode", "") == ""
+
+
+def test_headers_cut_by_the_snap_length_are_snapped_not_malformed(tmp_path):
+    # An IPv6-in-IPv6 data packet kept to 128 bytes: its RETH is cut. On the wire it was
+    # whole, so Wireshark must not call it malformed; a packet that really is short must.
+    import socket
+    import struct
+
+    a = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c00::")
+    b = socket.inet_pton(socket.AF_INET6, "fcbb:bb00:c07::")
+    full = codec.encode_data(a, b, via=b, sport=0xC001, flow_label=5, dscp=4, ecn=2,
+                             opcode=0xC7, dqpn=7, psn=42, msn=1, va=0, rkey=1, dmalen=8192,
+                             payload=bytes(4096), timestamp=1)
+    frame = bytes(Ether())[:12] + b"\x86\xdd" + full
+    short = frame[:128]
+    short = short[:18] + (len(short) - 54).to_bytes(2, "big") + short[20:]  # outer plen
+    short = short[:58] + (len(short) - 94).to_bytes(2, "big") + short[60:]  # inner plen
+    short = short[:98] + (len(short) - 94).to_bytes(2, "big") + short[100:]  # UDP length
+    pcap = tmp_path / "snapped.pcap"
+    with pcap.open("wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 128, 1))
+        f.write(struct.pack("<IIII", 1, 0, 128, len(frame)) + frame[:128])
+        f.write(struct.pack("<IIII", 2, 0, len(short), len(short)) + short)
+    rows = tshark_fields(pcap, ["mrc.psn", "_ws.expert.message", "_ws.malformed"])
+    assert rows[0]["mrc.psn"] == "42" and rows[0]["_ws.malformed"] == ""
+    assert rows[0]["_ws.expert.message"].startswith("Headers cut by the capture")
+    assert "Truncated MRC header" in rows[1]["_ws.expert.message"].split(",")
