@@ -28,6 +28,7 @@ MAGIC = b"MRCMAP"
 PAYLOAD = struct.Struct("!6sIQ")  # magic, loop index, sequence number
 SO_TIMESTAMPNS = 35  # not exported by Python's socket module; also the cmsg type
 TIMESPEC = struct.Struct("qq")
+STALL = 0.01  # a probe that left this much later than recorded is timed from its send
 
 
 def probe_bytes(src: bytes, dst: bytes, home: bytes, loop: int, seq: int) -> bytes:
@@ -68,6 +69,30 @@ class Mapper:
         self.fd_host = {s.fileno(): h for h, s in self.receivers.items()}
         self.next_round = 0.0
         self.sent = self.answered = self.unsendable = 0
+        self._await_stamps(pids)
+
+    def _await_stamps(self, pids: dict[str, int]) -> None:
+        """The kernel turns receive timestamps on lazily (deferred work), and stamps what
+        arrives before that when it is read: a first round would look late. Wait until a
+        datagram over loopback comes back stamped before we read it (at most 1 s)."""
+        h, rx = next(iter(self.receivers.items()))
+        with inside(pids[f"h{h}"]):
+            tx = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        try:
+            for _ in range(100):
+                tx.sendto(b"stamp?", ("::1", MAP_PORT))
+                time.sleep(0.01)
+                read_at = time.time()
+                try:
+                    _data, anc, _flags, _addr = rx.recvmsg(64, 64)
+                except BlockingIOError:
+                    continue
+                stamps = [TIMESPEC.unpack(v[:TIMESPEC.size]) for lvl, kind, v in anc
+                          if lvl == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS]
+                if stamps and stamps[0][0] + stamps[0][1] * 1e-9 < read_at - 0.005:
+                    return
+        finally:
+            tx.close()
 
     def __enter__(self) -> Mapper:
         return self
@@ -91,6 +116,8 @@ class Mapper:
                 self.sent += 1
             except OSError:  # the port is down: the kernel has no route; the probe is lost
                 self.unsendable += 1
+            if (after := time.monotonic()) - now > STALL:
+                self.map.restamp(i, seq, after)  # we stalled, not the link
 
     def _read(self, wait: float) -> None:
         ready, _, _ = select.select(list(self.receivers.values()), [], [], max(0.0, wait))

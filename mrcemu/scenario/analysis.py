@@ -148,23 +148,31 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
         entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
-        entry.update(map_after(raw.get("map"), t_f - t0, end - t0))
+        broken = faults.links_of(layout, faults.Fault(rec["kind"], rec["target"],
+                                                      one_way=rec["spec"].get("one_way", False)))
+        entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken))
     return out
 
 
-def map_after(m: dict | None, at: float, until: float) -> dict:
-    """What Clustermapper said about a fault at `at` (seconds from t0): the links it
-    judged bad before `until` that were not bad just before the fault, and how soon."""
+def map_after(m: dict | None, at: float, until: float, broken: set[str]) -> dict:
+    """What Clustermapper said about a fault at `at` (seconds from t0) that breaks the
+    links `broken`, until `until`: which of them it named bad and when the last of them
+    was named (None unless all were), and which other links it newly named meanwhile."""
     if not m or not m.get("samples"):
         return {}
-    before = set()
+    before: set[str] = set()
+    first: dict[str, float] = {}
     for t, bad in m["samples"]:
         if t <= at:
             before = set(bad)
-    for t, bad in m["samples"]:
-        if at < t <= until and (new := sorted(set(bad) - before)):
-            return {"map_bad": new, "map_bad_after_s": _r(t - at)}
-    return {"map_bad": [], "map_bad_after_s": None}
+        elif t <= until:
+            for link in bad:
+                first.setdefault(link, t)
+    named = {k: t for k, t in first.items() if k in broken}
+    return {"map_bad": sorted(named),
+            "map_bad_after_s": _r(max(named.values()) - at) if set(named) == broken else None,
+            "map_missed": sorted(broken - set(named)),
+            "map_also": sorted(k for k in first if k not in broken and k not in before)}
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

@@ -68,8 +68,14 @@ def _mapped(f: dict) -> str:
     if "map_bad" not in f:
         return "-"
     if not f["map_bad"]:
-        return "nothing"
-    return f"{', '.join(f['map_bad'])} (+{f['map_bad_after_s']:.2f} s)"
+        out = "nothing"
+    elif f["map_bad_after_s"] is None:
+        out = f"{', '.join(f['map_bad'])}; missed {', '.join(f['map_missed'])}"
+    else:
+        out = f"{', '.join(f['map_bad'])} (all by +{f['map_bad_after_s']:.2f} s)"
+    if f["map_also"]:
+        out += f"; also {', '.join(f['map_also'])}"
+    return out
 
 
 def _recovered(f: dict) -> str:

@@ -107,6 +107,12 @@ def targets(layout: Layout, fault: Fault) -> list[Interface]:
     raise MrcemuError(f"unknown fault kind '{fault.kind}': use one of {', '.join(KINDS)}")
 
 
+def links_of(layout: Layout, fault: Fault) -> set[str]:
+    """The names of the links a fault acts on (either end): what a link map should name."""
+    name = {(i.node, i.name): link.name for link in layout.links for i in (link.a, link.b)}
+    return {name[(i.node, i.name)] for i in targets(layout, fault)}
+
+
 def affects(layout: Layout, fault: Fault) -> Callable[[int, int, int], bool]:
     """Whether the data path of EV `ev` from host `src` to host `dst` crosses what the
     fault breaks (either direction). Reports use it to find the failed paths."""

@@ -105,6 +105,13 @@ class LinkMap:
         self._order[loop].append(self.seq)
         return self.seq
 
+    def restamp(self, loop: int, seq: int, now: float) -> None:
+        """The probe left later than recorded (the prober stalled before sending it):
+        time it from `now`, so our own stall is not counted against the link."""
+        p = self._probes[loop].get(seq)
+        if p is not None and p.rtt is None:
+            p.sent = now
+
     def answered(self, loop: int, seq: int, now: float) -> bool:
         """A probe came back; False if it is not one we are waiting for (a duplicate, a
         stranger, or one already given up as lost)."""
@@ -113,7 +120,7 @@ class LinkMap:
         p = self._probes[loop].get(seq)
         if p is None or p.rtt is not None or now - p.sent > self.timeout:
             return False
-        p.rtt = now - p.sent
+        p.rtt = max(0.0, now - p.sent)
         return True
 
     def _decided(self, loop: int, now: float) -> list[_Probe]:

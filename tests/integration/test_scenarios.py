@@ -159,6 +159,7 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
             f = t["faults"][0]
             # (How soon depends on the CPU the prober gets: the report and `make bench`.)
             assert f["map_bad"] == [f["target"]] and f["map_bad_after_s"] > 0, f
+            assert f["map_also"] == [], f
         assert "Clustermapper found bad" in report_md
     if name == "incast":
         assert mrc["trims"] == mrc["nacks"] > 0  # trimmed, NACKed, retransmitted

@@ -107,11 +107,27 @@ def test_report_table_has_both_transports_side_by_side():
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
 
 
-def test_the_map_names_only_links_that_went_bad_after_the_fault_and_when():
+def test_the_map_names_the_links_a_fault_broke_when_all_were_named_and_what_else():
+    spine = {"p3l0-p3s1", "p3l1-p3s1"}
     m = {"samples": [[0.9, ["h0-p1l0"]], [1.0, ["h0-p1l0"]], [1.1, ["h0-p1l0"]],
-                     [1.4, ["h0-p1l0", "p3l0-p3s1", "p3l1-p3s1"]], [1.5, ["h0-p1l0"]]]}
-    got = analysis.map_after(m, 1.05, 3.0)
-    assert got == {"map_bad": ["p3l0-p3s1", "p3l1-p3s1"], "map_bad_after_s": 0.35}
-    assert analysis.map_after(m, 1.5, 3.0) == {"map_bad": [], "map_bad_after_s": None}
-    assert analysis.map_after(m, 1.05, 1.2)["map_bad"] == []  # healed before it showed
-    assert analysis.map_after(None, 1.0, 2.0) == {}
+                     [1.3, ["h0-p1l0", "p3l0-p3s1"]],
+                     [1.4, ["h0-p1l0", "p3l0-p3s1", "p3l1-p3s1", "p5l0-p5s2"]],
+                     [1.5, ["h0-p1l0"]]]}
+    assert analysis.map_after(m, 1.05, 3.0, spine) == {
+        "map_bad": ["p3l0-p3s1", "p3l1-p3s1"], "map_bad_after_s": 0.35, "map_missed": [],
+        "map_also": ["p5l0-p5s2"]}  # h0-p1l0 was bad before the fault: not counted
+    got = analysis.map_after(m, 1.05, 1.35, spine)  # healed before the second showed
+    assert got["map_bad"] == ["p3l0-p3s1"] and got["map_bad_after_s"] is None
+    assert got["map_missed"] == ["p3l1-p3s1"]
+    assert analysis.map_after(m, 1.5, 3.0, spine)["map_bad"] == []
+    assert analysis.map_after(None, 1.0, 2.0, spine) == {}
+
+
+def test_the_links_a_fault_acts_on_by_name():
+    layout = Layout(load("default"))
+    f = faults.Fault
+    assert faults.links_of(layout, f("switch-down", "p3s1")) == {"p3l0-p3s1", "p3l1-p3s1"}
+    assert faults.links_of(layout, f("gray", "p5l0-p5s2")) == {"p5l0-p5s2"}
+    assert faults.links_of(layout, f("gray", "p5l0-p5s2", one_way=True)) == {"p5l0-p5s2"}
+    assert faults.links_of(layout, f("host-port-down", "h0-p2")) == {"h0-p2l0"}
+    assert len(faults.links_of(layout, f("plane-down", "1"))) == 16
