@@ -70,6 +70,11 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
     out = []
     conns = _conns(raw)
     t0, t_end = raw["t0"], raw["t_end"]
+
+    def broken_by(rec: dict) -> set[str]:
+        return faults.links_of(layout, faults.Fault(rec["kind"], rec["target"],
+                                                    one_way=rec["spec"].get("one_way", False)))
+
     for rec in raw["faults"]:
         entry: dict = {"kind": rec["kind"], "target": rec["target"], "scheduled_s": rec["at_s"],
                        "at_s": None, "healed_s": None, "last_packet_on_failed_path_s": None,
@@ -148,16 +153,17 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
         entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
-        broken = faults.links_of(layout, faults.Fault(rec["kind"], rec["target"],
-                                                      one_way=rec["spec"].get("one_way", False)))
-        entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken))
+        others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
+        entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken_by(rec), others))
     return out
 
 
-def map_after(m: dict | None, at: float, until: float, broken: set[str]) -> dict:
+def map_after(m: dict | None, at: float, until: float, broken: set[str],
+              others: frozenset[str] | set[str] = frozenset()) -> dict:
     """What Clustermapper said about a fault at `at` (seconds from t0) that breaks the
     links `broken`, until `until`: which of them it named bad and when the last of them
-    was named (None unless all were), and which other links it newly named meanwhile."""
+    was named (None unless all were), and which links no fault of the run (`others`:
+    the other faults' links) broke it newly named meanwhile: false alarms."""
     if not m or not m.get("samples"):
         return {}
     before: set[str] = set()
@@ -172,7 +178,8 @@ def map_after(m: dict | None, at: float, until: float, broken: set[str]) -> dict
     return {"map_bad": sorted(named),
             "map_bad_after_s": _r(max(named.values()) - at) if set(named) == broken else None,
             "map_missed": sorted(broken - set(named)),
-            "map_also": sorted(k for k in first if k not in broken and k not in before)}
+            "map_also": sorted(k for k in first
+                               if k not in broken and k not in others and k not in before)}
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:

@@ -120,6 +120,8 @@ def test_the_map_names_the_links_a_fault_broke_when_all_were_named_and_what_else
     assert got["map_bad"] == ["p3l0-p3s1"] and got["map_bad_after_s"] is None
     assert got["map_missed"] == ["p3l1-p3s1"]
     assert analysis.map_after(m, 1.5, 3.0, spine)["map_bad"] == []
+    # A link another fault of the run broke is that fault's, not a false alarm.
+    assert analysis.map_after(m, 1.05, 3.0, spine, {"p5l0-p5s2"})["map_also"] == []
     assert analysis.map_after(None, 1.0, 2.0, spine) == {}
 
 
