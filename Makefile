@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MRCEMU := $(VENV)/bin/mrcemu
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install test unit demo bench lint clean generate
+.PHONY: install test unit demo bench lint clean generate fuzz
 
 BPF_OBJ := mrcemu/bpf/switch.o
 
@@ -29,6 +29,12 @@ demo: install
 
 bench: install
 	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md
+
+# The compiled parser under libFuzzer + AddressSanitizer + UBSan (the tests run 1,000,000
+# inputs; this runs FUZZ_RUNS). A crash leaves its input in build/fuzz/crash-*.
+FUZZ_RUNS ?= 50000000
+fuzz: install
+	$(PY) scripts/fuzz.py --runs $(FUZZ_RUNS) --workdir build/fuzz
 
 # Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
 generate:

@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(mininet tcpdump tshark clang llvm libbpf-dev iproute2 nftables iperf bpftool)
+# libclang-rt-14-dev: libFuzzer and the sanitizers for `make fuzz` (the compiled parser).
+APT_PKGS=(mininet tcpdump tshark clang llvm libbpf-dev iproute2 nftables iperf bpftool gcc
+          libclang-rt-14-dev)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -24,9 +26,15 @@ if [ ! -x .venv/bin/python ]; then
   echo "install-deps: creating .venv"
   "$PY" -m venv .venv
 fi
-# Reinstall only when pyproject.toml changed since the last install.
+# Reinstall only when pyproject.toml or the compiled data path's sources changed since
+# the last install (pip builds the extension, mrcemu/datapath/_datapath*.so, in place).
 stamp=.venv/.mrcemu-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+changed=""
+if [ -f "$stamp" ]; then
+  changed=$(find pyproject.toml mrcemu/datapath mrcemu/bpf/mrc_wire.h -newer "$stamp" \
+            \( -name '*.c' -o -name '*.h' -o -name pyproject.toml \) -print -quit)
+fi
+if [ ! -f "$stamp" ] || [ -n "$changed" ] || ! ls mrcemu/datapath/_datapath*.so >/dev/null 2>&1; then
   echo "install-deps: pip install -e .[dev]"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e ".[dev]"

@@ -24,7 +24,8 @@ from ipaddress import IPv6Address
 
 from pyroute2 import IPRoute
 
-from mrcemu.nic import sink
+from mrcemu import datapath
+from mrcemu.nic import fidelity, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.topology import Layout, Topology
@@ -109,6 +110,8 @@ class Nic:
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
+        self.waiting = {p: False for p in self.ports}  # frames left after the last drain
+        self.meter = fidelity.Meter(self.ports, self.rate, self.now())
 
     def now(self) -> float:
         return time.monotonic()
@@ -172,8 +175,16 @@ class Nic:
         dt, self.token_t = now - self.token_t, now
         for plane, q in self.backlog.items():
             rate = self.rate[plane]
+            before = self.tokens[plane]
             # A bucket of about two frames: bursts stay short, the port stays busy.
-            self.tokens[plane] = min(self.tokens[plane] + dt * rate, 2 * 9014)
+            self.tokens[plane] = min(before + dt * rate, 2 * 9014)
+            load = self.meter.load[plane]
+            waited = self.waiting[plane]
+            if waited:
+                # Frames waited since the last drain: was the port fed at its pace?
+                load.backlogged_s += dt
+                if before < 0 <= self.tokens[plane]:
+                    self.meter.sends.add(dt + before / rate)  # now - when it fell due
             s = self.ports[plane]
             while q and self.tokens[plane] >= 0:
                 try:
@@ -186,7 +197,10 @@ class Nic:
                     q.clear()  # port down: the transport retransmits elsewhere
                     break
                 self.tokens[plane] -= len(q[0])
+                if waited:
+                    load.sent += len(q[0])
                 q.popleft()
+            self.waiting[plane] = bool(q)
 
     def next_send_time(self) -> float | None:
         waits = [-self.tokens[p] / self.rate[p] for p, q in self.backlog.items() if q]
@@ -196,7 +210,7 @@ class Nic:
         if len(frame) < 14 + 40:
             return
         try:
-            d = codec.decode(memoryview(frame)[14:])
+            d = datapath.decode(memoryview(frame)[14:])
         except codec.DecodeError as e:
             if e.reason != "not_roce":
                 self.malformed[e.reason] = self.malformed.get(e.reason, 0) + 1
@@ -346,6 +360,7 @@ class Nic:
             for c in self.conns.values():
                 c.tx_trace.clear()
             self.rx_bins = {p: {} for p in self.ports}
+            self.meter.reset(self.now())
             return {"ok": True, "t": self.now()}
         if op == "trace":
             conns = []
@@ -360,7 +375,7 @@ class Nic:
             return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
                     "rx_bins": {str(p): {str(k): v for k, v in b.items()}
                                 for p, b in self.rx_bins.items()},
-                    "malformed": self.malformed}
+                    "malformed": self.malformed, "fidelity": self.meter.to_json(self.now())}
         if op == "shutdown":
             self.running = False
             return {"ok": True}
@@ -428,6 +443,7 @@ class Nic:
                 (peer, transport), c = conns[(i + self.rr) % len(conns)]
                 nt = c.next_timer()
                 if run_timers and nt is not None and nt <= now:
+                    self.meter.timers.add(now - nt)
                     c.timer(now)
                 self.flush(c)
             for (peer, transport), c in self.conns.items():

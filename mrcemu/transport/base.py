@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mrcemu import datapath
 from mrcemu.transport.events import Event, MessageCompleted
 from mrcemu.transport.evs import EvProfile
 from mrcemu.transport.trace import TxTrace
@@ -124,6 +125,10 @@ class ConnectionBase:
 
     stats: Stats
     profile: EvProfile
+    # Who frames and parses: the compiled data path. The Python codec is the same
+    # functions, byte for byte (tests/unit/datapath); `make bench` swaps it in per
+    # connection to measure the difference side by side.
+    wire = datapath
 
     def __init__(self) -> None:
         self._events: deque[Event] = deque()
@@ -136,7 +141,7 @@ class ConnectionBase:
 
     def receive(self, pkt: bytes | memoryview, now: float) -> None:
         try:
-            d = codec.decode(pkt)
+            d = self.wire.decode(pkt)
         except codec.DecodeError as e:
             self.stats.dropped[f"malformed_{e.reason}"] += 1
             return

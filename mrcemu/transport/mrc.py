@@ -152,12 +152,12 @@ class MrcConnection(ConnectionBase):
         p = e.path
         op = self._opcode(msg, offset)
         sport, flow = ev_split(e.ev)
-        return codec.encode_data(
+        return self.wire.encode_data(
             p.src, p.delivered, via=p.container, sport=sport,
             flow_label=flow, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
             ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
             msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=msg.size,
-            payload=bytes(msg.data[offset:offset + length]), rtx=int(rtx),
+            payload=msg.data[offset:offset + length], rtx=int(rtx),
             ackreq=int(offset + length >= msg.size), timestamp=timestamp(now),
             imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
 
@@ -469,7 +469,7 @@ class MrcConnection(ConnectionBase):
                 dqpn: int | None, dscp: int) -> bytes:
         p = e.path
         sport, flow = ev_split(e.ev)
-        return codec.encode(p.src, p.delivered, via=p.container, sport=sport,
+        return self.wire.encode(p.src, p.delivered, via=p.container, sport=sport,
                             flow_label=flow, dscp=dscp, ecn=0,
                             bth={"opcode": opcode, "psn": psn & PSN_MASK,
                                  "dqpn": self.remote_qpn if dqpn is None else dqpn},

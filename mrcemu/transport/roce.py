@@ -123,7 +123,7 @@ class RoceConnection(ConnectionBase):
             if op == Opcode.RC_WRITE_LAST_IMM:
                 headers["ImmDt"] = {"imm": msg.imm or 0}
             last = offset + length >= msg.size
-            pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+            pkt = self.wire.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
                                flow_label=e.ev & 0xFFFF, dscp=Dscp.NO_TRIM, ecn=0,
                                bth={"opcode": op, "dqpn": self.remote_qpn,
                                     "psn": self.send_psn & PSN_MASK, "ackreq": int(last)},
@@ -165,7 +165,7 @@ class RoceConnection(ConnectionBase):
     def _ack(self, syndrome: int, psn: int) -> None:
         e = self.ev
         p = e.path
-        pkt = codec.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
+        pkt = self.wire.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
                            flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
                            bth={"opcode": Opcode.RC_ACK, "dqpn": self.remote_qpn,
                                 "psn": psn & PSN_MASK},

@@ -171,14 +171,11 @@ _BTH_METH_TSETH_RETH = struct.Struct("!BBHIIHHHHQII")
 _TS_FLAGS = TIMESTAMP_FTYPE
 
 
-def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
-                opcode: int, dqpn: int, psn: int, msn: int, va: int, rkey: int, dmalen: int,
-                payload: bytes, rqmsn: int = 0, ackreq: int = 0, rtx: int = 0,
-                timestamp: int | None = None, imm: int | None = None, hlim: int = 64,
-                solicited: int = 0, pkey: int = 0xFFFF, via: bytes | None = None) -> bytes:
-    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload, to the
-    port address `dst` inside an outer header to `via` (see `finish`).
-    `timestamp` is TSETH's 16-bit tx_timestamp (TIMESTAMP_UNIT ticks); None sends none."""
+def data_body(*, opcode: int, dqpn: int, psn: int, msn: int, va: int, rkey: int,
+              dmalen: int, rqmsn: int = 0, ackreq: int = 0, rtx: int = 0,
+              timestamp: int | None = None, imm: int | None = None, solicited: int = 0,
+              pkey: int = 0xFFFF) -> bytes:
+    """BTH / METH / [TSETH] / RETH / [ImmDt] of an MRC WRITE packet."""
     flags = (ackreq << 31) | (rtx << 29) | ((timestamp is not None) << 28) | (psn & 0xFFFFFF)
     if timestamp is None:
         body = _BTH_METH_RETH.pack(opcode, solicited << 7, pkey, dqpn & 0xFFFFFF, flags, rqmsn,
@@ -189,23 +186,38 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                                          dmalen)
     if imm is not None:
         body += IMMDT.struct.pack(imm)
-    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
-                  via=via)
+    return body
+
+
+def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
+                payload: bytes, hlim: int = 64, via: bytes | None = None,
+                **headers: int | None) -> bytes:
+    """An MRC WRITE packet: BTH / METH / [TSETH] / RETH / [ImmDt] / payload, to the
+    port address `dst` inside an outer header to `via` (see `finish`); `headers` are
+    `data_body`'s. `timestamp` is TSETH's 16-bit tx_timestamp (TIMESTAMP_UNIT ticks);
+    None sends none."""
+    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim,
+                  data_body(**headers) + payload, via=via)
+
+
+def body(bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None) -> bytes:
+    """BTH by field name, then each header after it by its layer name."""
+    headers = headers or {}
+    b = {"pkey": 0xFFFF, **bth}
+    out = BTH.pack(b)
+    for h in headers_for(b["opcode"], bool(b.get("ts"))):
+        out += h.pack(headers.get(h.name, {}))
+    return out
 
 
 def encode(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
            bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None,
            payload: bytes = b"", hlim: int = 64, delivered: bytes | None = None,
            via: bytes | None = None) -> bytes:
-    """Any packet: BTH fields by name, then each header after BTH by its layer name
-    (`via`, `delivered`: see `finish`)."""
-    headers = headers or {}
-    b = {"pkey": 0xFFFF, **bth}
-    body = BTH.pack(b)
-    for h in headers_for(b["opcode"], bool(b.get("ts"))):
-        body += h.pack(headers.get(h.name, {}))
-    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim, body + payload,
-                  delivered, via)
+    """Any packet: `body(bth, headers)` and the payload (`via`, `delivered`: see
+    `finish`)."""
+    return finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim,
+                  body(bth, headers) + payload, delivered, via)
 
 
 @dataclass(slots=True)

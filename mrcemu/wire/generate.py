@@ -2,6 +2,8 @@
 
 - `mrcemu/bpf/mrc_wire.h`: the sizes, field positions, opcodes and DSCP classes the BPF
   switch (and the coming compiled data path) reads packets with;
+- `mrcemu/datapath/mrc_layout.h`: every header's fields and the headers after BTH per
+  opcode, as tables the compiled data path parses and frames packets with;
 - the generated block of `mrcemu/wireshark/mrc.lua`: every header's ProtoFields (filter
   names `<prefix>.<field>`), value names and field positions; the dissector's hand-written
   rest walks headers through it.
@@ -33,6 +35,7 @@ from mrcemu.wire.constants import (
 
 PACKAGE = Path(__file__).resolve().parents[1]
 C_HEADER = PACKAGE / "bpf" / "mrc_wire.h"
+C_TABLES = PACKAGE / "datapath" / "mrc_layout.h"
 LUA = PACKAGE / "wireshark" / "mrc.lua"
 LUA_BEGIN = "-- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit\n"
 LUA_END = "-- END GENERATED\n"
@@ -81,6 +84,58 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
             f"#define MRC_DATA_HDRS_MAX {layout.mrc_data_headers_max()}",
             f"#define MRC_DATA_HDRS_MIN {bth + layout.METH.size + layout.RETH.size}",
             "", "#endif /* MRC_WIRE_H */", ""]
+    return "\n".join(out)
+
+
+def c_tables(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
+    """The tables the compiled data path parses and builds headers with: per header its
+    fields (name, bit offset, width, signedness), and per opcode and BTH.ts the headers
+    after BTH (the codec's `headers_for`), as indices into MRC_HEADERS."""
+    index = {h.name: i for i, h in enumerate(headers)}
+    out = ["/* Generated from mrcemu/wire/layout.py by `make generate`: do not edit. */",
+           "#ifndef MRC_LAYOUT_H", "#define MRC_LAYOUT_H", "", '#include "../bpf/mrc_wire.h"',
+           "", "struct mrc_field { const char *name; unsigned short bitoff; "
+           "unsigned char bits; unsigned char is_signed; };",
+           "struct mrc_header { const char *name; unsigned short len; unsigned short nfields; "
+           "const struct mrc_field *fields; };", ""]
+    for h in headers:
+        offs = h.offsets()
+        rows = ", ".join(f'{{"{f.name}", {offs[f.name]}, {f.bits}, {int(f.signed)}}}'
+                         for f in h.fields)
+        out.append(f"static const struct mrc_field MRC_{_c_name(h.name)}_FIELDS[] = "
+                   f"{{ {rows} }};")
+    out.append(f"#define MRC_NHEADERS {len(headers)}")
+    for h in headers:
+        out.append(f"#define MRC_H_{_c_name(h.name)} {index[h.name]}")
+    rows = ", ".join(f'{{"{h.name}", {h.size}, {len(h.fields)}, MRC_{_c_name(h.name)}_FIELDS}}'
+                     for h in headers)
+    out += [f"static const struct mrc_header MRC_HEADERS[MRC_NHEADERS] = {{ {rows} }};", "",
+            "/* Headers after BTH per [opcode][ts]: count (-1: an opcode we do not accept),",
+            "   then up to MRC_MAX_AFTER_BTH indices into MRC_HEADERS. */"]
+    chains: dict[tuple[int, int], tuple[int, ...] | None] = {}
+    for op in range(256):
+        for ts in (0, 1):
+            try:
+                chains[op, ts] = tuple(index[h.name] for h in layout.headers_for(op, bool(ts)))
+            except KeyError:
+                chains[op, ts] = None
+    longest = max(len(c) for c in chains.values() if c is not None)
+    out.append(f"#define MRC_MAX_AFTER_BTH {longest}")
+    out.append("static const signed char MRC_AFTER_BTH[256][2][MRC_MAX_AFTER_BTH + 1] = {")
+    for op in range(256):
+        cells = []
+        for ts in (0, 1):
+            c = chains[op, ts]
+            cells.append("{ -1 }" if c is None else "{ " + ", ".join(map(str, (len(c), *c)))
+                         + " }")
+        out.append(f"  {{ {cells[0]}, {cells[1]} }}, /* 0x{op:02X} */")
+    out += ["};", "", "/* Per opcode: MRC_KIND_DATA (an MRC data packet: trimmable, DSCP-classed),",
+            "   MRC_KIND_CONTROL (nothing may follow its headers but the ICRC), else 0. */",
+            "#define MRC_KIND_DATA 1", "#define MRC_KIND_CONTROL 2",
+            "static const unsigned char MRC_OPCODE_KIND[256] = {"]
+    kinds = [1 if op in MRC_DATA else 2 if op in layout.CONTROL else 0 for op in range(256)]
+    out += [" " + "".join(f" {k}," for k in kinds[i:i + 32]) for i in range(0, 256, 32)]
+    out += ["};", "", "#endif /* MRC_LAYOUT_H */", ""]
     return "\n".join(out)
 
 
@@ -148,7 +203,7 @@ def lua_file(current: str, block: str | None = None) -> str:
 
 
 def outputs() -> dict[Path, str]:
-    return {C_HEADER: c_header(), LUA: lua_file(LUA.read_text())}
+    return {C_HEADER: c_header(), C_TABLES: c_tables(), LUA: lua_file(LUA.read_text())}
 
 
 def main(argv: list[str]) -> int:

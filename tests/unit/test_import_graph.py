@@ -20,6 +20,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "topology": SHELL + LINUX_LIBS + ("time",),  # and no clock
     "wire": SHELL + LINUX_LIBS,
     "transport": SHELL + LINUX_LIBS + ("time",),
+    "datapath": SHELL + LINUX_LIBS + ("time", "mrcemu.transport"),
     "fabric": ("mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
     "nic": ("mrcemu.fabric", "mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
 }

@@ -1,0 +1,55 @@
+"""The compiled data path: the codec's per-packet work in C (`wire.c`, `_datapath.c`).
+
+The pure-Python codec (`mrcemu.wire.codec`) stays the readable reference; the functions
+here take and return the same things, and tests/unit/datapath proves them byte-identical
+to it (hypothesis) while `make fuzz` (scripts/fuzz.py) feeds the C parser hostile bytes under
+AddressSanitizer. Layouts come from the generated `mrc_layout.h` (`make generate`).
+
+The extension is built by the package's own build (`pip install -e .`, which
+`make install` runs) with the machine's gcc.
+"""
+
+from __future__ import annotations
+
+from mrcemu.wire import codec
+
+try:
+    from mrcemu.datapath import _datapath
+except ImportError as e:  # pragma: no cover - only on an install that skipped the build
+    raise ImportError(f"the compiled data path is not built ({e}): run `make install`") from e
+
+_datapath.setup(codec.Decoded, codec.DecodeError)
+
+icrc = _datapath.icrc
+udp_checksum = _datapath.udp_checksum
+_finish = _datapath.finish
+
+
+def decode(pkt: bytes | memoryview, verify_icrc: bool = True,
+           wire_len: int | None = None) -> codec.Decoded:
+    """codec.decode, compiled: the same Decoded, the same DecodeError reasons."""
+    return _datapath.decode(pkt, verify_icrc, wire_len)
+
+
+def finish(src: bytes, dst: bytes, sport: int, tclass: int, flow_label: int, hlim: int,
+           body: bytes, delivered: bytes | None = None, via: bytes | None = None,
+           payload: bytes = b"") -> bytes:
+    """codec.finish, compiled (`payload` is appended to `body` without a copy)."""
+    return _finish(src, dst, sport, tclass, flow_label, hlim, body, payload, delivered, via)
+
+
+def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
+                payload: bytes | memoryview, hlim: int = 64, via: bytes | None = None,
+                **headers: int | None) -> bytes:
+    """codec.encode_data, compiled framing (the headers are the codec's `data_body`)."""
+    return _finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim,
+                   codec.data_body(**headers), payload, None, via)
+
+
+def encode(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: int, ecn: int,
+           bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None,
+           payload: bytes = b"", hlim: int = 64, delivered: bytes | None = None,
+           via: bytes | None = None) -> bytes:
+    """codec.encode, compiled framing (headers packed by the codec's own tables)."""
+    return _finish(src, dst, sport, (dscp << 2) | ecn, flow_label, hlim,
+                   codec.body(bth, headers), payload, delivered, via)

@@ -1,0 +1,117 @@
+"""What a NIC daemon measures about itself, so that a run can say whether the emulated
+network or this host's CPU set its pace (DESIGN.md section 11, after Mininet-HiFi).
+
+- kernel drops at each port's AF_PACKET socket (PACKET_STATISTICS): frames the
+  network delivered that we never read;
+- how late timers and paced sends ran against their due time;
+- on ports with frames waiting, the rate achieved against the rate paced;
+- the daemon's CPU time.
+
+`mrcemu.scenario.fidelity` turns these into the run's verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import struct
+
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+_TPACKET_STATS = struct.Struct("II")  # tp_packets, tp_drops (the kernel resets on read)
+_STEPS_PER_OCTAVE = 8  # histogram resolution: 2**(1/8) = 9% per bucket
+
+
+class Lateness:
+    """A log-bucket histogram of lateness (seconds); the maximum is kept exactly."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, int] = {}
+        self.n = 0
+        self.max = 0.0
+
+    def add(self, late: float) -> None:
+        us = late * 1e6
+        k = 0 if us < 1 else int(math.log2(us) * _STEPS_PER_OCTAVE) + 1
+        self.buckets[k] = self.buckets.get(k, 0) + 1
+        self.n += 1
+        if late > self.max:
+            self.max = late
+
+    def quantile(self, q: float) -> float:
+        """The upper edge of the bucket holding the q-quantile (0 with no samples)."""
+        if not self.n:
+            return 0.0
+        need, seen = q * self.n, 0
+        for k in sorted(self.buckets):
+            seen += self.buckets[k]
+            if seen >= need:
+                edge = 1e-6 if k == 0 else 2 ** (k / _STEPS_PER_OCTAVE) * 1e-6
+                return min(edge, self.max)
+        return self.max  # pragma: no cover - seen reaches n
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "p50_s": round(self.quantile(0.5), 6),
+                "p99_s": round(self.quantile(0.99), 6), "max_s": round(self.max, 6)}
+
+
+class PortLoad:
+    """Time a port had frames waiting, and the bytes it sent meanwhile."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate  # paced, bytes per second
+        self.backlogged_s = 0.0
+        self.sent = 0
+
+    def to_json(self) -> dict:
+        want = self.rate * self.backlogged_s
+        return {"backlogged_s": round(self.backlogged_s, 4), "sent_bytes": self.sent,
+                "paced_bps": round(self.rate * 8), "achieved": round(self.sent / want, 4)
+                if want else None}
+
+
+def socket_stats(s: socket.socket) -> tuple[int, int]:
+    """(packets, drops) since the last call: the kernel resets them on read."""
+    raw = s.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
+    return _TPACKET_STATS.unpack(raw)
+
+
+class Meter:
+    """One daemon's measurements since the last `reset`."""
+
+    def __init__(self, ports: dict[int, socket.socket], rates: dict[int, float],
+                 now: float) -> None:
+        self.ports = ports
+        self.rates = rates
+        self.reset(now)
+
+    def reset(self, now: float) -> None:
+        for s in self.ports.values():
+            socket_stats(s)  # zero the kernel's counters
+        self.t0 = now
+        self.cpu0 = _cpu()
+        self.timers = Lateness()
+        self.sends = Lateness()
+        self.load = {p: PortLoad(r) for p, r in self.rates.items()}
+        self.drops = {p: 0 for p in self.ports}
+        self.packets = {p: 0 for p in self.ports}
+
+    def poll_sockets(self) -> None:
+        for p, s in self.ports.items():
+            n, d = socket_stats(s)
+            self.packets[p] += n
+            self.drops[p] += d
+
+    def to_json(self, now: float) -> dict:
+        self.poll_sockets()
+        return {"wall_s": round(now - self.t0, 4), "cpu_s": round(_cpu() - self.cpu0, 4),
+                "timer_late": self.timers.to_json(), "send_late": self.sends.to_json(),
+                "ports": {str(p): {"socket_packets": self.packets[p],
+                                   "socket_drops": self.drops[p], **self.load[p].to_json()}
+                          for p in self.ports}}
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
