@@ -37,6 +37,7 @@ from mrcemu.wire.constants import (
 )
 
 ECT0, CE = 0b10, 0b11
+SILENT_AFTER = 3  # packets unanswered on an EV before its silence can be judged
 
 
 def timestamp(now: float) -> int:
@@ -93,6 +94,10 @@ class MrcConnection(ConnectionBase):
         self.rttvar = 0.0
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
         self.suspects: list[tuple[int, float, float]] = []  # (EV, sent, when): for timer()
+        # EVs with enough packets unanswered to be judged silent: the timer looks at these
+        # and not at every EV (a per-wakeup scan of hundreds of EVs was the core's largest
+        # cost). Pruned as they are looked at.
+        self.watch: dict[int, Ev] = {}
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder
         self.rx_cack = 0  # lowest PSN not yet received
@@ -172,6 +177,8 @@ class MrcConnection(ConnectionBase):
         if e.silent_since is None:
             e.silent_since = now
         e.unanswered += 1
+        if e.unanswered == SILENT_AFTER:
+            self.watch[e.ev] = e
         e.sent += 1
         e.sent_bytes += o.length
         self.stats.per_ev[e.ev] += 1
@@ -346,7 +353,7 @@ class MrcConnection(ConnectionBase):
         other paths have arrived (a queue that delays every path alike is no EV's fault,
         and one packet whose copy was retransmitted elsewhere proves nothing). None if
         it cannot, whatever the clock says, until more feedback comes."""
-        if (e.silent_since is None or e.unanswered < 3
+        if (e.silent_since is None or e.unanswered < SILENT_AFTER
                 or e.silent_since >= self.latest_acked_sent - self.cfg.reorder_window):
             return None
         limit = self.rto / self.backoff
@@ -359,7 +366,7 @@ class MrcConnection(ConnectionBase):
         """Verdicts on silence, made only from timer(): the shell calls it after feeding
         every packet it has read. Judged per SACK, the first SACK of a stale backlog
         (read in port order, not send order) made every other path look silent."""
-        for e in self.profile.evs.values():
+        for e in self._watched():
             at = self._silent_too_long(e)
             if at is not None and now >= at:
                 e.silent_since, e.unanswered = None, 0
@@ -376,6 +383,15 @@ class MrcConnection(ConnectionBase):
                 continue
             self.stats.losses_blamed += 1
             self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
+
+    def _watched(self) -> list[Ev]:
+        """The EVs that may be silent too long, after dropping those heard from since."""
+        gone = [ev for ev, e in self.watch.items()
+                if e.silent_since is None or e.unanswered < SILENT_AFTER
+                or self.profile.evs.get(ev) is not e]
+        for ev in gone:
+            del self.watch[ev]
+        return list(self.watch.values())
 
     def _blame_loss(self, ev: int, sent: float, now: float) -> None:
         """A first copy sent on `ev` at `sent` was really lost, and the EV had delivered
@@ -697,7 +713,7 @@ class MrcConnection(ConnectionBase):
                 break
         if self.suspects:
             times.append(min(when for _, _, when in self.suspects))  # at once
-        for e in self.profile.evs.values():
+        for e in self._watched():
             if (at := self._silent_too_long(e)) is not None:
                 times.append(at)
         bad = [e.last_probe + self.cfg.probe_interval for e in
