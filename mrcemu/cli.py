@@ -468,6 +468,10 @@ def _print_transfer(res: dict) -> None:
               f"{res['retransmits']} / {res['trims']} / {res['nacks']} / {res['rtos']}")
     bad = {k: v for k, v in res["ev_states"].items() if v != "GOOD"}
     t.add_row("EV state changes", str(len(res["ev_changes"])))
+    v = res.get("fidelity")
+    if v is not None:
+        t.add_row("fidelity", "[green]faithful[/]" if v["ok"] else
+                  "[red]NOT faithful[/]: " + "; ".join(v["reasons"]))
     t.add_row("EVs not GOOD", ", ".join(f"{k}={v}" for k, v in list(bad.items())[:8]) or "-")
     console.print(t)
     h = Table(title="data packets per path")

@@ -25,7 +25,7 @@ from ipaddress import IPv6Address
 from pyroute2 import IPRoute
 
 from mrcemu import datapath
-from mrcemu.nic import fidelity, sink
+from mrcemu.nic import meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.topology import Layout, Topology
@@ -111,7 +111,7 @@ class Nic:
         self.touched: set = set()  # connections that received since the last flush
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
         self.waiting = {p: False for p in self.ports}  # frames left after the last drain
-        self.meter = fidelity.Meter(self.ports, self.rate, self.now())
+        self.meter = meter.Meter(self.ports, self.rate, self.now())
 
     def now(self) -> float:
         return time.monotonic()
@@ -376,6 +376,11 @@ class Nic:
                     "rx_bins": {str(p): {str(k): v for k, v in b.items()}
                                 for p, b in self.rx_bins.items()},
                     "malformed": self.malformed, "fidelity": self.meter.to_json(self.now())}
+        if op == "fidelity":  # the self-measurements (mrcemu.nic.meter); reset: start anew
+            if req.get("reset"):
+                self.meter.reset(self.now())
+                return {"ok": True}
+            return {"ok": True, "fidelity": self.meter.to_json(self.now())}
         if op == "shutdown":
             self.running = False
             return {"ok": True}
@@ -422,6 +427,11 @@ class Nic:
                 readable = still
                 if len(self.touched) and sum(len(q) for q in self.backlog.values()) == 0:
                     self._flush_touched()
+                else:
+                    # Frames waiting to go out go out when due, not after every frame
+                    # read: a long read burst otherwise idles the ports (the fidelity
+                    # monitor's paced-send lateness showed it).
+                    self.drain_backlogs()
             self._flush_touched()
             for fd, mask in events:
                 if fd not in fd_plane:

@@ -7,10 +7,12 @@ integrity, and the connection's counters and per-path packets during the write.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
 
+from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.nic.client import NicClient
 from mrcemu.topology import Topology
@@ -36,6 +38,8 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
     writes = [{"src": s, "dst": d, "size": n, "transport": tr, "seed": seed}
               for s, d, n, tr, seed in specs]
     before = _stats(client, writes)  # connections outlive writes: where counters stood
+    nics = sorted({h for w in writes for h in (w["src"], w["dst"])})
+    client.ask([(h, {"op": "fidelity", "reset": True}) for h in nics])
     t0 = time.monotonic()
     client.post(writes)
 
@@ -46,9 +50,13 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
     client.wait(writes, lambda: time.monotonic() - t0 > timeout, show)
     elapsed = time.monotonic() - t0
     after = _stats(client, writes)
+    measured = client.ask([(h, {"op": "fidelity"}) for h in nics])
+    verdict = fidelity.judge({f"h{h}": r["fidelity"] for h, r in zip(nics, measured,
+                                                                      strict=True)},
+                             len(os.sched_getaffinity(0)))
     client.verify(writes)
-    return [_report(topo, w, b, a) for w, b, a in zip(writes, before, after, strict=True)
-            ], elapsed
+    return [{**_report(topo, w, b, a), "fidelity": verdict}
+            for w, b, a in zip(writes, before, after, strict=True)], elapsed
 
 
 def send(client: NicClient, topo: Topology, src: int, dst: int, size: int,

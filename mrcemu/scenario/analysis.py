@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from mrcemu import fidelity
 from mrcemu.topology import Layout, faults
 
 BIN = 0.05  # goodput series resolution, seconds
@@ -245,4 +246,6 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "faults": fault_metrics(raw, layout, series, window_packets),
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),
+        "fidelity": fidelity.judge({f"h{h}": tr["fidelity"] for h, tr in raw["traces"].items()
+                                    if "fidelity" in tr}, raw.get("cpus") or 1),
     }

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mrcemu import fidelity
 from mrcemu.capture import Capture, merge
 from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
@@ -120,7 +121,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
                    "seed": sc.seed, "transport_config": config,
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
                                 "iterations": sc.workload.iterations},
-                   "transports": summaries}
+                   "transports": summaries,
+                   "fidelity": fidelity.combine({t: v["fidelity"] for t, v in summaries.items()
+                                                 if "fidelity" in v})}
             report.write(folder, rep)
             if summaries:
                 plots.goodput(rep, folder / "goodput.png")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mrcemu import fidelity
+
 LABEL = {"mrc": "MRC", "roce": "RoCE"}
 
 
@@ -92,7 +94,8 @@ def markdown(report: dict) -> str:
     head, rows = table_rows(report)
     lines = [f"# {report['scenario']} on {report['topology']}", "",
              report.get("description", ""), "",
-             f"Run {report['started']}, machine: {report['machine']}.", ""]
+             f"Run {report['started']}, machine: {report['machine']}.", "",
+             fidelity.line(report.get("fidelity")), ""]
     if report.get("partial"):
         lines += ["**Partial report: the run was interrupted.**", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -8,6 +8,7 @@ collects the daemons' records for `analysis`. Nothing here computes a result.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -133,7 +134,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     phases = sc.workload.phases(sc.topology.hosts)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
-                 "failed_flows": []}
+                 "failed_flows": [], "cpus": len(os.sched_getaffinity(0))}
     with NicClient(hosts) as client:
         client.ask_each("trace_reset")
         before = client.ask_each("trace")

@@ -6,6 +6,8 @@ blames, are measured by `make bench`, not asserted here."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 
@@ -118,3 +120,42 @@ def test_a_write_over_the_nic_memory_budget_is_refused_and_allocates_nothing(def
     # The refused write left no region and no source buffer behind.
     assert {h: request(h, "ping")["memory_used"] for h in ("h0", "h7")} == held
     assert send("h0", "h7", "--size", "1MiB")["integrity_ok"]
+
+
+def test_a_stalled_nic_makes_the_transfer_report_itself_unfaithful(default_fabric):
+    # The host, not the network, stalls h0's NIC for 0.3 s mid-write (as a CPU hog
+    # would): the write still completes intact, and its fidelity verdict says it was
+    # not faithful, naming h0 and how late it ran.
+    out: dict = {}
+    size = 16 << 20
+
+    def run():
+        out["res"] = send("h0", "h7", "--size", "16MiB")
+
+    t = threading.Thread(target=run)
+    t.start()
+    pid = request("h0", "ping")["pid"]
+    flight: dict = {}
+
+    def in_flight() -> bool:
+        r = request("h0", "stats", peer=7, transport="mrc", missing_ok=True)
+        big = [m for m in r.get("unfinished") or [] if m and m["size"] == size]
+        if big and 0 < big[0]["acked_pkts"] < big[0]["npkts"] // 2:
+            flight.update(big[0])
+        return bool(flight)
+
+    wait_for(in_flight, 60)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.3)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    t.join(timeout=300)
+    res = out["res"]
+    assert res["integrity_ok"]
+    v = res["fidelity"]
+    h0 = v["hosts"]["h0"]
+    assert not v["ok"], v["reasons"]
+    # What the NIC measured of itself: something due ran about the stall's length late.
+    assert max(h0["timer_late"]["max_s"], h0["send_late"]["max_s"]) >= 0.25, h0
+    assert any("at h0" in r and "late" in r for r in v["reasons"]), v["reasons"]

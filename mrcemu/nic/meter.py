@@ -7,7 +7,7 @@ network or this host's CPU set its pace (DESIGN.md section 11, after Mininet-HiF
 - on ports with frames waiting, the rate achieved against the rate paced;
 - the daemon's CPU time.
 
-`mrcemu.scenario.fidelity` turns these into the run's verdict.
+`mrcemu.fidelity` turns these into the run's verdict.
 """
 
 from __future__ import annotations
