@@ -8,6 +8,7 @@ thresholds are in the README, with the measurements they were chosen from.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 
 
@@ -31,6 +32,11 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds()
+
+
+def cpus() -> int:
+    """The CPUs this process (and the NICs it started) may run on."""
+    return len(os.sched_getaffinity(0))
 
 
 def judge(hosts: dict[str, dict], cpus: int, th: Thresholds = THRESHOLDS) -> dict:

@@ -105,21 +105,16 @@ def wire_codec() -> str:
     src, dst = bytes(range(16)), bytes(range(16, 32))
     payload = bytes(1024)
 
-    def fast(n: int) -> None:
-        for i in range(n):
-            pkt = codec.encode_data(src, dst, sport=0xC001, flow_label=i & 0xFFFF, dscp=4,
-                                    ecn=0, opcode=0xC7, dqpn=1, psn=i, msn=1,
-                                    va=0x10000 + i * 1024, rkey=7, dmalen=1 << 26,
-                                    payload=payload)
-            codec.decode(pkt)
-
-    def compiled(n: int) -> None:
-        for i in range(n):
-            pkt = datapath.encode_data(src, dst, sport=0xC001, flow_label=i & 0xFFFF, dscp=4,
+    def framed_by(wire: object) -> Callable[[int], None]:
+        """Encode then decode n packets with `wire` (the codec, or the compiled path)."""
+        def loop(n: int) -> None:
+            for i in range(n):
+                pkt = wire.encode_data(src, dst, sport=0xC001, flow_label=i & 0xFFFF, dscp=4,
                                        ecn=0, opcode=0xC7, dqpn=1, psn=i, msn=1,
                                        va=0x10000 + i * 1024, rkey=7, dmalen=1 << 26,
                                        payload=payload)
-            datapath.decode(pkt)
+                wire.decode(pkt)
+        return loop
 
     def scapy(n: int) -> None:
         for i in range(n):
@@ -138,7 +133,7 @@ def wire_codec() -> str:
             n += 200
         return n / (time.perf_counter() - t0)
 
-    c, f, s = rate(compiled), rate(fast), rate(scapy)
+    c, f, s = rate(framed_by(datapath)), rate(framed_by(codec)), rate(scapy)
     return ("Command: `make bench` (scripts/bench.py, section wire). One MRC WRITE_MIDDLE with "
             "1 KiB payload: encode (headers, ICRC, UDP checksum) then decode (ICRC verified), "
             "in one process, the three measured back to back in this run.\n\n"

@@ -7,7 +7,6 @@ integrity, and the connection's counters and per-path packets during the write.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -53,7 +52,7 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
     measured = client.ask([(h, {"op": "fidelity"}) for h in nics])
     verdict = fidelity.judge({f"h{h}": r["fidelity"] for h, r in zip(nics, measured,
                                                                       strict=True)},
-                             len(os.sched_getaffinity(0)))
+                             fidelity.cpus())
     client.verify(writes)
     return [{**_report(topo, w, b, a), "fidelity": verdict}
             for w, b, a in zip(writes, before, after, strict=True)], elapsed

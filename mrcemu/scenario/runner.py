@@ -8,12 +8,12 @@ collects the daemons' records for `analysis`. Nothing here computes a result.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import Mapper
@@ -134,7 +134,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     phases = sc.workload.phases(sc.topology.hosts)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
-                 "failed_flows": [], "cpus": len(os.sched_getaffinity(0))}
+                 "failed_flows": [], "cpus": fidelity.cpus()}
     with NicClient(hosts) as client:
         client.ask_each("trace_reset")
         before = client.ask_each("trace")
