@@ -21,6 +21,10 @@ except ImportError as e:  # pragma: no cover - only on an install that skipped t
 _datapath.setup(codec.Decoded, codec.DecodeError)
 
 icrc = _datapath.icrc
+# The MRC responder's per-packet work (responder.c) and the memory it places into.
+Regions = _datapath.Regions
+Responder = _datapath.Responder
+peek_dqpn = _datapath.peek_dqpn
 udp_checksum = _datapath.udp_checksum
 _finish = _datapath.finish
 

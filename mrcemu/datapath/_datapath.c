@@ -5,6 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h>
+
+#include "responder.h"
 #include "wire.h"
 
 static PyObject *Decoded, *DecodeError;
@@ -126,42 +129,23 @@ static PyObject *header_dict(int h, const uint8_t *at)
 	return d;
 }
 
-/* decode(buf, verify_icrc=True, wire_len=None): the codec's decode. */
-static PyObject *py_decode(PyObject *self, PyObject *args, PyObject *kw)
+/* A codec.DecodeError for `e`, raised; returns NULL. */
+static PyObject *raise_decode_error(enum mrc_error e)
 {
-	static char *kwlist[] = {"pkt", "verify_icrc", "wire_len", NULL};
-	Py_buffer b;
-	int verify = 1;
-	PyObject *wl = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|pO", kwlist, &b, &verify, &wl))
-		return NULL;
-	if (!Decoded) {
-		PyBuffer_Release(&b);
-		PyErr_SetString(PyExc_RuntimeError, "_datapath.setup() was not called");
-		return NULL;
+	PyObject *exc = PyObject_CallOneArg(DecodeError, error_names[e]);
+	if (exc) {
+		PyErr_SetObject(DecodeError, exc);
+		Py_DECREF(exc);
 	}
-	size_t wire_len = 0;
-	if (wl != Py_None) {
-		Py_ssize_t w = PyLong_AsSsize_t(wl);
-		if (w == -1 && PyErr_Occurred()) {
-			PyBuffer_Release(&b);
-			return NULL;
-		}
-		wire_len = w > 0 ? (size_t)w : 0;
-	}
-	struct mrc_parsed p;
-	const uint8_t *buf = b.buf;
-	enum mrc_error e = mrc_parse(buf, (size_t)b.len, wire_len, verify, &p);
+	return NULL;
+}
+
+/* The codec's Decoded for a parsed packet. */
+static PyObject *make_decoded(const uint8_t *buf, const struct mrc_parsed *pp)
+{
+	const struct mrc_parsed p = *pp;
 	PyObject *r = NULL, *bth = NULL, *headers = NULL, *payload = NULL, *src = NULL,
 		 *dst = NULL, *via = NULL;
-	if (e != MRC_OK) {
-		PyObject *exc = PyObject_CallOneArg(DecodeError, error_names[e]);
-		if (exc) {
-			PyErr_SetObject(DecodeError, exc);
-			Py_DECREF(exc);
-		}
-		goto out;
-	}
 	if (!(bth = header_dict(MRC_H_BTH, buf + p.ip + MRC_IP6_LEN + MRC_UDP_LEN)))
 		goto out;
 	if (!(headers = PyDict_New()))
@@ -194,11 +178,472 @@ out:
 	Py_XDECREF(src);
 	Py_XDECREF(dst);
 	Py_XDECREF(via);
+	return r;
+}
+
+/* decode(buf, verify_icrc=True, wire_len=None): the codec's decode. */
+static PyObject *py_decode(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"pkt", "verify_icrc", "wire_len", NULL};
+	Py_buffer b;
+	int verify = 1;
+	PyObject *wl = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|pO", kwlist, &b, &verify, &wl))
+		return NULL;
+	if (!Decoded) {
+		PyBuffer_Release(&b);
+		PyErr_SetString(PyExc_RuntimeError, "_datapath.setup() was not called");
+		return NULL;
+	}
+	size_t wire_len = 0;
+	if (wl != Py_None) {
+		Py_ssize_t w = PyLong_AsSsize_t(wl);
+		if (w == -1 && PyErr_Occurred()) {
+			PyBuffer_Release(&b);
+			return NULL;
+		}
+		wire_len = w > 0 ? (size_t)w : 0;
+	}
+	struct mrc_parsed p;
+	enum mrc_error e = mrc_parse(b.buf, (size_t)b.len, wire_len, verify, &p);
+	PyObject *r = e == MRC_OK ? make_decoded(b.buf, &p) : raise_decode_error(e);
 	PyBuffer_Release(&b);
 	return r;
 }
 
+
+/* peek_dqpn(pkt) -> the BTH DQPN of a RoCEv2/MRC packet (plain or IPv6-in-IPv6), or
+ * -1: what a NIC needs to pick the connection before the connection parses it fully. */
+static const struct mrc_field *F_DQPN;
+
+static PyObject *py_peek_dqpn(PyObject *self, PyObject *arg)
+{
+	Py_buffer b;
+	if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	const uint8_t *p = b.buf;
+	size_t n = (size_t)b.len, ip = 0;
+	long q = -1;
+	if (n >= MRC_IP6_LEN && p[6] == MRC_IPPROTO_IPV6)
+		ip = MRC_IP6_LEN;
+	size_t bth = ip + MRC_IP6_LEN + MRC_UDP_LEN;
+	if (n >= bth + MRC_BTH_LEN && (p[0] >> 4) == 6 && p[ip + 6] == 17) {
+		unsigned dport = (unsigned)p[ip + 42] << 8 | p[ip + 43];
+		if (dport == MRC_UDP_PORT || dport == MRC_UDP_PORT_TRANSPOSED)
+			q = (long)mrc_field(p + bth, F_DQPN);
+	}
+	PyBuffer_Release(&b);
+	return PyLong_FromLong(q);
+}
+
+/* ---- Regions: the NIC's registered memory, shared by its responders ------------------ */
+typedef struct {
+	PyObject_HEAD
+	struct mrc_regions t;
+} RegionsObject;
+
+static void release_owner(void *owner)
+{
+	if (owner) {
+		PyBuffer_Release((Py_buffer *)owner);
+		PyMem_Free(owner);
+	}
+}
+
+static PyObject *regions_add(RegionsObject *self, PyObject *args)
+{
+	unsigned long rkey;
+	unsigned long long base;
+	PyObject *obj;
+	if (!PyArg_ParseTuple(args, "kKO", &rkey, &base, &obj))
+		return NULL;
+	Py_buffer *view = PyMem_Malloc(sizeof(*view));
+	if (!view)
+		return PyErr_NoMemory();
+	/* Holding the buffer pins it: a bytearray cannot be resized under us. */
+	if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) < 0) {
+		PyMem_Free(view);
+		return NULL;
+	}
+	if (mrc_regions_add(&self->t, (uint32_t)rkey, base, view->buf, (uint64_t)view->len,
+			    view) < 0) {
+		release_owner(view);
+		return PyErr_Format(PyExc_ValueError, "R_Key %lu is already registered", rkey);
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *regions_remove(RegionsObject *self, PyObject *arg)
+{
+	unsigned long rkey = PyLong_AsUnsignedLong(arg);
+	if (PyErr_Occurred())
+		return NULL;
+	void *owner = mrc_regions_remove(&self->t, (uint32_t)rkey);
+	release_owner(owner);
+	return PyBool_FromLong(owner != NULL);
+}
+
+static void regions_dealloc(RegionsObject *self)
+{
+	for (size_t i = 0; i < self->t.n; i++)
+		release_owner(self->t.r[i].owner);
+	free(self->t.r);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef regions_methods[] = {
+	{"add", (PyCFunction)regions_add, METH_VARARGS, "add(rkey, base, writable buffer)"},
+	{"remove", (PyCFunction)regions_remove, METH_O, "remove(rkey) -> whether it was there"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RegionsType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Regions",
+	.tp_basicsize = sizeof(RegionsObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_dealloc = (destructor)regions_dealloc,
+	.tp_methods = regions_methods,
+	.tp_doc = "Registered memory regions: where a Responder may place payloads.",
+};
+
+/* ---- Responder --------------------------------------------------------------------- */
+typedef struct {
+	PyObject_HEAD
+	struct mrc_responder r;
+	PyObject *regions;
+	int ready;
+} ResponderObject;
+
+static PyObject *not_our_usid;
+
+static int copy_template(PyObject *obj, uint8_t *dst, size_t cap, size_t *len, size_t want)
+{
+	Py_buffer b;
+	if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
+		return -1;
+	int bad = (size_t)b.len > cap || (size_t)b.len != want;
+	if (!bad) {
+		memcpy(dst, b.buf, (size_t)b.len);
+		*len = (size_t)b.len;
+	}
+	PyBuffer_Release(&b);
+	if (bad)
+		PyErr_SetString(PyExc_ValueError, "a control body template has the wrong length");
+	return bad ? -1 : 0;
+}
+
+/* Responder(local_qpn, remote_qpn, window, sack_every, sack_delay, regions,
+ *           sack_body, nack_body, ack_body, consts) */
+static int responder_init(ResponderObject *self, PyObject *args, PyObject *kw)
+{
+	unsigned long lq, rq, every;
+	unsigned long long window;
+	double delay;
+	PyObject *regions, *sb, *nb, *ab;
+	struct mrc_resp_consts k;
+	unsigned char nt, ntl, noor, mn, ms, syn;
+	int high;
+	unsigned long unit;
+	if (!PyArg_ParseTuple(args, "kkKkdO!OOO(bbbbbbpk)", &lq, &rq, &window, &every, &delay,
+			      &RegionsType, &regions, &sb, &nb, &ab, &nt, &ntl, &noor, &mn, &ms,
+			      &syn, &high, &unit))
+		return -1;
+	if (self->ready) {
+		PyErr_SetString(PyExc_RuntimeError, "a Responder is initialised once");
+		return -1;
+	}
+	k = (struct mrc_resp_consts){nt, ntl, noor, mn, ms, syn, high, unit ? unit : 1};
+	if (mrc_resp_init(&self->r, (uint32_t)lq, (uint32_t)rq, window, (uint32_t)every, delay,
+			  &k, &((RegionsObject *)regions)->t) < 0) {
+		PyErr_SetString(PyExc_ValueError, "responder: window must be 1..2^23 PSNs");
+		return -1;
+	}
+	self->ready = 1;
+	self->regions = Py_NewRef(regions);
+	size_t bth = MRC_BTH_LEN;
+	if (copy_template(sb, self->r.sack_body, sizeof(self->r.sack_body), &self->r.sack_len,
+			  bth + MRC_HEADERS[MRC_H_SETH].len + MRC_HEADERS[MRC_H_CC_STATE].len) < 0 ||
+	    copy_template(nb, self->r.nack_body, sizeof(self->r.nack_body), &self->r.nack_len,
+			  bth + MRC_HEADERS[MRC_H_NETH].len) < 0 ||
+	    copy_template(ab, self->r.ack_body, sizeof(self->r.ack_body), &self->r.ack_len,
+			  bth + MRC_HEADERS[MRC_H_AETH].len) < 0)
+		return -1;
+	return 0;
+}
+
+static void responder_dealloc(ResponderObject *self)
+{
+	if (self->ready)
+		mrc_resp_free(&self->r);
+	Py_XDECREF(self->regions);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define NEED_READY(self)                                                                 \
+	do {                                                                             \
+		if (!(self)->ready) {                                                    \
+			PyErr_SetString(PyExc_RuntimeError, "Responder not initialised"); \
+			return NULL;                                                     \
+		}                                                                        \
+	} while (0)
+
+/* rx(pkt, now, via=None): None (a data packet handled here), the number of messages
+ * it completed (take_completions), or a Decoded for the policy core. Raises
+ * DecodeError for what is not a packet we accept ("not_our_usid": wrong outer DA). */
+static PyObject *responder_rx(ResponderObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	NEED_READY(self);
+	if (n < 2 || n > 3) {
+		PyErr_SetString(PyExc_TypeError, "rx(pkt, now, via=None)");
+		return NULL;
+	}
+	double now = PyFloat_AsDouble(args[1]);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	Py_buffer b, v = {0};
+	int have_via = n == 3 && args[2] != Py_None;
+	if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	if (have_via && PyObject_GetBuffer(args[2], &v, PyBUF_SIMPLE) < 0) {
+		PyBuffer_Release(&b);
+		return NULL;
+	}
+	PyObject *r = NULL;
+	if (have_via && v.len != 16) {
+		PyErr_SetString(PyExc_ValueError, "via is a 16-byte address");
+		goto out;
+	}
+	struct mrc_parsed p;
+	enum mrc_error e;
+	size_t before = self->r.ndone;
+	switch (mrc_resp_rx(&self->r, b.buf, (size_t)b.len, now, have_via ? v.buf : NULL, &p,
+			    &e)) {
+	case MRC_RX_DONE:
+		r = self->r.ndone != before ? PyLong_FromSize_t(self->r.ndone) : Py_NewRef(Py_None);
+		break;
+	case MRC_RX_POLICY:
+		r = make_decoded(b.buf, &p);
+		break;
+	case MRC_RX_MALFORMED:
+		r = raise_decode_error(e);
+		break;
+	case MRC_RX_NOT_OURS: {
+		PyObject *exc = PyObject_CallOneArg(DecodeError, not_our_usid);
+		if (exc) {
+			PyErr_SetObject(DecodeError, exc);
+			Py_DECREF(exc);
+		}
+		break;
+	}
+	}
+out:
+	PyBuffer_Release(&b);
+	if (have_via)
+		PyBuffer_Release(&v);
+	return r;
+}
+
+static PyObject *responder_sack_probe(ResponderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long entropy;
+	int off, ts;
+	double now;
+	if (!PyArg_ParseTuple(args, "kiid", &entropy, &off, &ts, &now))
+		return NULL;
+	mrc_resp_sack(&self->r, now, 1, (uint32_t)entropy, (int16_t)off, (uint16_t)ts);
+	Py_RETURN_NONE;
+}
+
+static PyObject *responder_timer(ResponderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	double now = PyFloat_AsDouble(arg);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	mrc_resp_timer(&self->r, now);
+	Py_RETURN_NONE;
+}
+
+static PyObject *responder_take_control(ResponderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *out = PyList_New((Py_ssize_t)self->r.nctl);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < self->r.nctl; i++) {
+		const struct mrc_ctl_frame *f = &self->r.ctl[i];
+		PyObject *t = Py_BuildValue("(ky#)", (unsigned long)f->ev, f->buf, (Py_ssize_t)f->len);
+		if (!t) {
+			Py_DECREF(out);
+			return NULL;
+		}
+		PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+	}
+	self->r.nctl = 0;
+	return out;
+}
+
+static PyObject *responder_take_completions(ResponderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *out = PyList_New((Py_ssize_t)self->r.ndone);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < self->r.ndone; i++) {
+		const struct mrc_completion *c = &self->r.done[i];
+		PyObject *imm = c->has_imm ? PyLong_FromUnsignedLong(c->imm) : Py_NewRef(Py_None);
+		PyObject *t = imm ? Py_BuildValue("(KN)", (unsigned long long)c->msn, imm) : NULL;
+		if (!t) {
+			Py_DECREF(out);
+			return NULL;
+		}
+		PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+	}
+	self->r.ndone = 0;
+	return out;
+}
+
+/* set_paths([(ev, sport, flow_label, src, delivered, container), ...]) */
+static PyObject *responder_set_paths(ResponderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	PyObject *seq = PySequence_Fast(arg, "set_paths takes a sequence of paths");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	struct mrc_path *paths = n ? PyMem_Calloc((size_t)n, sizeof(*paths)) : NULL;
+	PyObject *r = NULL;
+	if (n && !paths) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		unsigned long ev, sport, flow;
+		Py_buffer a[3];
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "kkky*y*y*", &ev, &sport,
+				      &flow, &a[0], &a[1], &a[2]))
+			goto out;
+		int bad = a[0].len != 16 || a[1].len != 16 || a[2].len != 16;
+		if (!bad) {
+			paths[i].ev = (uint32_t)ev;
+			paths[i].sport = (uint16_t)sport;
+			paths[i].flow_label = (uint32_t)flow;
+			memcpy(paths[i].src, a[0].buf, 16);
+			memcpy(paths[i].delivered, a[1].buf, 16);
+			memcpy(paths[i].container, a[2].buf, 16);
+		}
+		for (int j = 0; j < 3; j++)
+			PyBuffer_Release(&a[j]);
+		if (bad) {
+			PyErr_SetString(PyExc_ValueError, "path addresses are 16 bytes");
+			goto out;
+		}
+	}
+	if (mrc_resp_set_paths(&self->r, paths, (size_t)n) < 0) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	r = Py_NewRef(Py_None);
+out:
+	PyMem_Free(paths);
+	Py_DECREF(seq);
+	return r;
+}
+
+static PyObject *responder_counters(ResponderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *dropped = PyDict_New();
+	if (!dropped)
+		return NULL;
+	for (int i = 0; i < MRC_D_N; i++) {
+		if (!self->r.dropped[i])
+			continue;
+		PyObject *v = PyLong_FromUnsignedLongLong(self->r.dropped[i]);
+		if (!v || PyDict_SetItemString(dropped, mrc_drop_names[i], v) < 0) {
+			Py_XDECREF(v);
+			Py_DECREF(dropped);
+			return NULL;
+		}
+		Py_DECREF(v);
+	}
+	return Py_BuildValue("{sKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
+			     self->r.rx_bytes, "rx_dup", self->r.rx_dup, "sacks_tx",
+			     self->r.sacks_tx, "nacks_tx", self->r.nacks_tx, "acks_tx",
+			     self->r.acks_tx, "ctl_overflow", self->r.ctl_overflow, "dropped",
+			     dropped);
+}
+
+static PyObject *responder_get_sack_due(ResponderObject *self, void *unused)
+{
+	if (!self->ready || self->r.sack_due < 0)
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(self->r.sack_due);
+}
+
+static PyObject *responder_get_pending(ResponderObject *self, void *unused)
+{
+	return PyBool_FromLong(self->ready && (self->r.nctl || self->r.ndone));
+}
+
+static PyObject *responder_get_snapshot(ResponderObject *self, void *unused)
+{
+	NEED_READY(self);
+	return Py_BuildValue("{sLsKsKsLsi}", "cack", (long long)self->r.cack, "ooo",
+			     (unsigned long long)self->r.ooo, "next_msn",
+			     (unsigned long long)self->r.next_msn, "last_trigger",
+			     (long long)self->r.last_trigger, "mark", (int)self->r.mark);
+}
+
+static PyMethodDef responder_methods[] = {
+	{"rx", (PyCFunction)(void (*)(void))responder_rx, METH_FASTCALL,
+	 "rx(pkt, now, via=None) -> None | completions | Decoded for the policy core"},
+	{"sack_probe", (PyCFunction)responder_sack_probe, METH_VARARGS,
+	 "sack_probe(entropy, ack_psn_offset, tx_timestamp, now): answer a probe"},
+	{"timer", (PyCFunction)responder_timer, METH_O, "timer(now): the delayed SACK if due"},
+	{"take_control", (PyCFunction)responder_take_control, METH_NOARGS,
+	 "take_control() -> [(ev, frame)]: SACK/NACK/ACK to send"},
+	{"take_completions", (PyCFunction)responder_take_completions, METH_NOARGS,
+	 "take_completions() -> [(msn, imm or None)], in MSN order"},
+	{"set_paths", (PyCFunction)responder_set_paths, METH_O,
+	 "set_paths([(ev, sport, flow_label, src, delivered, container)]): control EVs"},
+	{"counters", (PyCFunction)responder_counters, METH_NOARGS, "counters() -> dict"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef responder_members[] = {
+	{"rx_bytes", T_ULONGLONG, offsetof(ResponderObject, r.rx_bytes), READONLY,
+	 "payload bytes placed"},
+	{"rx_data", T_ULONGLONG, offsetof(ResponderObject, r.rx_data), READONLY,
+	 "data packets placed"},
+	{NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef responder_getset[] = {
+	{"sack_due", (getter)responder_get_sack_due, NULL, "when the delayed SACK is due", NULL},
+	{"pending", (getter)responder_get_pending, NULL, "control frames or completions wait",
+	 NULL},
+	{"snapshot", (getter)responder_get_snapshot, NULL, "the responder's state", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ResponderType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Responder",
+	.tp_basicsize = sizeof(ResponderObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)responder_init,
+	.tp_dealloc = (destructor)responder_dealloc,
+	.tp_methods = responder_methods,
+	.tp_members = responder_members,
+	.tp_getset = responder_getset,
+	.tp_doc = "The MRC responder's per-packet work (responder.c).",
+};
+
 static PyMethodDef methods[] = {
+	{"peek_dqpn", py_peek_dqpn, METH_O, "peek_dqpn(pkt) -> BTH DQPN, or -1"},
 	{"setup", setup, METH_VARARGS, "setup(Decoded, DecodeError): the codec's classes"},
 	{"icrc", py_icrc, METH_VARARGS, "icrc(packet, end=len-4) -> the ICRC value"},
 	{"udp_checksum", py_udp_checksum, METH_VARARGS, "udp_checksum(src, dst, udp_and_data)"},
@@ -225,5 +670,18 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	}
 	for (int e = 0; e < 6; e++)
 		error_names[e] = PyUnicode_InternFromString(mrc_error_names[e]);
-	return PyModule_Create(&module);
+	not_our_usid = PyUnicode_InternFromString("not_our_usid");
+	if (!(F_DQPN = mrc_find_field(MRC_H_BTH, "dqpn")))
+		return PyErr_Format(PyExc_ImportError, "BTH has no dqpn field");
+	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0)
+		return NULL;
+	PyObject *m = PyModule_Create(&module);
+	if (!m)
+		return NULL;
+	if (PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
+	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
 }

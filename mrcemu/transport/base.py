@@ -96,6 +96,8 @@ class Connection(Protocol):
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
                    now: float, imm: int | None = None) -> int: ...
     def receive(self, pkt: bytes | memoryview, now: float) -> None: ...
+    def receive_frame(self, pkt: bytes | memoryview, now: float,
+                      via: bytes | None = None) -> None: ...
     def receive_decoded(self, d: codec.Decoded, now: float) -> None: ...
     def packets_to_send(self, now: float, budget: int | None = None
                         ) -> list[tuple[int, bytes]]: ...
@@ -106,6 +108,8 @@ class Connection(Protocol):
     def message(self, msn: int) -> Message | None: ...
     def unfinished(self) -> Iterable[Message]: ...
     def snapshot(self, now: float) -> dict: ...
+    @property
+    def rx_bytes(self) -> int: ...
     @property
     def failed(self) -> bool: ...
     @property
@@ -146,6 +150,20 @@ class ConnectionBase:
             self.stats.dropped[f"malformed_{e.reason}"] += 1
             return
         self.receive_decoded(d, now)
+
+    def receive_frame(self, pkt: bytes | memoryview, now: float,
+                      via: bytes | None = None) -> None:
+        """One packet as the NIC read it, `via` the address an encapsulated packet's
+        outer DA must be. Raises DecodeError (reason not_our_usid for a wrong outer DA)."""
+        d = self.wire.decode(pkt)
+        if via is not None and d.via is not None and d.via != via:
+            raise codec.DecodeError("not_our_usid")
+        self.receive_decoded(d, now)
+
+    @property
+    def rx_bytes(self) -> int:
+        """Payload bytes placed in memory so far."""
+        return self.stats.rx_bytes
 
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
         raise NotImplementedError

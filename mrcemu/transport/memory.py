@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from mrcemu.datapath import Regions
+
 
 @dataclass
 class MemoryRegion:
@@ -32,6 +34,9 @@ class MemoryTable:
 
     def __init__(self, budget: int | None = None) -> None:
         self.regions: dict[int, MemoryRegion] = {}
+        # The same regions as the compiled data path sees them (it places MRC payloads):
+        # it holds each buffer, so a region's memory cannot move or shrink under it.
+        self.native = Regions()
         self._next_key = 0x1000
         self.budget = budget
 
@@ -60,8 +65,14 @@ class MemoryTable:
             rkey = self._next_key
             self._next_key += 1
         mr = MemoryRegion(rkey, base, bytearray(size))
+        self.native.add(rkey, base, mr.buf)
         self.regions[rkey] = mr
         return mr
+
+    def free(self, rkey: int) -> bool:
+        """Deregister `rkey` (from the compiled data path too); False if unknown."""
+        self.native.remove(rkey)
+        return self.regions.pop(rkey, None) is not None
 
     def check(self, rkey: int, va: int, length: int) -> MemoryRegion | str:
         """The region to write, or the reason to drop: bad_rkey or va_out_of_range."""

@@ -1,8 +1,12 @@
 """The MRC connection: a sans-IO state machine for one QP toward one peer.
 
 Both roles live in one object, like aioquic's QuicConnection: as requester it
-segments posted WRITEs and sprays them over the EV profile; as responder it
-validates, places payloads at their RETH address and answers with SACK/NACK.
+segments posted WRITEs and sprays them over the EV profile; as responder it hands
+every data packet to the compiled data path (`datapath.Responder`, responder.c),
+which validates it, places its payload at the RETH address, keeps the PSN bitmap and
+frames SACK/NACK/ACK at the configured cadence. The policy here sees the responder
+per completed message and per control packet, never per payload byte: it chooses
+the EVs control packets go on and answers probes and endpoint requests.
 It never reads a clock: every entry point takes `now`.
 """
 
@@ -12,9 +16,10 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mrcemu import datapath
 from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, unwrap
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.events import MessageReceived
+from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.nscc import Nscc
@@ -22,6 +27,7 @@ from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
 from mrcemu.wire.constants import (
     ENDPOINT_DQPN,
+    EV_HIGH_HALF_IN_SPORT,
     MRC_DATA,
     PROBE_DSCP,
     RCVD_BYTES_UNIT,
@@ -36,8 +42,10 @@ from mrcemu.wire.constants import (
     port_status_mask,
 )
 
-ECT0, CE = 0b10, 0b11
+ECT0 = 0b10
 SILENT_AFTER = 3  # packets unanswered on an EV before its silence can be judged
+# ACKNOWLEDGE's AETH syndrome: an ACK without credit count, as IBTA spells it.
+ACK_SYNDROME = 0x1F
 
 
 def timestamp(now: float) -> int:
@@ -61,13 +69,6 @@ class Outstanding:
     lost_sent: float = -1.0
 
 
-@dataclass
-class RxMessage:
-    length: int
-    got: int = 0
-    imm: int | None = None
-
-
 class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None) -> None:
@@ -75,9 +76,10 @@ class MrcConnection(ConnectionBase):
         self.profile = profile
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
         self.memory = memory or MemoryTable()
-        self.stats = Stats()
+        self._stats = Stats()
         self.tx_trace = TxTrace()
         super().__init__()
+        self.profile.emit = self._on_profile_change
         # requester
         self.next_psn = 0
         self.next_msn = 0
@@ -99,17 +101,21 @@ class MrcConnection(ConnectionBase):
         # cost). Pruned as they are looked at.
         self.watch: dict[int, Ev] = {}
         self.messages: dict[int, Message] = {}  # posted and not yet complete
-        # responder
-        self.rx_cack = 0  # lowest PSN not yet received
-        self.rx_ooo: set[int] = set()
-        self.rx_msgs: dict[int, RxMessage] = {}
-        self.rx_next_msn = 0
-        self.sack_due: float | None = None
-        self.unsacked = 0
-        self.last_trigger = 0
-        self.last_ev = 0
-        self.last_ts = 0  # TSETH tx_timestamp of the last data packet: SACK/NACK echo it
-        self.mark = SackMark.NONE
+        # responder: the compiled data path, with control bodies from the codec's tables
+        ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}
+        self.rx = datapath.Responder(
+            local_qpn, remote_qpn, cfg.rcv_window, cfg.sack_every, cfg.sack_delay,
+            self.memory.native,
+            codec.body({"opcode": Opcode.RELIABILITY_SACK, "dqpn": remote_qpn},
+                       {"SETH": ids, "CC_STATE": {}}),
+            codec.body({"opcode": Opcode.RELIABILITY_NACK, "dqpn": remote_qpn},
+                       {"NETH": ids}),
+            codec.body({"opcode": Opcode.ACKNOWLEDGE, "dqpn": remote_qpn},
+                       {"AETH": {"syndrome": ACK_SYNDROME}}),
+            (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP, NackReason.PSN_OOR_WINDOW,
+             SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, EV_HIGH_HALF_IN_SPORT,
+             RCVD_BYTES_UNIT))
+        self._paths_dirty = True  # the control EVs the responder uses are stale
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
@@ -181,9 +187,9 @@ class MrcConnection(ConnectionBase):
             self.watch[e.ev] = e
         e.sent += 1
         e.sent_bytes += o.length
-        self.stats.per_ev[e.ev] += 1
-        self.stats.tx_data += 1
-        self.stats.tx_bytes += o.length
+        self._stats.per_ev[e.ev] += 1
+        self._stats.tx_data += 1
+        self._stats.tx_bytes += o.length
         self.tx_trace.record(now, e.ev, rtx)
         return True
 
@@ -208,7 +214,8 @@ class MrcConnection(ConnectionBase):
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         """Control packets, then retransmissions, then new data: at most `budget` data
         packets (the I/O shell's pacing), within the congestion and PSN windows."""
-        out: list[tuple[int, bytes]] = list(self.control)
+        out: list[tuple[int, bytes]] = self.rx.take_control() if self.rx.pending else []
+        out.extend(self.control)
         self.control.clear()
         left = 1 << 30 if budget is None else budget
         while self.rtx_queue and left > 0:
@@ -225,7 +232,7 @@ class MrcConnection(ConnectionBase):
             self.rtx_queue.popleft()
             o.retx += 1
             self.inflight += o.length
-            self.stats.retransmits += 1
+            self._stats.retransmits += 1
             left -= 1
         while self.pending and not self.rtx_queue and left > 0:
             msg, offset, length = self.pending[0]
@@ -252,7 +259,7 @@ class MrcConnection(ConnectionBase):
         ev = o.ev
         if o.retx and now - o.sent_time < 0.8 * self.cc.base_rtt:
             ev = o.first_ev
-            self.stats.acks_credited_to_original += 1
+            self._stats.acks_credited_to_original += 1
         elif o.retx and o.lost_ev >= 0:
             # The retransmission arrived first: the first copy really was lost. Judging
             # the path now, not when RACK or the timer guessed, keeps packets that were
@@ -279,7 +286,7 @@ class MrcConnection(ConnectionBase):
         return newly
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
-        self.stats.sacks_rx += 1
+        self._stats.sacks_rx += 1
         self.last_sack = now
         cack = unwrap(s["cack_psn"], self.una)
         newly = self._cumulative(cack)
@@ -313,7 +320,7 @@ class MrcConnection(ConnectionBase):
             self._acked(o, now)
         m, ev = s["m"], s["entropy"]
         if s["pr"]:
-            self.stats.probes_answered += 1
+            self._stats.probes_answered += 1
             self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
         elif m == SackMark.SKIP_ONCE:
             self.profile.skip(ev, now, "ECN echoed")
@@ -379,9 +386,9 @@ class MrcConnection(ConnectionBase):
             # Heard of since (late, not lost), or one of losses on several EVs at once
             # (an overloaded receiver drops on every path; a broken path loses alone).
             if e is None or e.heard_sent >= sent - window or len(others) >= 2:
-                self.stats.losses_excused += 1
+                self._stats.losses_excused += 1
                 continue
-            self.stats.losses_blamed += 1
+            self._stats.losses_blamed += 1
             self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
 
     def _watched(self) -> list[Ev]:
@@ -408,7 +415,7 @@ class MrcConnection(ConnectionBase):
         self.recent_losses.append((now, ev))
         e = self.profile.evs.get(ev)
         if e is None or e.last_congested >= sent - 2 * window:
-            self.stats.losses_excused += 1
+            self._stats.losses_excused += 1
             return
         # The rest is judged at the timer, once the shell has fed all it read: the EV's
         # own ack, or other EVs' losses, may sit unread behind this one.
@@ -429,7 +436,7 @@ class MrcConnection(ConnectionBase):
 
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
         """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
-        self.stats.acks_rx += 1
+        self._stats.acks_rx += 1
         newly = self._cumulative(unwrap(d.psn, self.una) + 1)
         for o in newly:
             self._acked(o, now)
@@ -441,7 +448,7 @@ class MrcConnection(ConnectionBase):
                            self.srtt or self.cfg.min_rto)
 
     def _on_nack(self, n: dict[str, int], now: float) -> None:
-        self.stats.nacks_rx += 1
+        self._stats.nacks_rx += 1
         psn = unwrap(n["nack_psn"], self.una)
         reason = n["nack_reason"]
         o = self.outstanding.get(psn)
@@ -454,7 +461,7 @@ class MrcConnection(ConnectionBase):
             if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
                 e.last_congested = now
         if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
-            self.stats.trims_nacked += 1
+            self._stats.trims_nacked += 1
             self.profile.skip(n["entropy"], now, "NACK trimmed")
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
             if o is not None and not o.lost:
@@ -491,122 +498,67 @@ class MrcConnection(ConnectionBase):
                                  "dqpn": self.remote_qpn if dqpn is None else dqpn},
                             headers=headers)
 
-    def _sack(self, now: float, probe: tuple[int, int, int] | None = None) -> None:
-        """A SACK for the last data packet, or (probe = its EV, probe_id, tx_timestamp)
-        the answer to a reliability probe: pr = 1, the probe_id in ack_psn_offset."""
-        cack = self.rx_cack
-        trigger = self.last_trigger if probe is None else cack
-        off = max(1, trigger - cack - 63)
-        bm = 0
-        for psn in self.rx_ooo:
-            i = psn - cack - off
-            if 0 <= i < 64:
-                bm |= 1 << i
-        if probe is None:
-            ev, ack_off, ts = self.last_ev, max(-32768, min(32767, trigger - cack)), self.last_ts
+    def _on_profile_change(self, ev: EvStateChanged) -> None:
+        self._events.append(ev)
+        self._paths_dirty = True
+
+    def _control_paths(self) -> None:
+        """Hand the responder the EVs its SACK/NACK/ACKs go on, taken in turn: the
+        usable ones, or, with none usable, any in a live plane (anything beats silence)."""
+        evs = [e for e in self.profile.evs.values() if self.profile.usable(e)] or [
+            e for e in self.profile.evs.values()
+            if e.path.plane not in self.profile.planes_down]
+        self.rx.set_paths([(e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
+                            e.path.container) for e in evs])
+        self._paths_dirty = False
+
+    def _completions(self, now: float) -> None:
+        for msn, imm in self.rx.take_completions():
+            self._events.append(MessageReceived(msn, imm, now))
+
+    def receive(self, pkt: bytes | memoryview, now: float) -> None:
+        try:
+            self.receive_frame(pkt, now)
+        except codec.DecodeError as e:
+            self._stats.dropped[f"malformed_{e.reason}"] += 1
+
+    def receive_frame(self, pkt: bytes | memoryview, now: float,
+                      via: bytes | None = None) -> None:
+        """One packet as it arrived (from its IPv6 header), `via` the address its outer
+        DA must be. Data for this QP is the compiled responder's alone; the rest is
+        decoded for the policy. Raises DecodeError for what is not a packet we accept."""
+        if self._paths_dirty:
+            self._control_paths()
+        r = self.rx.rx(pkt, now, via)
+        if r is None:
+            return
+        if type(r) is int:
+            self._completions(now)
         else:
-            ev, probe_id, ts = probe
-            ack_off = layout.probe_id_as_offset(probe_id)
-        seth = {"m": int(self.mark), "pr": int(probe is not None), "ack_psn_offset": ack_off,
-                "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
-                "dpdcid": self.remote_qpn & 0xFFFF, "cack_psn": cack & PSN_MASK,
-                "sack_offset": off, "sack_bitmap": bm}
-        cc = {"tx_timestamp": ts,
-              "rcvd_bytes": -(-self.stats.rx_bytes // RCVD_BYTES_UNIT) & 0xFFFFFF,
-              "ooo_count": min(len(self.rx_ooo), 0x7FFF)}
-        self._emit(Opcode.RELIABILITY_SACK, {"SETH": seth, "CC_STATE": cc}, cack)
-        self.stats.sacks_tx += 1
-        self.mark = SackMark.NONE
-        self.unsacked = 0
-        self.sack_due = None
+            self.receive_decoded(r, now)
 
-    def _nack(self, psn: int, reason: int, ev: int) -> None:
-        self._emit(Opcode.RELIABILITY_NACK, {"NETH": {
-            "nack_reason": reason, "entropy": ev, "spdcid": self.local_qpn & 0xFFFF,
-            "dpdcid": self.remote_qpn & 0xFFFF, "nack_psn": psn & PSN_MASK,
-            "tx_timestamp": self.last_ts}}, psn)
-        self.stats.nacks_tx += 1
+    @property
+    def rx_bytes(self) -> int:
+        return self.rx.rx_bytes
 
-    def _on_data(self, d: codec.Decoded, now: float) -> None:
-        psn = unwrap(d.psn, self.rx_cack)
-        ev = d.ev
-        ts = d.headers.get("TSETH")
-        self.last_ts = ts["tx_timestamp"] if ts is not None else 0
-        if d.trimmed:
-            reason = (NackReason.TRIMMED_LASTHOP if d.dscp == Dscp.TRIMMED_LASTHOP
-                      else NackReason.TRIMMED)
-            self.stats.dropped["trimmed"] += 1
-            self._nack(psn, reason, ev)
-            return
-        if psn >= self.rx_cack + self.cfg.rcv_window:
-            self.stats.dropped["psn_out_of_window"] += 1
-            self._nack(psn, NackReason.PSN_OOR_WINDOW, ev)
-            return
-        reth = d.headers["RETH"]
-        mr = self.memory.check(reth["rkey"], reth["va"], len(d.payload))
-        if isinstance(mr, str):
-            self.stats.dropped[mr] += 1
-            return
-        if d.ecn == CE:
-            self.mark = SackMark.SKIP_ONCE
-        self.last_trigger, self.last_ev = psn, ev
-        if psn < self.rx_cack or psn in self.rx_ooo:
-            self.stats.rx_dup += 1
-            self._sack(now)
-            return
-        mr.write(reth["va"], d.payload)
-        self.stats.rx_data += 1
-        self.stats.rx_bytes += len(d.payload)
-        msn = d.headers["METH"]["msn"]
-        rx = self.rx_msgs.get(msn)
-        if rx is None:
-            rx = self.rx_msgs[msn] = RxMessage(reth["dmalen"])
-        rx.got += len(d.payload)
-        if "ImmDt" in d.headers:
-            rx.imm = d.headers["ImmDt"]["imm"]
-        in_order = psn == self.rx_cack
-        if in_order:
-            self.rx_cack += 1
-            while self.rx_cack in self.rx_ooo:
-                self.rx_ooo.discard(self.rx_cack)
-                self.rx_cack += 1
-        else:
-            self.rx_ooo.add(psn)
-        # Complete in MSN order; an immediate that arrived early waits for its message.
-        done = 0
-        while True:
-            nxt = self.rx_msgs.get(self.rx_next_msn & 0xFFFF)
-            if nxt is None or nxt.got < nxt.length:
-                break
-            self._events.append(MessageReceived(self.rx_next_msn, nxt.imm, now))
-            del self.rx_msgs[self.rx_next_msn & 0xFFFF]
-            self.rx_next_msn += 1
-            done += 1
-        self.unsacked += 1
-        if done:
-            # A completed message is acknowledged at once twice, on two paths: a SACK,
-            # and a RoCE cumulative ACK (AETH: the messages completed). If one is lost
-            # on a path our own sending has not found broken, the requester would learn
-            # only from its RTO, and the whole message (an iteration barrier) would wait.
-            self._sack(now)
-            self._ack()
-        elif self.unsacked >= self.cfg.sack_every or self.mark != SackMark.NONE:
-            self._sack(now)
-        elif self.sack_due is None:
-            self.sack_due = now + self.cfg.sack_delay
-
-    def _ack(self) -> None:
-        """ACKNOWLEDGE: BTH PSN = the last PSN received in order, AETH MSN = the messages
-        completed (syndrome 0x1F: an ACK without credit count, as IBTA spells it)."""
-        self._emit(Opcode.ACKNOWLEDGE, {"AETH": {"syndrome": 0x1F,
-                                                 "msn": self.rx_next_msn & 0xFFFFFF}},
-                   self.rx_cack - 1)
-        self.stats.acks_tx += 1
+    @property
+    def stats(self) -> Stats:
+        """The requester's counters and the compiled responder's, read now."""
+        s, c = self._stats, self.rx.counters()
+        s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
+        s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
+        for reason, n in c["dropped"].items():  # the responder's own count, not a sum
+            s.dropped[reason] = n
+        if c["ctl_overflow"]:
+            s.dropped["control_queue_full"] = c["ctl_overflow"]
+        return s
 
     def _on_probe(self, d: codec.Decoded, now: float) -> None:
-        # The EV answered is the probe's own (sport, flow label): PETH names none.
+        # The EV answered is the probe's own (sport, flow label): PETH names none. The
+        # answer is a SACK with pr = 1 and the probe_id in ack_psn_offset.
         p = d.headers["PETH"]
-        self._sack(now, probe=(d.ev, p["probe_id"], p["tx_timestamp"]))
+        self.rx.sack_probe(d.ev, layout.probe_id_as_offset(p["probe_id"]),
+                           p["tx_timestamp"], now)
 
     def _on_endpoint(self, d: codec.Decoded, now: float) -> None:
         r = d.headers["ERTH"]
@@ -626,10 +578,12 @@ class MrcConnection(ConnectionBase):
         connectionless = d.bth["dqpn"] == ENDPOINT_DQPN and op in (
             Opcode.ENDPOINT_REQUEST, Opcode.ENDPOINT_RESPONSE)
         if d.bth["dqpn"] != self.local_qpn and not connectionless:
-            self.stats.dropped["wrong_qp"] += 1
+            self._stats.dropped["wrong_qp"] += 1
             return
         if op in MRC_DATA:
-            self._on_data(d, now)
+            # Data is placed by the compiled responder from the packet's bytes, which a
+            # Decoded no longer is: only receive()/receive_frame() take data.
+            self._stats.dropped["data_without_frame"] += 1
         elif op == Opcode.RELIABILITY_SACK:
             self._on_sack(d.headers["SETH"], now)
         elif op == Opcode.RELIABILITY_NACK:
@@ -643,15 +597,16 @@ class MrcConnection(ConnectionBase):
         elif op == Opcode.ENDPOINT_RESPONSE:
             pass
         else:
-            self.stats.dropped["unexpected_opcode"] += 1
+            self._stats.dropped["unexpected_opcode"] += 1
 
     def _rack_deadline(self, o: Outstanding) -> float:
         srtt = self.srtt or self.cfg.min_rto
         return o.sent_time + srtt + max(self.cfg.reorder_window, srtt)
 
     def timer(self, now: float) -> None:
-        if self.sack_due is not None and now >= self.sack_due:
-            self._sack(now)
+        if self._paths_dirty:
+            self._control_paths()
+        self.rx.timer(now)
         self._judge_silence(now)
         # RACK's timer: a packet sent before one that has arrived is lost once it is a
         # round trip plus the reorder window old, even if no further ack comes to say
@@ -663,7 +618,7 @@ class MrcConnection(ConnectionBase):
                 break
             if not o.lost:
                 self._mark_lost(o)
-                self.stats.rack_timer_losses += 1
+                self._stats.rack_timer_losses += 1
                 rack_lost = True
         if rack_lost:
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
@@ -675,7 +630,7 @@ class MrcConnection(ConnectionBase):
             if o.lost:
                 continue
             fired = True
-            self.stats.rtos += 1
+            self._stats.rtos += 1
             e = self.profile.evs.get(o.ev)
             # Blame the EV only if packets sent after this one, on other paths, have
             # arrived: silence that covers them too is the peer (or us) stalling, not
@@ -699,12 +654,12 @@ class MrcConnection(ConnectionBase):
             self.control.append((e.ev, self._packet(e, Opcode.RELIABILITY_PROBE_REQ,
                                                     {"PETH": peth}, self.una, None,
                                                     PROBE_DSCP)))
-            self.stats.probes_tx += 1
+            self._stats.probes_tx += 1
 
     def next_timer(self) -> float | None:
         times = []
-        if self.sack_due is not None:
-            times.append(self.sack_due)
+        if (due := self.rx.sack_due) is not None:
+            times.append(due)
         for o in self.outstanding.values():
             if not o.lost:
                 times.append(o.sent_time + self.rto)
@@ -759,10 +714,12 @@ class MrcConnection(ConnectionBase):
                 "oldest_age": now - min((o.sent_time for o in live), default=now),
                 "oldest_evs": [f"0x{o.ev:08x}" for o in live][:4],
                 "next_timer_in": (self.next_timer() or now) - now,
-                "usable": self.profile.count_usable(), "control": len(self.control)}
+                "usable": self.profile.count_usable(), "control": len(self.control),
+                "responder": self.rx.snapshot}
 
     @property
     def busy(self) -> bool:
         """Anything to send or time: the I/O shell skips connections that are not."""
         return bool(self.control or self.pending or self.outstanding or self.rtx_queue
-                    or self.sack_due is not None or self.profile.bad_count)
+                    or self.rx.pending or self.rx.sack_due is not None
+                    or self.profile.bad_count)
