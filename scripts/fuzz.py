@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the compiled parser: libFuzzer with AddressSanitizer and
+"""Coverage-guided fuzzing of the compiled parser and responder: libFuzzer with AddressSanitizer and
 UBSan, from Debian's clang (`libclang-rt-14-dev`). `make fuzz` runs it long; the tests
 run it short.
 
@@ -19,7 +19,8 @@ from mrcemu.wire import codec
 from mrcemu.wire.constants import Dscp, Opcode
 
 HERE = Path(__file__).resolve().parents[1] / "mrcemu" / "datapath"
-SOURCES = (HERE / "fuzz.c", HERE / "wire.c")
+SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c")
+REGION = 4096  # the harness's memory region (fuzz.c REGION)
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 
 
@@ -34,15 +35,15 @@ class Result:
     seconds: float
 
 
-def build(out: Path, wire_c: Path = SOURCES[1]) -> Path:
-    """Compile the harness with the parser (`wire_c`: another parser source, such as one
-    with a planted bug); FuzzError naming what is missing."""
+def build(out: Path, wire_c: Path = SOURCES[1], responder_c: Path = SOURCES[2]) -> Path:
+    """Compile the harness with the parser and responder (`wire_c`, `responder_c`:
+    other sources, such as ones with a planted bug); FuzzError naming what is missing."""
     clang = shutil.which("clang")
     if clang is None:
         raise FuzzError("clang is not installed: run `make install`")
     exe = out / "fuzz-parse"
-    r = subprocess.run([clang, *FLAGS, f"-I{HERE}", str(SOURCES[0]), str(wire_c), "-o",
-                        str(exe)],
+    r = subprocess.run([clang, *FLAGS, f"-I{HERE}", str(SOURCES[0]), str(wire_c),
+                        str(responder_c), "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         hint = (" (libFuzzer comes with libclang-rt-14-dev: run `make install`)"
@@ -67,6 +68,18 @@ def seeds(corpus: Path) -> int:
                                via=v)
             (corpus / f"seed-{op:02x}-{'in' if v else 'plain'}").write_bytes(b"\x01" + pkt)
             n += 1
+            if op in (Opcode.WRITE_FIRST, Opcode.WRITE_ONLY_IMM):
+                # Payloads that end exactly at the end of the harness's region (R_Key 0
+                # at VA 0, REGION bytes): one mutation from a write past it.
+                for psn in (0, 3):
+                    end = codec.encode(
+                        src, dst, sport=0xC000, flow_label=5, dscp=Dscp.TRIMMABLE, ecn=2,
+                        bth={"opcode": op, "ts": 1, "psn": psn},
+                        headers={"RETH": {"va": REGION - 64, "dmalen": 64}},
+                        payload=bytes(64), via=v)
+                    (corpus / f"seed-{op:02x}-end-{psn}-{v is not None}").write_bytes(
+                        b"\x00" + end)  # ICRC unchecked: one mutation away
+                    n += 1
             if op == Opcode.WRITE_FIRST:
                 (corpus / f"seed-{op:02x}-trimmed-{v is not None}").write_bytes(
                     b"\x00" + codec.trim(pkt, Dscp.TRIMMED))
@@ -74,10 +87,11 @@ def seeds(corpus: Path) -> int:
     return n
 
 
-def run(runs: int, workdir: Path, timeout: float = 600, wire_c: Path = SOURCES[1]) -> Result:
+def run(runs: int, workdir: Path, timeout: float = 600, wire_c: Path = SOURCES[1],
+        responder_c: Path = SOURCES[2]) -> Result:
     """Build, seed and run `runs` inputs; FuzzError with the fuzzer's report on a bug."""
     workdir.mkdir(parents=True, exist_ok=True)
-    exe = build(workdir, wire_c)
+    exe = build(workdir, wire_c, responder_c)
     corpus = workdir / "corpus"
     seeds(corpus)
     r = subprocess.run([str(exe), f"-runs={runs}", "-max_len=9100", "-print_final_stats=1",
@@ -103,14 +117,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--workdir", type=Path, default=Path("build/fuzz"))
     ap.add_argument("--wire-c", type=Path, default=SOURCES[1],
                     help="the parser source to fuzz (default: the package's)")
+    ap.add_argument("--responder-c", type=Path, default=SOURCES[2],
+                    help="the responder source to fuzz (default: the package's)")
     a = ap.parse_args(argv)
     try:
-        res = run(a.runs, a.workdir, timeout=3600, wire_c=a.wire_c)
+        res = run(a.runs, a.workdir, timeout=3600, wire_c=a.wire_c,
+                  responder_c=a.responder_c)
     except FuzzError as e:
         print(f"fuzz: {e}", file=sys.stderr)
         return 1
-    print(f"fuzz: {res.runs:,} inputs through the compiled parser under ASan+UBSan in "
-          f"{res.seconds:.0f} s, {res.coverage} edges covered, no crash, no leak")
+    print(f"fuzz: {res.runs:,} inputs through the compiled parser and responder under "
+          f"ASan+UBSan in {res.seconds:.0f} s, {res.coverage} edges covered, no crash, no leak")
     return 0
 
 

@@ -129,6 +129,7 @@ int mrc_resp_init(struct mrc_responder *r, uint32_t local_qpn, uint32_t remote_q
 	r->sack_every = sack_every ? sack_every : 1;
 	r->sack_delay = sack_delay;
 	r->k = *k;
+	r->verify_icrc = 1;
 	r->regions = regions;
 	r->nbits = pow2_at_least(window);
 	/* Messages in flight are at most one per PSN in the window (plus the one the
@@ -305,7 +306,7 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 			       double now, const uint8_t *via, struct mrc_parsed *p,
 			       enum mrc_error *err)
 {
-	*err = mrc_parse(pkt, len, 0, 1, p);
+	*err = mrc_parse(pkt, len, 0, r->verify_icrc, p);
 	if (*err != MRC_OK)
 		return MRC_RX_MALFORMED;
 	if (p->has_via && via && memcmp(pkt + 24, via, 16) != 0)

@@ -88,6 +88,7 @@ struct mrc_responder {
 	uint32_t sack_every;
 	double sack_delay;
 	struct mrc_resp_consts k;
+	int verify_icrc;     /* 1 (init's choice); the fuzz harness turns it off to go deeper */
 	/* body templates (BTH + headers, table defaults), patched per packet */
 	uint8_t sack_body[64], nack_body[64], ack_body[32];
 	size_t sack_len, nack_len, ack_len;

@@ -262,7 +262,8 @@ void mrc_finish(uint8_t *out, const uint8_t *src, const uint8_t *dst, const uint
 	udp[5] = udp_len;
 	udp[6] = udp[7] = 0;
 	memcpy(udp + MRC_UDP_LEN, body, body_len);
-	memcpy(udp + MRC_UDP_LEN + body_len, payload, payload_len);
+	if (payload_len) /* memcpy from NULL is undefined even for 0 bytes */
+		memcpy(udp + MRC_UDP_LEN + body_len, payload, payload_len);
 	uint8_t *crc = udp + udp_len - MRC_ICRC_LEN;
 	uint32_t c = mrc_icrc(in, MRC_IP6_LEN + udp_len - MRC_ICRC_LEN);
 	crc[0] = c;

@@ -1,5 +1,6 @@
-"""The compiled parser under libFuzzer with AddressSanitizer and UBSan: a million inputs,
-no crash, no leak, no read outside the packet (the harness is mrcemu/datapath/fuzz.c)."""
+"""The compiled parser and responder under libFuzzer with AddressSanitizer and UBSan: a
+million inputs, no crash, no leak, no read outside the packet, no write outside the
+memory region (the harness is mrcemu/datapath/fuzz.c)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,22 @@ def test_the_harness_catches_a_planted_overread(tmp_path):
     bad.write_text(planted)
     r = subprocess.run([sys.executable, str(SCRIPT), "--runs", "2000000", "--workdir",
                         str(tmp_path / "w"), "--wire-c", str(bad)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1
+    assert "heap-buffer-overflow" in r.stderr
+
+
+def test_the_harness_catches_a_planted_write_past_the_region(tmp_path):
+    # A responder whose VA bound check lets a payload end one byte past the region must
+    # be caught writing there: the harness's region is a heap block of exactly its size.
+    src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / "responder.c").read_text()
+    planted = src.replace("plen > mr->len - (va - mr->base)",
+                          "plen > mr->len + 1 - (va - mr->base)", 1)
+    assert planted != src
+    bad = tmp_path / "responder.c"
+    bad.write_text(planted)
+    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", "4000000", "--workdir",
+                        str(tmp_path / "w"), "--responder-c", str(bad)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 1
     assert "heap-buffer-overflow" in r.stderr
