@@ -177,16 +177,21 @@ def cpu_per_packet() -> str:
     return ("Command: `make bench` (section cpu). One 32 MiB MRC write, 4 KiB packets, h0 to "
             "h7 over `transport/simnet.py` (no sockets: syscalls are not counted, the "
             "simulated network's own delivery work is), sender and receiver in one process, "
-            "CPU from `time.process_time`. The two framings measured back to back.\n\n"
-            "| framing and parsing | CPU | packets delivered | CPU per delivered packet |\n"
+            "CPU from `time.process_time`. The responder is the compiled one "
+            "(`datapath/responder.c`) in both rows; the rows differ in how the requester "
+            "frames and parses (the Python codec or the compiled one), measured back to "
+            "back.\n\n"
+            "| requester's framing and parsing | CPU | packets delivered | "
+            "CPU per delivered packet |\n"
             "|---|---|---|---|\n"
             f"| Python codec (reference) | {ref[0]:.2f} s | {ref[2]:,} | {ref[1]:.0f} us |\n"
             f"| compiled data path | {comp[0]:.2f} s | {comp[2]:,} | {comp[1]:.0f} us |\n"
             f"| **compiled / Python** | | | **{comp[1] / ref[1]:.2f}** |\n\n"
             "Target D2 (issue 12): 15 us per packet, sender plus receiver. What remains is "
-            "the Python transport core's per-packet work (segmenting, spraying, SACK "
-            "bookkeeping, placement) and the simulated network's: moving that per-packet work "
-            "under the policy core is the rest of issue 12.\n")
+            "the Python requester's per-packet work (segmenting, spraying, per-packet "
+            "records, SACK processing, RACK and RTO scans) and the simulated network's: "
+            "moving the requester's per-packet work under the policy core is the rest of "
+            "issue 12.\n")
 
 
 @section("NIC daemon send path against iperf2 UDP")
@@ -271,10 +276,17 @@ def nic_goodput() -> str:
     try:
         rows = []
         res = {}
-        for tr, size in (("mrc", "64MiB"), ("roce", "16MiB")):
-            r = mrcemu("send", "h0", "h7", "--size", size, "--transport", tr, "--json")
-            res[tr] = js.loads(r.stdout)
         st = state.load_state()
+        cpu = {}  # transport -> (CPU seconds of both daemons, data packets delivered)
+        from mrcemu.topology import load
+        from mrcemu.transport.config import TransportConfig
+        pmtu = TransportConfig.for_topology(load("default")).pmtu
+        for tr, size in (("mrc", "64MiB"), ("roce", "16MiB")):
+            before = sum(_cpu_seconds(st.nics[h]) for h in ("h0", "h7"))
+            r = mrcemu("send", "h0", "h7", "--size", size, "--transport", tr, "--json")
+            used = sum(_cpu_seconds(st.nics[h]) for h in ("h0", "h7")) - before
+            res[tr] = js.loads(r.stdout)
+            cpu[tr] = (used, -(-res[tr]["size"] // pmtu))
         rss = {}
         for h in ("h0", "h7"):
             for line in Path(f"/proc/{st.nics[h]}/status").read_text().splitlines():
@@ -312,6 +324,11 @@ def nic_goodput() -> str:
             "|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + f"\n\nMRC / RoCE goodput ratio in this run: **{ratio:.1f}** "
             f"(RoCE pins one 20 Mb/s path; 8 planes give at most 8).\n\n"
+            "CPU per delivered data packet (D2 in issue 12: sender plus receiver daemon, "
+            "utime + stime from `/proc/PID/stat` around each transfer, including syscalls, "
+            "pacing and idle wakeups; target 15 us): "
+            + ", ".join(f"{tr} **{c / n * 1e6:.0f} us** ({c:.1f} s for {n:,} packets)"
+                        for tr, (c, n) in cpu.items()) + ".\n\n"
             f"Spray evenness (MRC 64 MiB): the busiest or idlest of the {len(shares)} paths "
             f"is **{spread:.1%}** from the mean (the integration test asserts +-25 % on the "
             "paths whose EVs never changed state).\n\n"
@@ -323,6 +340,13 @@ def nic_goodput() -> str:
             "(goal: 100 MiB plus memory regions; a source buffer is released when its "
             "message completes and h7's 64 MiB region when the transfer is checked, though "
             "Python does not always hand freed memory back to the system).\n")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/PID/stat (fields 14 and 15)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _link_down_blame() -> dict:

@@ -25,6 +25,9 @@ icrc = _datapath.icrc
 Regions = _datapath.Regions
 Responder = _datapath.Responder
 peek_dqpn = _datapath.peek_dqpn
+# An MRC data packet from a per-opcode body template (codec.data_body with the
+# per-packet fields zero): the requester's framing in one call.
+frame_data = _datapath.frame_data
 udp_checksum = _datapath.udp_checksum
 _finish = _datapath.finish
 

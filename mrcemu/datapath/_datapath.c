@@ -212,6 +212,98 @@ static PyObject *py_decode(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 
+/* frame_data(template, src, dst, via, sport, flow_label, tclass, psn, msn, va, rkey,
+ *            dmalen, ackreq, rtx, timestamp, imm, payload) -> an MRC data packet.
+ * `template` is codec.data_body() for the opcode with every per-packet field zero (and
+ * a timestamp, and an immediate when the opcode carries one): the table's defaults
+ * stay as the codec wrote them, the per-packet fields are written here by name. */
+static const struct mrc_field *F_TS_FLAG, *F_PSN, *F_ACKREQ, *F_RTX, *F_MSN, *F_TS, *F_VA, *F_RKEY,
+	*F_DMALEN, *F_IMM;
+
+static PyObject *py_frame_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 17) {
+		PyErr_SetString(PyExc_TypeError, "frame_data takes 17 arguments");
+		return NULL;
+	}
+	Py_buffer b[6] = {0};
+	int have[6] = {0};
+	PyObject *r = NULL;
+	/* template, src, dst, via, payload (via may be None) */
+	PyObject *objs[5] = {args[0], args[1], args[2], args[3], args[16]};
+	for (int i = 0; i < 5; i++) {
+		if (i == 3 && objs[i] == Py_None)
+			continue;
+		if (PyObject_GetBuffer(objs[i], &b[i], PyBUF_SIMPLE) < 0)
+			goto out;
+		have[i] = 1;
+	}
+	if (b[1].len != 16 || b[2].len != 16 || (have[3] && b[3].len != 16)) {
+		PyErr_SetString(PyExc_ValueError, "addresses are 16 bytes");
+		goto out;
+	}
+	unsigned long long v[12];
+	for (int i = 0; i < 12; i++) {
+		v[i] = PyLong_AsUnsignedLongLongMask(args[4 + i]);
+		if (v[i] == (unsigned long long)-1 && PyErr_Occurred())
+			goto out;
+	}
+	uint8_t body[MRC_BTH_LEN + 64];
+	size_t blen = (size_t)b[0].len;
+	if (blen < MRC_BTH_LEN || blen > sizeof(body)) {
+		PyErr_SetString(PyExc_ValueError, "not a data body template");
+		goto out;
+	}
+	memcpy(body, b[0].buf, blen);
+	uint8_t op = body[0];
+	int ts = (int)mrc_field(body, F_TS_FLAG);
+	const signed char *after = MRC_AFTER_BTH[op][ts];
+	size_t at = MRC_BTH_LEN;
+	uint8_t *meth = NULL, *tseth = NULL, *reth = NULL, *imm = NULL;
+	for (int i = 0; i < after[0]; i++) {
+		uint8_t *h = body + at;
+		switch (after[1 + i]) {
+		case MRC_H_METH: meth = h; break;
+		case MRC_H_TSETH: tseth = h; break;
+		case MRC_H_RETH: reth = h; break;
+		case MRC_H_IMMDT: imm = h; break;
+		}
+		at += MRC_HEADERS[(int)after[1 + i]].len;
+	}
+	if (after[0] < 0 || at != blen || !meth || !reth) {
+		PyErr_SetString(PyExc_ValueError, "not a data body template");
+		goto out;
+	}
+	/* sport, flow_label, tclass, psn, msn, va, rkey, dmalen, ackreq, rtx, ts, imm */
+	mrc_put_field(body, F_PSN, v[3]);
+	mrc_put_field(body, F_ACKREQ, v[8]);
+	mrc_put_field(body, F_RTX, v[9]);
+	mrc_put_field(meth, F_MSN, v[4]);
+	mrc_put_field(reth, F_VA, v[5]);
+	mrc_put_field(reth, F_RKEY, v[6]);
+	mrc_put_field(reth, F_DMALEN, v[7]);
+	if (tseth)
+		mrc_put_field(tseth, F_TS, v[10]);
+	if (imm)
+		mrc_put_field(imm, F_IMM, v[11]);
+	size_t n = mrc_frame_len(blen, (size_t)b[4].len, have[3]);
+	if (n > 0xFFFF) {
+		PyErr_SetString(PyExc_ValueError, "packet longer than 65535 bytes");
+		goto out;
+	}
+	r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+	if (!r)
+		goto out;
+	mrc_finish((uint8_t *)PyBytes_AS_STRING(r), b[1].buf, b[2].buf, b[2].buf,
+		   have[3] ? b[3].buf : NULL, (uint16_t)v[0], (uint8_t)v[2], (uint32_t)v[1], 64,
+		   body, blen, b[4].buf, (size_t)b[4].len);
+out:
+	for (int i = 0; i < 5; i++)
+		if (have[i])
+			PyBuffer_Release(&b[i]);
+	return r;
+}
+
 /* peek_dqpn(pkt) -> the BTH DQPN of a RoCEv2/MRC packet (plain or IPv6-in-IPv6), or
  * -1: what a NIC needs to pick the connection before the connection parses it fully. */
 static const struct mrc_field *F_DQPN;
@@ -644,6 +736,9 @@ static PyTypeObject ResponderType = {
 
 static PyMethodDef methods[] = {
 	{"peek_dqpn", py_peek_dqpn, METH_O, "peek_dqpn(pkt) -> BTH DQPN, or -1"},
+	{"frame_data", (PyCFunction)(void (*)(void))py_frame_data, METH_FASTCALL,
+	 "frame_data(template, src, dst, via, sport, flow_label, tclass, psn, msn, va, rkey, "
+	 "dmalen, ackreq, rtx, timestamp, imm, payload) -> an MRC data packet"},
 	{"setup", setup, METH_VARARGS, "setup(Decoded, DecodeError): the codec's classes"},
 	{"icrc", py_icrc, METH_VARARGS, "icrc(packet, end=len-4) -> the ICRC value"},
 	{"udp_checksum", py_udp_checksum, METH_VARARGS, "udp_checksum(src, dst, udp_and_data)"},
@@ -671,8 +766,17 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	for (int e = 0; e < 6; e++)
 		error_names[e] = PyUnicode_InternFromString(mrc_error_names[e]);
 	not_our_usid = PyUnicode_InternFromString("not_our_usid");
-	if (!(F_DQPN = mrc_find_field(MRC_H_BTH, "dqpn")))
-		return PyErr_Format(PyExc_ImportError, "BTH has no dqpn field");
+	struct { const struct mrc_field **f; int h; const char *name; } want[] = {
+		{&F_DQPN, MRC_H_BTH, "dqpn"}, {&F_TS_FLAG, MRC_H_BTH, "ts"},
+		{&F_PSN, MRC_H_BTH, "psn"}, {&F_ACKREQ, MRC_H_BTH, "ackreq"},
+		{&F_RTX, MRC_H_BTH, "rtx"}, {&F_MSN, MRC_H_METH, "msn"},
+		{&F_TS, MRC_H_TSETH, "tx_timestamp"}, {&F_VA, MRC_H_RETH, "va"},
+		{&F_RKEY, MRC_H_RETH, "rkey"}, {&F_DMALEN, MRC_H_RETH, "dmalen"},
+		{&F_IMM, MRC_H_IMMDT, "imm"}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!(*want[i].f = mrc_find_field(want[i].h, want[i].name)))
+			return PyErr_Format(PyExc_ImportError, "the layout has no %s field",
+					    want[i].name);
 	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);

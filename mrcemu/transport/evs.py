@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -189,10 +190,20 @@ class EvProfile:
         if marked:
             e.skip_until_rotation = self.rotation + 1
         self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probe answered")
-        # Back into the pool: active if its plane is short of active EVs, else a backup.
-        base = sum(1 for x in self.evs.values() if x.path.plane == e.path.plane and x.active)
-        paths = len({x.path.spine for x in self.evs.values() if x.path.plane == e.path.plane})
-        e.active = base < paths
+        # Back into the pool: active if its path has no active EV, else a backup. A
+        # backup promoted in its place on another path (_promote_backup) steps back, or
+        # the wrongly accused path would carry nothing for the rest of the connection
+        # while another carried two shares.
+        plane = [x for x in self.evs.values() if x.path.plane == e.path.plane]
+        e.active = not any(x.active for x in plane if x.path.spine == e.path.spine)
+        if e.active:
+            per_path = Counter(x.path.spine for x in plane if x.active)
+            doubled = [x for x in plane if x.active and per_path[x.path.spine] > 1]
+            doubled.sort(key=lambda x: x.ev == ev_variant(x.ev, 0))  # a variant first
+            if doubled:
+                doubled[0].active = False
+                self.emit(EvStateChanged(now, doubled[0].ev, "ACTIVE", "BACKUP",
+                                         "its path's own EV is back"))
 
     def deny(self, ev: int, now: float) -> None:
         e = self.evs[ev]

@@ -116,6 +116,14 @@ class MrcConnection(ConnectionBase):
              SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, EV_HIGH_HALF_IN_SPORT,
              RCVD_BYTES_UNIT))
         self._paths_dirty = True  # the control EVs the responder uses are stale
+        # Data bodies per opcode with every per-packet field zero: the compiled framing
+        # writes those by name (datapath.frame_data), the rest is the codec's.
+        self._data_templates = {
+            op: codec.data_body(opcode=op, dqpn=remote_qpn, psn=0, msn=0, va=0, rkey=0,
+                                dmalen=0, timestamp=0,
+                                imm=0 if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM)
+                                else None)
+            for op in MRC_DATA}
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
@@ -163,6 +171,13 @@ class MrcConnection(ConnectionBase):
         p = e.path
         op = self._opcode(msg, offset)
         sport, flow = ev_split(e.ev)
+        if self.wire is datapath:  # one C call, no per-packet dict of headers
+            return datapath.frame_data(
+                self._data_templates[op], p.src, p.delivered, p.container, sport, flow,
+                ((Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE) << 2) | ECT0,
+                psn & PSN_MASK, msg.msn & 0xFFFF, msg.va + offset, msg.rkey, msg.size,
+                int(offset + length >= msg.size), int(rtx), timestamp(now), msg.imm or 0,
+                msg.data[offset:offset + length])
         return self.wire.encode_data(
             p.src, p.delivered, via=p.container, sport=sport,
             flow_label=flow, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,

@@ -57,6 +57,35 @@ def test_encode_data_is_byte_identical_to_the_codec(p, via, ts):
 
 
 @MANY
+@given(packets(opcodes=sorted(MRC_DATA)), ADDR, st.integers(0, 0xFFFF))
+def test_frame_data_from_a_template_is_byte_identical_to_the_codec(p, via, ts):
+    # What the requester sends: the codec's body with the per-packet fields zero, those
+    # written by the compiled framing (hop limit 64, rqmsn 0, as the requester sends).
+    h, op = p["headers"], p["bth"]["opcode"]
+    imm = h["ImmDt"]["imm"] if "ImmDt" in h else None
+    fields = dict(psn=p["bth"]["psn"], msn=h["METH"]["msn"], va=h["RETH"]["va"],
+                  rkey=h["RETH"]["rkey"], dmalen=h["RETH"]["dmalen"])
+    ref = codec.encode_data(p["src"], p["dst"], sport=p["sport"], flow_label=p["flow_label"],
+                            dscp=p["dscp"], ecn=p["ecn"], opcode=op, dqpn=p["bth"]["dqpn"],
+                            payload=p["payload"], ackreq=p["bth"]["ackreq"],
+                            rtx=p["bth"]["rtx"], timestamp=ts, imm=imm, via=via, **fields)
+    template = codec.data_body(opcode=op, dqpn=p["bth"]["dqpn"], psn=0, msn=0, va=0, rkey=0,
+                               dmalen=0, timestamp=0, imm=None if imm is None else 0)
+    got = datapath.frame_data(template, p["src"], p["dst"], via, p["sport"], p["flow_label"],
+                              (p["dscp"] << 2) | p["ecn"], *fields.values(),
+                              p["bth"]["ackreq"], p["bth"]["rtx"], ts, imm or 0, p["payload"])
+    assert got == ref
+
+
+def test_frame_data_refuses_what_is_not_a_data_template():
+    a = bytes(16)
+    control = codec.body({"opcode": Opcode.RELIABILITY_SACK}, {"SETH": {}, "CC_STATE": {}})
+    for bad in (b"", control, control[:12]):
+        with pytest.raises(ValueError, match="template"):
+            datapath.frame_data(bad, a, a, None, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b"")
+
+
+@MANY
 @given(packets(), st.one_of(st.none(), ADDR), st.booleans())
 def test_decode_returns_what_the_codec_returns(p, via, verify):
     pkt = both_encodings(p, via, None)
