@@ -59,6 +59,33 @@ static PyObject *py_udp_checksum(PyObject *self, PyObject *args)
 	return r;
 }
 
+/* The buffers of objs[0..n); those whose bit is set in `optional` may be None (have[i]
+ * says which were taken). -1 with an exception set, every buffer taken released. */
+static int get_buffers(PyObject *const *objs, int n, unsigned optional, Py_buffer *b,
+		       int *have)
+{
+	for (int i = 0; i < n; i++) {
+		have[i] = 0;
+		if ((optional >> i & 1) && objs[i] == Py_None)
+			continue;
+		if (PyObject_GetBuffer(objs[i], &b[i], PyBUF_SIMPLE) < 0) {
+			while (i--)
+				if (have[i])
+					PyBuffer_Release(&b[i]);
+			return -1;
+		}
+		have[i] = 1;
+	}
+	return 0;
+}
+
+static void release_buffers(int n, Py_buffer *b, const int *have)
+{
+	for (int i = 0; i < n; i++)
+		if (have[i])
+			PyBuffer_Release(&b[i]);
+}
+
 /* finish(src, dst, sport, tclass, flow_label, hlim, body, payload, delivered, via) */
 static PyObject *py_finish(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -71,13 +98,8 @@ static PyObject *py_finish(PyObject *self, PyObject *const *args, Py_ssize_t nar
 	PyObject *r = NULL;
 	/* src, dst, body, payload, delivered, via: the last two may be None. */
 	PyObject *objs[6] = {args[0], args[1], args[6], args[7], args[8], args[9]};
-	for (int i = 0; i < 6; i++) {
-		if (i >= 4 && objs[i] == Py_None)
-			continue;
-		if (PyObject_GetBuffer(objs[i], &b[i], PyBUF_SIMPLE) < 0)
-			goto out;
-		have[i] = 1;
-	}
+	if (get_buffers(objs, 6, 1u << 4 | 1u << 5, b, have) < 0)
+		return NULL;
 	if (b[0].len != 16 || b[1].len != 16 || (have[4] && b[4].len != 16) ||
 	    (have[5] && b[5].len != 16)) {
 		PyErr_SetString(PyExc_ValueError, "addresses are 16 bytes");
@@ -103,9 +125,7 @@ static PyObject *py_finish(PyObject *self, PyObject *const *args, Py_ssize_t nar
 		   have[5] ? b[5].buf : NULL, (uint16_t)sport, (uint8_t)tclass, (uint32_t)flow,
 		   (uint8_t)hlim, b[2].buf, (size_t)b[2].len, b[3].buf, (size_t)b[3].len);
 out:
-	for (int i = 0; i < 6; i++)
-		if (have[i])
-			PyBuffer_Release(&b[i]);
+	release_buffers(6, b, have);
 	return r;
 }
 
@@ -231,13 +251,8 @@ static PyObject *py_frame_data(PyObject *self, PyObject *const *args, Py_ssize_t
 	PyObject *r = NULL;
 	/* template, src, dst, via, payload (via may be None) */
 	PyObject *objs[5] = {args[0], args[1], args[2], args[3], args[16]};
-	for (int i = 0; i < 5; i++) {
-		if (i == 3 && objs[i] == Py_None)
-			continue;
-		if (PyObject_GetBuffer(objs[i], &b[i], PyBUF_SIMPLE) < 0)
-			goto out;
-		have[i] = 1;
-	}
+	if (get_buffers(objs, 5, 1u << 3, b, have) < 0)
+		return NULL;
 	if (b[1].len != 16 || b[2].len != 16 || (have[3] && b[3].len != 16)) {
 		PyErr_SetString(PyExc_ValueError, "addresses are 16 bytes");
 		goto out;
@@ -298,9 +313,7 @@ static PyObject *py_frame_data(PyObject *self, PyObject *const *args, Py_ssize_t
 		   have[3] ? b[3].buf : NULL, (uint16_t)v[0], (uint8_t)v[2], (uint32_t)v[1], 64,
 		   body, blen, b[4].buf, (size_t)b[4].len);
 out:
-	for (int i = 0; i < 5; i++)
-		if (have[i])
-			PyBuffer_Release(&b[i]);
+	release_buffers(5, b, have);
 	return r;
 }
 
@@ -558,43 +571,47 @@ static PyObject *responder_timer(ResponderObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
-static PyObject *responder_take_control(ResponderObject *self, PyObject *unused)
+static PyObject *ctl_item(const void *q, size_t i)
 {
-	NEED_READY(self);
-	PyObject *out = PyList_New((Py_ssize_t)self->r.nctl);
+	const struct mrc_ctl_frame *f = &((const struct mrc_ctl_frame *)q)[i];
+	return Py_BuildValue("(ky#)", (unsigned long)f->ev, f->buf, (Py_ssize_t)f->len);
+}
+
+static PyObject *done_item(const void *q, size_t i)
+{
+	const struct mrc_completion *c = &((const struct mrc_completion *)q)[i];
+	PyObject *imm = c->has_imm ? PyLong_FromUnsignedLong(c->imm) : Py_NewRef(Py_None);
+	return imm ? Py_BuildValue("(KN)", (unsigned long long)c->msn, imm) : NULL;
+}
+
+/* One of the responder's output queues as a list (each entry through `item`), emptied. */
+static PyObject *drain(const void *q, size_t *n, PyObject *(*item)(const void *, size_t))
+{
+	PyObject *out = PyList_New((Py_ssize_t)*n);
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < self->r.nctl; i++) {
-		const struct mrc_ctl_frame *f = &self->r.ctl[i];
-		PyObject *t = Py_BuildValue("(ky#)", (unsigned long)f->ev, f->buf, (Py_ssize_t)f->len);
+	for (size_t i = 0; i < *n; i++) {
+		PyObject *t = item(q, i);
 		if (!t) {
 			Py_DECREF(out);
 			return NULL;
 		}
 		PyList_SET_ITEM(out, (Py_ssize_t)i, t);
 	}
-	self->r.nctl = 0;
+	*n = 0;
 	return out;
+}
+
+static PyObject *responder_take_control(ResponderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return drain(self->r.ctl, &self->r.nctl, ctl_item);
 }
 
 static PyObject *responder_take_completions(ResponderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	PyObject *out = PyList_New((Py_ssize_t)self->r.ndone);
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < self->r.ndone; i++) {
-		const struct mrc_completion *c = &self->r.done[i];
-		PyObject *imm = c->has_imm ? PyLong_FromUnsignedLong(c->imm) : Py_NewRef(Py_None);
-		PyObject *t = imm ? Py_BuildValue("(KN)", (unsigned long long)c->msn, imm) : NULL;
-		if (!t) {
-			Py_DECREF(out);
-			return NULL;
-		}
-		PyList_SET_ITEM(out, (Py_ssize_t)i, t);
-	}
-	self->r.ndone = 0;
-	return out;
+	return drain(self->r.done, &self->r.ndone, done_item);
 }
 
 /* set_paths([(ev, sport, flow_label, src, delivered, container), ...]) */

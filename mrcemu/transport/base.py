@@ -144,12 +144,14 @@ class ConnectionBase:
         return self._events.popleft() if self._events else None
 
     def receive(self, pkt: bytes | memoryview, now: float) -> None:
+        """A packet from the simulated network: what is malformed is counted here."""
         try:
-            d = self.wire.decode(pkt)
+            self.receive_frame(pkt, now)
         except codec.DecodeError as e:
-            self.stats.dropped[f"malformed_{e.reason}"] += 1
-            return
-        self.receive_decoded(d, now)
+            self._malformed(e.reason)
+
+    def _malformed(self, reason: str) -> None:
+        self.stats.dropped[f"malformed_{reason}"] += 1
 
     def receive_frame(self, pkt: bytes | memoryview, now: float,
                       via: bytes | None = None) -> None:

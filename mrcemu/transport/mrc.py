@@ -117,7 +117,7 @@ class MrcConnection(ConnectionBase):
              RCVD_BYTES_UNIT))
         self._paths_dirty = True  # the control EVs the responder uses are stale
         # Data bodies per opcode with every per-packet field zero: the compiled framing
-        # writes those by name (datapath.frame_data), the rest is the codec's.
+        # writes those by name (wire.frame_data), the rest is the codec's.
         self._data_templates = {
             op: codec.data_body(opcode=op, dqpn=remote_qpn, psn=0, msn=0, va=0, rkey=0,
                                 dmalen=0, timestamp=0,
@@ -171,21 +171,13 @@ class MrcConnection(ConnectionBase):
         p = e.path
         op = self._opcode(msg, offset)
         sport, flow = ev_split(e.ev)
-        if self.wire is datapath:  # one C call, no per-packet dict of headers
-            return datapath.frame_data(
-                self._data_templates[op], p.src, p.delivered, p.container, sport, flow,
-                ((Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE) << 2) | ECT0,
-                psn & PSN_MASK, msg.msn & 0xFFFF, msg.va + offset, msg.rkey, msg.size,
-                int(offset + length >= msg.size), int(rtx), timestamp(now), msg.imm or 0,
-                msg.data[offset:offset + length])
-        return self.wire.encode_data(
-            p.src, p.delivered, via=p.container, sport=sport,
-            flow_label=flow, dscp=Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE,
-            ecn=ECT0, opcode=op, dqpn=self.remote_qpn, psn=psn & PSN_MASK,
-            msn=msg.msn & 0xFFFF, va=msg.va + offset, rkey=msg.rkey, dmalen=msg.size,
-            payload=msg.data[offset:offset + length], rtx=int(rtx),
-            ackreq=int(offset + length >= msg.size), timestamp=timestamp(now),
-            imm=msg.imm if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None)
+        # One positional call (C in the data path), no per-packet dict of headers.
+        return self.wire.frame_data(
+            self._data_templates[op], p.src, p.delivered, p.container, sport, flow,
+            ((Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE) << 2) | ECT0,
+            psn & PSN_MASK, msg.msn & 0xFFFF, msg.va + offset, msg.rkey, msg.size,
+            int(offset + length >= msg.size), int(rtx), timestamp(now), msg.imm or 0,
+            msg.data[offset:offset + length])
 
     def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
         e = self._rtx_ev(o, now) if rtx else self.profile.next_ev()
@@ -531,12 +523,6 @@ class MrcConnection(ConnectionBase):
         for msn, imm in self.rx.take_completions():
             self._events.append(MessageReceived(msn, imm, now))
 
-    def receive(self, pkt: bytes | memoryview, now: float) -> None:
-        try:
-            self.receive_frame(pkt, now)
-        except codec.DecodeError as e:
-            self._stats.dropped[f"malformed_{e.reason}"] += 1
-
     def receive_frame(self, pkt: bytes | memoryview, now: float,
                       via: bytes | None = None) -> None:
         """One packet as it arrived (from its IPv6 header), `via` the address its outer
@@ -551,6 +537,9 @@ class MrcConnection(ConnectionBase):
             self._completions(now)
         else:
             self.receive_decoded(r, now)
+
+    def _malformed(self, reason: str) -> None:
+        self._stats.dropped[f"malformed_{reason}"] += 1  # not the synced `stats`
 
     @property
     def rx_bytes(self) -> int:

@@ -200,6 +200,22 @@ def encode_data(src: bytes, dst: bytes, *, sport: int, flow_label: int, dscp: in
                   data_body(**headers) + payload, via=via)
 
 
+def frame_data(template: bytes, src: bytes, dst: bytes, via: bytes | None, sport: int,
+               flow_label: int, tclass: int, psn: int, msn: int, va: int, rkey: int,
+               dmalen: int, ackreq: int, rtx: int, timestamp: int, imm: int,
+               payload: bytes | memoryview) -> bytes:
+    """An MRC data packet from a body template (`data_body` for its opcode and DQPN with
+    every per-packet field zero): what the requester sends, positional for speed.
+    The template says whether TSETH and ImmDt are there; `imm` is ignored without."""
+    b = BTH.unpack(template)
+    has_imm = IMMDT in headers_for(b["opcode"], bool(b["ts"]))
+    return encode_data(src, dst, sport=sport, flow_label=flow_label, dscp=tclass >> 2,
+                       ecn=tclass & 3, payload=bytes(payload), via=via, opcode=b["opcode"],
+                       dqpn=b["dqpn"], psn=psn, msn=msn, va=va, rkey=rkey, dmalen=dmalen,
+                       ackreq=ackreq, rtx=rtx, timestamp=timestamp if b["ts"] else None,
+                       imm=imm if has_imm else None)
+
+
 def body(bth: dict[str, int], headers: dict[str, dict[str, int]] | None = None) -> bytes:
     """BTH by field name, then each header after it by its layer name."""
     headers = headers or {}

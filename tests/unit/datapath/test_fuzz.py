@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "fuzz.py"
 
 
@@ -19,34 +21,29 @@ def test_a_million_hostile_inputs_find_nothing(tmp_path):
     assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("leak-*"))
 
 
-def test_the_harness_catches_a_planted_overread(tmp_path):
-    # The fuzzer is only evidence if it can fail: a parser that reads one byte past
-    # the packet (for a packet of the shape the seeds start from) must be caught.
-    src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / "wire.c").read_text()
-    planted = src.replace("\tif (be16(udp + 4) != plen)",
-                          "\tif (mlen > 60 && m[mlen - 1] == 0x5A) o->hlim = m[mlen];\n"
-                          "\tif (be16(udp + 4) != plen)", 1)
-    assert planted != src
-    bad = tmp_path / "wire.c"
-    bad.write_text(planted)
-    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", "2000000", "--workdir",
-                        str(tmp_path / "w"), "--wire-c", str(bad)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1
-    assert "heap-buffer-overflow" in r.stderr
+PLANTED = {
+    # A parser that reads one byte past the packet, for a packet of the seeds' shape.
+    "overread": ("wire.c", "--wire-c", "\tif (be16(udp + 4) != plen)",
+                 "\tif (mlen > 60 && m[mlen - 1] == 0x5A) o->hlim = m[mlen];\n"
+                 "\tif (be16(udp + 4) != plen)", 2_000_000),
+    # A responder whose VA bound lets a payload end one byte past its region: the
+    # harness's region is a heap block of exactly its size.
+    "write_past_region": ("responder.c", "--responder-c", "plen > mr->len - (va - mr->base)",
+                          "plen > mr->len + 1 - (va - mr->base)", 4_000_000),
+}
 
 
-def test_the_harness_catches_a_planted_write_past_the_region(tmp_path):
-    # A responder whose VA bound check lets a payload end one byte past the region must
-    # be caught writing there: the harness's region is a heap block of exactly its size.
-    src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / "responder.c").read_text()
-    planted = src.replace("plen > mr->len - (va - mr->base)",
-                          "plen > mr->len + 1 - (va - mr->base)", 1)
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_the_harness_catches_a_planted_bug(tmp_path, bug):
+    # The fuzzer is only evidence if it can fail.
+    name, option, old, new, runs = PLANTED[bug]
+    src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / name).read_text()
+    planted = src.replace(old, new, 1)
     assert planted != src
-    bad = tmp_path / "responder.c"
+    bad = tmp_path / name
     bad.write_text(planted)
-    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", "4000000", "--workdir",
-                        str(tmp_path / "w"), "--responder-c", str(bad)],
+    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", str(runs), "--workdir",
+                        str(tmp_path / "w"), option, str(bad)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 1
     assert "heap-buffer-overflow" in r.stderr

@@ -71,10 +71,12 @@ def test_frame_data_from_a_template_is_byte_identical_to_the_codec(p, via, ts):
                             rtx=p["bth"]["rtx"], timestamp=ts, imm=imm, via=via, **fields)
     template = codec.data_body(opcode=op, dqpn=p["bth"]["dqpn"], psn=0, msn=0, va=0, rkey=0,
                                dmalen=0, timestamp=0, imm=None if imm is None else 0)
-    got = datapath.frame_data(template, p["src"], p["dst"], via, p["sport"], p["flow_label"],
-                              (p["dscp"] << 2) | p["ecn"], *fields.values(),
-                              p["bth"]["ackreq"], p["bth"]["rtx"], ts, imm or 0, p["payload"])
+    args = (template, p["src"], p["dst"], via, p["sport"], p["flow_label"],
+            (p["dscp"] << 2) | p["ecn"], *fields.values(), p["bth"]["ackreq"],
+            p["bth"]["rtx"], ts, imm or 0, p["payload"])
+    got = datapath.frame_data(*args)
     assert got == ref
+    assert codec.frame_data(*args) == ref  # the reference the bench swaps in
 
 
 def test_frame_data_refuses_what_is_not_a_data_template():
