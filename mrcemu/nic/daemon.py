@@ -22,12 +22,11 @@ import traceback
 from collections import deque
 from ipaddress import IPv6Address
 
-from pyroute2 import IPRoute
-
 from mrcemu import datapath
 from mrcemu.nic import meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
+from mrcemu.nic.links import LinkWatch
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.topology.paths import ev_fields
@@ -42,7 +41,6 @@ from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
 ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263  # not exported by Python's socket module
-LINK_POLL = 0.1
 MAX_TIMER_DEFERRALS = 8  # loop rounds (of up to 256 frames a port) timers may wait
 # Frames a port may have waiting in our backlog: the NIC paces each port at its line
 # rate itself, so the kernel's qdisc (and our RTT samples) never see a standing queue.
@@ -103,9 +101,9 @@ class Nic:
         self.control = ControlServer(self.ctl_path, self._try, self.poller)
         log_path(self.name).parent.mkdir(parents=True, exist_ok=True)
         self.log_file = open(log_path(self.name), "a", buffering=1)
-        self.ipr = IPRoute()
+        self.links = LinkWatch()
+        self.poller.register(self.links.fileno(), select.EPOLLIN)
         self.planes_up = set(self.ports)
-        self.next_link_poll = 0.0
         self.malformed: dict[str, int] = {}
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
@@ -274,12 +272,8 @@ class Nic:
         return self.conn(kind_host, "mrc")
 
     def poll_links(self) -> None:
-        up = set()
-        for link in self.ipr.get_links():
-            name = link.get_attr("IFLA_IFNAME")
-            for plane, ifname in self.iface.items():
-                if ifname == name and link.get_attr("IFLA_OPERSTATE") == "UP":
-                    up.add(plane)
+        names = self.links.up(set(self.iface.values()))
+        up = {plane for plane, ifname in self.iface.items() if ifname in names}
         if up != self.planes_up:
             self.log("port_status", planes_up=sorted(up), was=sorted(self.planes_up))
             self.planes_up = up
@@ -412,12 +406,13 @@ class Nic:
             self.poller.register(s.fileno(), select.EPOLLIN)
             fd_plane[s.fileno()] = plane
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
+        self.poll_links()  # the state before the first notification
         while self.running:
             now = self.now()
             active = [c for c in self.conns.values() if c.busy]
             timers = [t for c in active if (t := c.next_timer()) is not None]
             ns = self.next_send_time()
-            wait = min([*timers, self.next_link_poll, *([ns] if ns else [])]) - now
+            wait = min([*timers, *([ns] if ns else [])], default=now + 0.5) - now
             events = self.poller.poll(max(0.0, min(wait, 0.5)))
             # Read the ports round-robin, a few frames each: draining one port's queue
             # before the next would reorder arrivals by milliseconds (and fool RACK).
@@ -432,7 +427,7 @@ class Nic:
                             frame = s.recv(65536)
                         except (BlockingIOError, InterruptedError):
                             break
-                        except OSError:  # ENETDOWN: the port lost carrier; poll_links acts
+                        except OSError:  # ENETDOWN: the port lost carrier; LinkWatch says
                             break
                         self.on_frame(frame, fd_plane[s.fileno()])
                     else:
@@ -447,12 +442,12 @@ class Nic:
                     self.drain_backlogs()
             self._flush_touched()
             for fd, mask in events:
-                if fd not in fd_plane:
+                if fd == self.links.fileno():
+                    if self.links.changed():
+                        self.poll_links()
+                elif fd not in fd_plane:
                     self.control.on_event(fd, mask)
             now = self.now()
-            if now >= self.next_link_poll:
-                self.next_link_poll = now + LINK_POLL
-                self.poll_links()
             # Timers judge silence: not while frames we have not read may answer it
             # (a stalled NIC's backlog), but no more than a few rounds in a row, so
             # that an input flood cannot starve SACKs and RTOs.
@@ -495,6 +490,7 @@ def main() -> int:
         raise
     finally:
         nic.control.close()
+        nic.links.close()
     return 0
 
 

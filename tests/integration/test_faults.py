@@ -49,12 +49,22 @@ def test_fault_breaks_its_paths_and_heal_restores_all(fabric, kind, target, valu
     assert mine[-2]["at"] <= mine[-2]["t"] <= mine[-1]["t"]
 
 
+def port_status(host: str) -> list[list[int]]:
+    """The planes up, each time the host's NIC daemon saw its ports change."""
+    log = (state.RUN_DIR / "logs" / f"nic-{host}.jsonl").read_text().splitlines()
+    return [e["planes_up"] for e in map(json.loads, log) if e["event"] == "port_status"]
+
+
 def test_host_port_down_takes_one_plane_from_one_host_and_comes_back(fabric):
+    seen = len(port_status("h0"))
     assert mrcemu("fail", "host-port-down", "h0-p1").returncode == 0
     failed = failed_evs()
     assert failed and all("h0" in (a, b) for a, b, _ in failed)
+    # The NIC heard of it from the kernel (mrcemu.nic.links), not by asking.
+    assert port_status("h0")[seen:] == [[0]]
     assert mrcemu("heal", "host-port-down:h0-p1").returncode == 0
     assert failed_evs() == set()
+    assert port_status("h0")[seen:] == [[0], [0, 1]]
 
 
 def test_loss_and_degrade_apply_and_heal(fabric):
