@@ -7,6 +7,7 @@
 
 #include <structmember.h>
 
+#include "portio.h"
 #include "responder.h"
 #include "wire.h"
 
@@ -799,7 +800,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	if (PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
+	if (PyModule_AddFunctions(m, mrc_portio_methods) < 0 ||
+	    PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
 	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0) {
 		Py_DECREF(m);
 		return NULL;
