@@ -107,6 +107,11 @@ class Nic:
         self.malformed: dict[str, int] = {}
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
+        # The connections that may have something to send or time, with their keys: the
+        # loop visits only these (a connection joins when it is given work, and leaves
+        # once it is not busy), never every connection it ever had.
+        self.active: dict[Connection, tuple[int, str]] = {}
+        self.keys: dict[Connection, tuple[int, str]] = {}
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
         self.waiting = {p: False for p in self.ports}  # frames left after the last drain
         self.meter = meter.Meter(self.ports, self.rate, self.now())
@@ -127,6 +132,7 @@ class Nic:
             if self.planes_up != set(self.ports):
                 c.port_status(self.planes_up, self.now())
             self.conns[key] = c
+            self.keys[c] = key
             self.by_qpn[c.local_qpn] = c
             self.history[key] = History()
         return c
@@ -154,6 +160,7 @@ class Nic:
         """Queue what the connection has to send; returns data frames queued."""
         now = self.now()
         n = 0
+        self.active[c] = self.keys[c]
         for ev, pkt in c.packets_to_send(now, self.budget() if budget is None else budget):
             plane = ev_fields(ev)[0]
             q = self.backlog.get(plane)
@@ -350,6 +357,7 @@ class Nic:
             if ev not in c.profile.evs:
                 return {"ok": False, "error": f"no EV 0x{ev:08x} toward h{req['peer']}"}
             (c.profile.deny if op == "deny" else c.profile.allow)(ev, self.now())
+            self.active[c] = self.keys[c]  # a denied EV is probed back: timers to run
             return {"ok": True}
         if op == "batch":
             return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
@@ -369,7 +377,8 @@ class Nic:
             out = [{"peer": peer, "transport": transport, **c.snapshot(now)}
                    for (peer, transport), c in self.conns.items() if c.busy]
             return {"ok": True, "conns": out, "backlog": {p: len(q) for p, q in
-                                                          self.backlog.items()}}
+                                                          self.backlog.items()},
+                    "connections": len(self.conns), "active": len(self.active)}
         if op == "trace_reset":
             for c in self.conns.values():
                 c.tx_trace.clear()
@@ -416,8 +425,7 @@ class Nic:
         self.poll_links()  # the state before the first notification
         while self.running:
             now = self.now()
-            active = [c for c in self.conns.values() if c.busy]
-            timers = [t for c in active if (t := c.next_timer()) is not None]
+            timers = [t for c in self.active if (t := c.next_timer()) is not None]
             ns = self.next_send_time()
             wait = min([*timers, *([ns] if ns else [])], default=now + 0.5) - now
             events = self.poller.poll(max(0.0, min(wait, 0.5)))
@@ -461,17 +469,19 @@ class Nic:
             run_timers = self.deferred == 0 or self.deferred > MAX_TIMER_DEFERRALS
             if self.deferred > MAX_TIMER_DEFERRALS:
                 self.deferred = 0
-            conns = [(key, c) for key, c in self.conns.items() if c.busy]
+            conns = list(self.active.items())
             self.rr += 1
             for i in range(len(conns)):  # rotate who gets the send budget first
-                (peer, transport), c = conns[(i + self.rr) % len(conns)]
+                c, _key = conns[(i + self.rr) % len(conns)]
                 nt = c.next_timer()
                 if run_timers and nt is not None and nt <= now:
                     self.meter.timers.add(now - nt)
                     c.timer(now)
                 self.flush(c)
-            for (peer, transport), c in self.conns.items():
+            for c, (peer, transport) in conns:
                 self.drain_events(peer, transport, c)
+                if not c.busy:
+                    del self.active[c]
             self.drain_backlogs()
         self.log("stop")
 
