@@ -49,11 +49,12 @@ def test_all_to_all_8mib_everything_completes_with_equal_hashes(default_fabric):
                                           for a in range(8) for b in range(8) if a != b])
     assert len(results) == 56
     assert all(r["integrity_ok"] for r in results)
-    # Done, each NIC's loop visits no connection (it had seven), until one gets work.
+    # Done, each NIC's loop visits no connection (it keeps seven or more: earlier
+    # tests on this fabric may have made a RoCE one), until one gets work.
     for h in range(8):
         wait_for(lambda h=h: request(f"h{h}", "internals")["active"] == 0)
         got = request(f"h{h}", "internals")
-        assert (got["connections"], got["active"]) == (7, 0), (h, got)
+        assert got["connections"] >= 7 and got["active"] == 0, (h, got)
 
 
 def test_link_down_mid_transfer_completes_and_marks_its_evs_assumed_bad(default_fabric):
