@@ -551,6 +551,14 @@ def failover() -> str:
         def s(x: float | None) -> str:
             return "-" if x is None else f"{x:.2f}"
 
+        def gray(f: dict) -> str:
+            if f["at_s"] is None:  # the job ended before the fault was due
+                return f"not injected (job over before {f['scheduled_s']} s)"
+            return (f"{s(f['detect_after_first_use_s_p50'])} / "
+                    f"{s(f['detect_after_first_use_s_max'])} "
+                    f"({f['paths_detected_within_2_rto_of_first_use']}/"
+                    f"{f['paths_used_after_fault']} within 2 RTOs, RTO <= {s(f['rto_s_max'])})")
+
         rows.append(
             f"| {i + 1} | {s(m['job_completion_s'])} | {s(r['job_completion_s'])} | "
             f"**{r['job_completion_s'] / m['job_completion_s']:.2f}** | "
@@ -558,11 +566,7 @@ def failover() -> str:
             f"{s(fr['switch-down']['last_packet_on_failed_path_s'])} | "
             f"{s(fm['switch-down']['recovered_90pct_s'])} / "
             f"{s(fr['switch-down']['recovered_90pct_s'])} | "
-            f"{s(fm['gray']['detect_after_first_use_s_p50'])} / "
-            f"{s(fm['gray']['detect_after_first_use_s_max'])} "
-            f"({fm['gray']['paths_detected_within_2_rto_of_first_use']}/"
-            f"{fm['gray']['paths_used_after_fault']} within 2 RTOs, RTO <= "
-            f"{s(fm['gray']['rto_s_max'])}) | "
+            f"{gray(fm['gray'])} | "
             f"{fm['switch-down']['new_packets_on_failed_path_max_per_connection']} / "
             f"{fm['switch-down']['window_packets']} | "
             f"{mapped(fm['switch-down'])} / {mapped(fm['gray'])} | "
