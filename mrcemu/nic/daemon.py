@@ -26,6 +26,7 @@ from mrcemu.nic import meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
+from mrcemu.nic.wakeups import Wakeups
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.topology.paths import ev_fields
@@ -48,6 +49,8 @@ PORT_SLOTS = 2
 # Pace a little under line rate: with no ECN-marking switch yet, a port fed at exactly
 # its rate by four spines keeps a standing queue downstream that only loss can drain.
 PACING = 0.97
+# A port's token bucket holds about two frames: bursts stay short, the port stays busy.
+BUCKET = 2 * 9014
 # Received goodput is binned per plane at this width for reports (goodput over time).
 RX_BIN = 0.01
 
@@ -76,8 +79,7 @@ class Nic:
         self.iface: dict[int, str] = {}
         self.rate: dict[int, float] = {}  # bytes per second
         self.tokens: dict[int, float] = {}
-        self.token_t = time.monotonic()
-        self.rr = 0
+        self.token_t: dict[int, float] = {}  # when each port's bucket was last filled
         self.deferred = 0  # loop rounds in a row that left frames unread
         for i in self.layout.interfaces[self.name]:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
@@ -92,6 +94,7 @@ class Nic:
             self.backlog[i.plane] = deque()
             self.rate[i.plane] = PACING * i.mbps * 1e6 / 8
             self.tokens[i.plane] = 0.0
+            self.token_t[i.plane] = time.monotonic()
         # Our packets are ours, not the kernel's: these claim them from it, unread.
         self.sinks = [sink.udp_sink(ROCE_UDP_PORT), sink.protocol_sink(IPPROTO_IPV6)]
         self.port_address = {i.plane: host_address(i.plane, self.host).packed
@@ -107,13 +110,13 @@ class Nic:
         self.malformed: dict[str, int] = {}
         self.running = True
         self.touched: set = set()  # connections that received since the last flush
-        # The connections that may have something to send or time, with their keys: the
-        # loop visits only these (a connection joins when it is given work, and leaves
-        # once it is not busy), never every connection it ever had.
-        self.active: dict[Connection, tuple[int, str]] = {}
+        # The loop visits a connection when it received, when its timer is due, or when
+        # it waits for send budget: never every connection it ever had.
+        self.wake: Wakeups[Connection] = Wakeups()
         self.keys: dict[Connection, tuple[int, str]] = {}
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
         self.waiting = {p: False for p in self.ports}  # frames left after the last drain
+        self.queued: set[int] = set()  # the ports with frames in their backlog
         self.meter = meter.Meter(self.ports, self.rate, self.now())
 
     def now(self) -> float:
@@ -137,9 +140,11 @@ class Nic:
             self.history[key] = History()
         return c
 
-    def drain_events(self, peer: int, transport: str, c: Connection) -> None:
+    def drain_events(self, c: Connection) -> None:
         """Take the connection's events into its history, logging the ones a person
         reading the log wants to see."""
+        peer, transport = self.keys[c]
+
         def log(ev: Event) -> None:
             if isinstance(ev, EvStateChanged):
                 self.log("ev_state", peer=f"h{peer}", t_change=ev.t,
@@ -156,19 +161,29 @@ class Nic:
     def budget(self) -> int:
         return sum(max(0, PORT_SLOTS - len(q)) for q in self.backlog.values())
 
-    def flush(self, c: Connection, budget: int | None = None) -> int:
-        """Queue what the connection has to send; returns data frames queued."""
+    def flush(self, c: Connection) -> None:
+        """Queue what the connection has to send, and take note of its next timer: call
+        after anything that changes a connection's state."""
         now = self.now()
+        given = self.budget()
         n = 0
-        self.active[c] = self.keys[c]
-        for ev, pkt in c.packets_to_send(now, self.budget() if budget is None else budget):
+        for ev, pkt in c.packets_to_send(now, given):
             plane = ev_fields(ev)[0]
             q = self.backlog.get(plane)
             if q is not None:
                 q.append(self.eth[plane] + pkt)
+                self.queued.add(plane)
                 n += 1
+        # Every slot taken (control frames count too): it may have more, so it gets the
+        # next free slots. Short of that, its windows stopped it, and an ack or a timer
+        # brings it back.
+        if n >= given:
+            self.wake.starve(c)
+        else:
+            self.wake.fed(c)
+        self.drain_events(c)
+        self.wake.schedule(c, c.next_timer())
         self.drain_backlogs()
-        return n
 
     def _flush_touched(self) -> None:
         for c in self.touched:
@@ -176,46 +191,52 @@ class Nic:
         self.touched.clear()
 
     def drain_backlogs(self) -> None:
+        """Send what each port's bucket allows; only ports with frames are visited."""
         now = self.now()
-        dt, self.token_t = now - self.token_t, now
-        for plane, q in self.backlog.items():
-            rate = self.rate[plane]
-            before = self.tokens[plane]
-            # A bucket of about two frames: bursts stay short, the port stays busy.
-            self.tokens[plane] = min(before + dt * rate, 2 * 9014)
-            load = self.meter.load[plane]
-            waited = self.waiting[plane]
+        for plane in list(self.queued):
+            self._drain(plane, now)
+
+    def _drain(self, plane: int, now: float) -> None:
+        q, rate = self.backlog[plane], self.rate[plane]
+        dt, self.token_t[plane] = now - self.token_t[plane], now
+        before = self.tokens[plane]
+        tokens = self.tokens[plane] = min(before + dt * rate, BUCKET)
+        load = self.meter.load[plane]
+        waited = self.waiting[plane]
+        if waited:
+            # Frames waited since the last drain: was the port fed at its pace?
+            load.backlogged_s += dt
+            if before < 0 <= tokens:
+                self.meter.sends.add(dt + before / rate)  # now - when it fell due
+        # As many frames as the bucket allows, in one system call.
+        n = 0
+        while n < len(q) and tokens >= 0:
+            tokens -= len(q[n])
+            n += 1
+        for _ in range(self._send(plane, q, n) if n else 0):
+            frame = q.popleft()
+            self.tokens[plane] -= len(frame)
             if waited:
-                # Frames waited since the last drain: was the port fed at its pace?
-                load.backlogged_s += dt
-                if before < 0 <= self.tokens[plane]:
-                    self.meter.sends.add(dt + before / rate)  # now - when it fell due
-            # As many frames as the bucket allows, in one system call.
-            n, tokens = 0, self.tokens[plane]
-            while n < len(q) and tokens >= 0:
-                tokens -= len(q[n])
-                n += 1
-            if not n:
-                self.waiting[plane] = bool(q)
-                continue
-            try:
-                sent = datapath.send_burst(self.ports[plane].fileno(), q, n)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError as e:
-                sent = 0
-                if e.errno != errno.ENOBUFS:
-                    q.clear()  # port down: the transport retransmits elsewhere
-            for _ in range(sent):
-                frame = q.popleft()
-                self.tokens[plane] -= len(frame)
-                if waited:
-                    load.sent += len(frame)
-            self.waiting[plane] = bool(q)
+                load.sent += len(frame)
+        self.waiting[plane] = bool(q)
+        if not q:
+            self.queued.discard(plane)
+
+    def _send(self, plane: int, q: deque[bytes], n: int) -> int:
+        """Hand the port's first `n` frames to the kernel; returns how many it took."""
+        try:
+            return datapath.send_burst(self.ports[plane].fileno(), q, n)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError as e:
+            if e.errno != errno.ENOBUFS:
+                q.clear()  # port down: the transport retransmits elsewhere
+            return 0
 
     def next_send_time(self) -> float | None:
-        waits = [-self.tokens[p] / self.rate[p] for p, q in self.backlog.items() if q]
-        return self.now() + max(0.0, min(waits)) if waits else None
+        """When the first port with frames waiting has the tokens to send one."""
+        due = [self.token_t[p] - self.tokens[p] / self.rate[p] for p in self.queued]
+        return min(due) if due else None
 
     def _malformed(self, reason: str) -> None:
         if reason != "not_roce":  # other traffic on the port is not ours to count
@@ -284,7 +305,7 @@ class Nic:
             return None
         return self.conn(kind_host, "mrc")
 
-    def poll_links(self) -> None:
+    def refresh_links(self) -> None:
         names = self.links.up(set(self.iface.values()))
         up = {plane for plane, ifname in self.iface.items() if ifname in names}
         if up != self.planes_up:
@@ -342,7 +363,7 @@ class Nic:
                 if req.get("missing_ok"):
                     return {"ok": True, "stats": None}
                 return {"ok": False, "error": f"no {transport} connection to h{peer}"}
-            self.drain_events(peer, transport, c)
+            self.drain_events(c)
             h = self.history[(peer, transport)]
             return {"ok": True, "stats": c.stats.to_json(),
                     "unfinished": [h.message(c, m.msn) for m in c.unfinished()],
@@ -357,7 +378,7 @@ class Nic:
             if ev not in c.profile.evs:
                 return {"ok": False, "error": f"no EV 0x{ev:08x} toward h{req['peer']}"}
             (c.profile.deny if op == "deny" else c.profile.allow)(ev, self.now())
-            self.active[c] = self.keys[c]  # a denied EV is probed back: timers to run
+            self.flush(c)  # a denied EV is probed back: timers to run
             return {"ok": True}
         if op == "batch":
             return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
@@ -366,7 +387,7 @@ class Nic:
             c = self.conns.get((peer, transport))
             if c is None:
                 return {"ok": False, "error": f"no {transport} connection to h{peer}"}
-            self.drain_events(peer, transport, c)
+            self.drain_events(c)
             m = self.history[(peer, transport)].message(c, int(req["msn"]))
             if m is None:
                 return {"ok": False, "error": f"no message {req['msn']} (unknown, or "
@@ -378,7 +399,7 @@ class Nic:
                    for (peer, transport), c in self.conns.items() if c.busy]
             return {"ok": True, "conns": out, "backlog": {p: len(q) for p, q in
                                                           self.backlog.items()},
-                    "connections": len(self.conns), "active": len(self.active)}
+                    "connections": len(self.conns), "active": len(self.wake)}
         if op == "trace_reset":
             for c in self.conns.values():
                 c.tx_trace.clear()
@@ -388,7 +409,7 @@ class Nic:
         if op == "trace":
             conns = []
             for (peer, transport), c in self.conns.items():
-                self.drain_events(peer, transport, c)
+                self.drain_events(c)
                 h = self.history[(peer, transport)]
                 conns.append({
                     "peer": peer, "transport": transport, "stats": c.stats.to_json(),
@@ -422,12 +443,11 @@ class Nic:
             self.poller.register(s.fileno(), select.EPOLLIN)
             fd_plane[s.fileno()] = plane
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
-        self.poll_links()  # the state before the first notification
+        self.refresh_links()  # the state before the first notification
         while self.running:
             now = self.now()
-            timers = [t for c in self.active if (t := c.next_timer()) is not None]
-            ns = self.next_send_time()
-            wait = min([*timers, *([ns] if ns else [])], default=now + 0.5) - now
+            due = [t for t in (self.wake.next_due(), self.next_send_time()) if t is not None]
+            wait = min(due, default=now + 0.5) - now
             events = self.poller.poll(max(0.0, min(wait, 0.5)))
             # Read the ports round-robin, a few frames each: draining one port's queue
             # before the next would reorder arrivals by milliseconds (and fool RACK).
@@ -447,7 +467,7 @@ class Nic:
                     if len(frames) == READ_BURST:
                         still.append(s)
                 readable = still
-                if len(self.touched) and sum(len(q) for q in self.backlog.values()) == 0:
+                if self.touched and not self.queued:
                     self._flush_touched()
                 else:
                     # Frames waiting to go out go out when due, not after every frame
@@ -458,7 +478,7 @@ class Nic:
             for fd, mask in events:
                 if fd == self.links.fileno():
                     if self.links.changed():
-                        self.poll_links()
+                        self.refresh_links()
                 elif fd not in fd_plane:
                     self.control.on_event(fd, mask)
             now = self.now()
@@ -469,19 +489,15 @@ class Nic:
             run_timers = self.deferred == 0 or self.deferred > MAX_TIMER_DEFERRALS
             if self.deferred > MAX_TIMER_DEFERRALS:
                 self.deferred = 0
-            conns = list(self.active.items())
-            self.rr += 1
-            for i in range(len(conns)):  # rotate who gets the send budget first
-                c, _key = conns[(i + self.rr) % len(conns)]
-                nt = c.next_timer()
-                if run_timers and nt is not None and nt <= now:
-                    self.meter.timers.add(now - nt)
+            if run_timers:
+                for c, due in self.wake.pop_due(now):
+                    self.meter.timers.add(now - due)
                     c.timer(now)
+                    self.flush(c)
+            for c in self.wake.starved():  # longest-waiting first, while slots are free
+                if not self.budget():
+                    break
                 self.flush(c)
-            for c, (peer, transport) in conns:
-                self.drain_events(peer, transport, c)
-                if not c.busy:
-                    del self.active[c]
             self.drain_backlogs()
         self.log("stop")
 
