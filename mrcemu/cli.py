@@ -558,8 +558,12 @@ def heal(fault: str | None) -> None:
 @click.argument("scenario", default="failover")
 @click.option("--out", "out", default="runs", show_default=True,
               type=click.Path(file_okay=False), help="Folder for the run folders.")
+@click.option("--slowdown", default=1.0, show_default=True, type=click.FloatRange(min=1.0),
+              help="Run the whole experiment this many times slower: links, transport "
+                   "clocks, fault times. For a host too small to run it faithfully at "
+                   "full speed (see Fidelity in the README).")
 @friendly
-def run(scenario: str, out: str) -> None:
+def run(scenario: str, out: str, slowdown: float) -> None:
     """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
     RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
     capture. Ctrl-C stops early, still writing a partial report."""
@@ -570,6 +574,8 @@ def run(scenario: str, out: str) -> None:
     from mrcemu.scenario.report import table_rows
 
     sc = load_scenario(scenario)  # a bad file stops here, before anything starts
+    if slowdown != 1.0:
+        sc = sc.slowed(slowdown)
     need_root("run")
     from mrcemu.fabric import state
 

@@ -9,11 +9,15 @@ thresholds are in the README, with the measurements they were chosen from.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+from mrcemu.transport.config import REFERENCE_MBPS
 
 
 @dataclass(frozen=True)
 class Thresholds:
+    # The time limits are for 20 Mb/s host links; `for_links` scales them with the
+    # transport's clocks on other rates.
     # Timers late by more than half the 5 ms reorder window (RACK) at p99: the host, not
     # the path, decides what counts as lost. (One flow on an idle fabric: max 1.2 ms.)
     timer_p99_s: float = 0.0025
@@ -32,6 +36,17 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds()
+
+
+def for_links(host_link_mbps: float) -> Thresholds:
+    """The thresholds on a fabric with these host links. Its transport clocks are scaled
+    to the links (`TransportConfig.for_topology`): on links k times slower the reorder
+    window, the RTO and the pacer's bucket time are k times longer, and so is the
+    lateness they tolerate. The shares (rate achieved, CPU) do not scale."""
+    k = REFERENCE_MBPS / host_link_mbps
+    return replace(THRESHOLDS, timer_p99_s=THRESHOLDS.timer_p99_s * k,
+                   timer_max_s=THRESHOLDS.timer_max_s * k,
+                   send_p99_s=THRESHOLDS.send_p99_s * k)
 
 
 def cpus() -> int:

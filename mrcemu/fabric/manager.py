@@ -104,13 +104,15 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
     return procs
 
 
-def main(topology_path: str, seed: int = 1) -> int:
+def main(topology_path: str, seed: int = 1, slowdown: float = 1.0) -> int:
     topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
         else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
         topo = load(topology_path)
+        if slowdown != 1.0:
+            topo = topo.slowed(slowdown)
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
@@ -120,9 +122,10 @@ def main(topology_path: str, seed: int = 1) -> int:
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
+    cfg = TransportConfig.for_topology(topo, seed, slowdown)
     st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
                            started_at=time.time(), topology_snapshot=asdict(topo),
-                           transport_snapshot=TransportConfig.for_topology(topo, seed).to_json())
+                           transport_snapshot=cfg.to_json())
     st.save()
 
     def on_node(name: str, pid: int) -> None:
@@ -182,4 +185,5 @@ def main(topology_path: str, seed: int = 1) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+                  float(sys.argv[3]) if len(sys.argv) > 3 else 1.0))

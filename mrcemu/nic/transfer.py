@@ -52,7 +52,7 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
     measured = client.ask([(h, {"op": "fidelity"}) for h in nics])
     verdict = fidelity.judge({f"h{h}": r["fidelity"] for h, r in zip(nics, measured,
                                                                       strict=True)},
-                             fidelity.cpus())
+                             fidelity.cpus(), fidelity.for_links(topo.host_link_mbps))
     client.verify(writes)
     return [{**_report(topo, w, b, a), "fidelity": verdict}
             for w, b, a in zip(writes, before, after, strict=True)], elapsed

@@ -247,5 +247,6 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),
         "fidelity": fidelity.judge({f"h{h}": tr["fidelity"] for h, tr in raw["traces"].items()
-                                    if "fidelity" in tr}, raw.get("cpus") or 1),
+                                    if "fidelity" in tr}, raw.get("cpus") or 1,
+                                   fidelity.for_links(layout.topo.host_link_mbps)),
     }

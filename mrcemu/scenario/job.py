@@ -88,7 +88,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
         launched = True
         launch(str(sc.topology.source), lambda stage, n, total: ui(
-            "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed)
+            "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
+            slowdown=sc.slowdown)
         st = state.require_state()
         pids, cfg = st.nodes, st.transport()
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
@@ -116,6 +117,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
             _copy_logs(folder / "logs", offsets)
             rep = {"scenario": sc.name, "description": sc.description,
                    "topology": sc.topology.name, "source": sc.source,
+                   "slowdown": sc.slowdown,
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
                    "seed": sc.seed, "transport_config": config,

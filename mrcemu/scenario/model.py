@@ -8,7 +8,7 @@ file, the field and the fix, not minutes into a run.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,20 @@ class Scenario:
     timeout_s: float
     settle_s: float = 1.0  # after healing, before the next transport starts
     map_interval_ms: float = 0.0  # Clustermapper's probe rounds during the run; 0: off
+    slowdown: float = 1.0  # `mrcemu run --slowdown`: how many times slower than written
+
+    def slowed(self, k: float) -> Scenario:
+        """The same experiment k times slower: every link (and with them the transports'
+        clocks, `TransportConfig.for_topology`), every fault time, the Clustermapper's
+        rounds and the time limits. A host too small for the fabric's packet rate then
+        runs it faithfully; the report states k, and its times are the slowed ones."""
+        faults = tuple(replace(f, at=f.at * k,
+                               duration=None if f.duration is None else f.duration * k,
+                               period=None if f.period is None else f.period * k)
+                       for f in self.faults)
+        return replace(self, topology=self.topology.slowed(k), faults=faults,
+                       timeout_s=self.timeout_s * k, settle_s=self.settle_s * k,
+                       map_interval_ms=self.map_interval_ms * k, slowdown=self.slowdown * k)
 
 
 _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",

@@ -95,6 +95,9 @@ def markdown(report: dict) -> str:
     lines = [f"# {report['scenario']} on {report['topology']}", "",
              report.get("description", ""), "",
              f"Run {report['started']}, machine: {report['machine']}.", "",
+             *([f"Slowed down {report['slowdown']:g} times (`--slowdown`): every link "
+                f"and clock, fault times included; times below are the slowed ones.", ""]
+               if report.get("slowdown", 1.0) != 1.0 else []),
              fidelity.line(report.get("fidelity")), ""]
     if report.get("partial"):
         lines += ["**Partial report: the run was interrupted.**", ""]

@@ -8,7 +8,7 @@ invents an address.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,11 @@ class Topology:
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    def slowed(self, k: float) -> Topology:
+        """The same fabric with every link k times slower (`mrcemu run --slowdown`)."""
+        return replace(self, host_link_mbps=self.host_link_mbps / k,
+                       fabric_link_mbps=self.fabric_link_mbps / k)
 
     @property
     def hosts_per_leaf(self) -> int:

@@ -14,8 +14,19 @@ from mrcemu.errors import MrcemuError
 from mrcemu.wire.layout import mrc_data_overhead
 
 
-class _HasMtu(Protocol):
+class _Fabric(Protocol):
     mtu: int
+    host_link_mbps: float
+
+
+# The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
+# takes 1.7 ms on the wire and a trim-bounded queue ~25 ms to drain.
+REFERENCE_MBPS = 20.0
+# The clocks that are multiples of a packet's wire time (or of a queue's drain time), and
+# so scale with the link rate. Routing reconvergence is the routing protocol's, not the
+# link's, and does not.
+RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "reorder_window",
+               "probe_interval", "roce_timeout")
 
 
 def pmtu_for(mtu: int) -> int:
@@ -52,10 +63,22 @@ class TransportConfig:
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
 
     @classmethod
-    def for_topology(cls, topo: _HasMtu, seed: int = 1) -> TransportConfig:
-        """The config a fabric runs with: the PMTU its links carry, and the run's seed
-        (which orders every EV profile's spraying)."""
-        return cls(pmtu=pmtu_for(topo.mtu), seed=seed)
+    def for_topology(cls, topo: _Fabric, seed: int = 1,
+                     slowdown: float = 1.0) -> TransportConfig:
+        """The config a fabric runs with: the PMTU its links carry, the run's seed (which
+        orders every EV profile's spraying), and clocks scaled to its links: on links
+        k times slower than 20 Mb/s every packet and queue takes k times longer, so the
+        RTO, reorder window and the rest are k times longer too. The same protocol then
+        runs on a slower clock, which is how a small host emulates a fabric faithfully
+        (fewer packets a second, the same number of packets per RTT). `slowdown` is
+        `mrcemu run --slowdown`: the whole experiment runs that many times slower, so
+        the emulated routing reconvergence does too (the links are already slowed in
+        `topo`)."""
+        k = REFERENCE_MBPS / topo.host_link_mbps
+        base = cls()
+        return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
+                   roce_reconvergence=base.roce_reconvergence * slowdown,
+                   **{name: getattr(base, name) * k for name in RATE_CLOCKS})
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

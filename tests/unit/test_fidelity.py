@@ -73,3 +73,22 @@ def test_lateness_quantiles_come_from_the_samples():
     assert 0.05 <= j["p99_s"] <= 0.05 * 2 ** (1 / 8)
     h.add(-0.001)  # early (a clock read before the due time) counts as on time
     assert h.n == 101 and h.max == 0.2
+
+
+def test_time_limits_scale_with_the_links_and_shares_do_not():
+    assert fidelity.for_links(20) == fidelity.THRESHOLDS
+    slow = fidelity.for_links(2)
+    th = fidelity.THRESHOLDS
+    assert slow.timer_p99_s == th.timer_p99_s * 10 and slow.timer_max_s == th.timer_max_s * 10
+    assert slow.send_p99_s == th.send_p99_s * 10
+    assert (slow.min_achieved, slow.min_backlogged_s, slow.max_cpu_share) == (
+        th.min_achieved, th.min_backlogged_s, th.max_cpu_share)
+
+
+def test_lateness_that_is_unfaithful_on_fast_links_is_within_a_slower_clock():
+    # 20 ms late at p99: eight times the limit at 20 Mb/s, within it at 2 Mb/s, where the
+    # reorder window it is judged against is 50 ms.
+    hosts = {"h0": nic(timer=late(p99=0.020, mx=0.030)), "h1": nic()}
+    fast = fidelity.judge(hosts, cpus=2, th=fidelity.for_links(20))
+    assert not fast["ok"] and fast["reasons"][0].startswith("timers ran late on 1 NICs")
+    assert fidelity.judge(hosts, cpus=2, th=fidelity.for_links(2))["ok"]

@@ -111,3 +111,35 @@ def test_cli_rejects_a_bad_file_before_anything_starts(tmp_path):
     assert r.returncode == 2
     assert str(p) in r.stderr and "faults[0].target" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_slowed_scenario_is_the_same_experiment_on_a_slower_clock():
+    sc = load("failover")
+    slow = sc.slowed(20)
+    assert slow.slowdown == 20 and sc.slowdown == 1.0
+    t, st = sc.topology, slow.topology
+    assert (st.host_link_mbps, st.fabric_link_mbps) == (t.host_link_mbps / 20,
+                                                       t.fabric_link_mbps / 20)
+    assert [f.at for f in slow.faults] == [f.at * 20 for f in sc.faults]
+    assert [(f.kind, f.target) for f in slow.faults] == [(f.kind, f.target) for f in sc.faults]
+    assert (slow.timeout_s, slow.settle_s, slow.map_interval_ms) == (
+        sc.timeout_s * 20, sc.settle_s * 20, sc.map_interval_ms * 20)
+    # What is sent, and where, does not change.
+    assert (slow.workload, slow.transports, slow.seed, st.hosts, st.buffer_bytes) == (
+        sc.workload, sc.transports, sc.seed, t.hosts, t.buffer_bytes)
+
+
+def test_slowing_scales_a_flaps_period_and_a_faults_duration():
+    sc = load("flap").slowed(4)
+    (f,) = [f for f in load("flap").faults if f.period]
+    (g,) = [g for g in sc.faults if g.period]
+    assert (g.period, g.duty, g.at) == (f.period * 4, f.duty, f.at * 4)
+    assert g.duration == (None if f.duration is None else f.duration * 4)
+
+
+def test_run_refuses_a_slowdown_below_one():
+    from click.testing import CliRunner
+
+    from mrcemu import cli
+    r = CliRunner().invoke(cli.main, ["run", "failover", "--slowdown", "0.5"])
+    assert r.exit_code == 2 and "--slowdown" in r.output

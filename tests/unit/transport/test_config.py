@@ -1,0 +1,45 @@
+"""A fabric's transport config: clocks scaled to its links, everything else as given."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from mrcemu.topology import load
+from mrcemu.transport.config import RATE_CLOCKS, TransportConfig
+
+
+@dataclass
+class Fabric:
+    mtu: int = 9000
+    host_link_mbps: float = 20.0
+
+
+def test_on_reference_links_the_config_is_the_default():
+    assert TransportConfig.for_topology(Fabric(), seed=1) == TransportConfig(seed=1)
+    assert TransportConfig.for_topology(load("default")) == TransportConfig()
+
+
+@pytest.mark.parametrize("mbps, k", [(2.0, 10.0), (5.0, 4.0), (40.0, 0.5)])
+def test_clocks_scale_with_the_wire_time_of_a_packet(mbps, k):
+    base = TransportConfig()
+    cfg = TransportConfig.for_topology(Fabric(host_link_mbps=mbps), seed=3)
+    for name in RATE_CLOCKS:
+        assert getattr(cfg, name) == pytest.approx(getattr(base, name) * k), name
+    # Not clocks of the link: windows, counts, the seed, routing's reconvergence.
+    assert (cfg.pmtu, cfg.sack_every, cfg.rcv_window, cfg.roce_window, cfg.seed) == (
+        base.pmtu, base.sack_every, base.rcv_window, base.roce_window, 3)
+    assert cfg.roce_reconvergence == base.roce_reconvergence
+
+
+def test_the_large_topology_runs_a_four_times_slower_clock():
+    cfg = TransportConfig.for_topology(load("large"))
+    assert cfg.min_rto == pytest.approx(4 * TransportConfig().min_rto)
+    assert cfg.reorder_window == pytest.approx(4 * TransportConfig().reorder_window)
+
+
+def test_a_slowed_run_slows_routing_reconvergence_too():
+    topo = load("default").slowed(10)
+    cfg = TransportConfig.for_topology(topo, slowdown=10)
+    base = TransportConfig()
+    assert cfg.roce_reconvergence == pytest.approx(10 * base.roce_reconvergence)
+    assert cfg.min_rto == pytest.approx(10 * base.min_rto)  # from the slowed links
