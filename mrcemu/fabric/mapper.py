@@ -41,12 +41,18 @@ def probe_bytes(src: bytes, dst: bytes, home: bytes, loop: int, seq: int) -> byt
             + body)
 
 
+# A link with no answered probe over WINDOW_S is bad; a probe unanswered after
+# TIMEOUT_S is lost (both for 20 Mb/s links: a slowed run scales them).
+WINDOW_S = 0.5
+TIMEOUT_S = 0.3
+
+
 class Mapper:
     """Self-probes every `interval` seconds from every host; `links()`/`bad()` read the
     map. Use as a context manager: the sockets close on exit."""
 
     def __init__(self, layout: Layout, pids: dict[str, int], interval: float = 0.05,
-                 window: float = 0.5, timeout: float = 0.3) -> None:
+                 window: float = WINDOW_S, timeout: float = TIMEOUT_S) -> None:
         self.map = LinkMap(loops(layout), window=window, timeout=timeout)
         self.interval = interval
         self.senders: dict[int, socket.socket] = {}

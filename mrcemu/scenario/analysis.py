@@ -39,16 +39,20 @@ def goodput_series(raw: dict, planes: int) -> dict:
             "per_plane_mbps": per_plane, "total_mbps": total}
 
 
-def _recovery(series: dict, at: float, until: float) -> tuple[float | None, float | None]:
+def _recovery(series: dict, at: float, until: float,
+              slowdown: float = 1.0) -> tuple[float | None, float | None]:
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
 
-    0.0 when it never fell below 90 %; None when it had not recovered by `until`."""
+    0.0 when it never fell below 90 %; None when it had not recovered by `until`. On a
+    run slowed k times (`--slowdown`) both averaging windows are k times longer: the
+    same number of packets, not of seconds."""
     t, g = series["t"], series["total_mbps"]
-    pre = [x for tt, x in zip(t, g, strict=True) if at - PRE_FAULT <= tt < at]
+    pre = [x for tt, x in zip(t, g, strict=True) if at - PRE_FAULT * slowdown <= tt < at]
     if not pre or not sum(pre):
         return None, None
     level = sum(pre) / len(pre)
-    smooth = [sum(g[max(0, i - SMOOTH + 1):i + 1]) / min(SMOOTH, i + 1) for i in range(len(g))]
+    n = max(1, round(SMOOTH * slowdown))
+    smooth = [sum(g[max(0, i - n + 1):i + 1]) / min(n, i + 1) for i in range(len(g))]
     dipped = False
     for tt, x in zip(t, smooth, strict=True):
         if tt < at:
@@ -113,7 +117,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["new_packets_on_failed_path"] = new_total
         entry["new_packets_on_failed_path_max_per_connection"] = new_max
         entry["window_packets"] = window_packets
-        level, rec_s = _recovery(series, t_f - t0, end - t0)
+        level, rec_s = _recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
         entry["goodput_before_mbps"] = None if level is None else round(level, 2)
         entry["recovered_90pct_s"] = rec_s
         # How fast the transport stopped trusting each failed path it used after the fault.

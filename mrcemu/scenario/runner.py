@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
-from mrcemu.fabric.mapper import Mapper
+from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
 from mrcemu.nic.client import NicClient
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
@@ -94,10 +94,12 @@ class MapRecorder(threading.Thread):
     """Clustermapper over the run: the links it judges bad, sampled every `every` s."""
 
     def __init__(self, t0: float, layout: Layout, pids: dict[str, int], interval: float,
-                 every: float = 0.1) -> None:
+                 every: float = 0.1, slowdown: float = 1.0) -> None:
         super().__init__(daemon=True, name="map")
-        self.t0, self.every = t0, every
-        self.mapper = Mapper(layout, pids, interval)
+        self.t0, self.every = t0, every * slowdown
+        # On a slowed run a probe queues k times longer: the map's clocks slow with it.
+        self.mapper = Mapper(layout, pids, interval, window=WINDOW_S * slowdown,
+                             timeout=TIMEOUT_S * slowdown)
         self.samples: list[tuple[float, list[str]]] = []
         self.halt = threading.Event()
         self.error: str | None = None
@@ -134,7 +136,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     phases = sc.workload.phases(sc.topology.hosts)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
-                 "failed_flows": [], "cpus": fidelity.cpus()}
+                 "failed_flows": [], "cpus": fidelity.cpus(), "slowdown": sc.slowdown}
     with NicClient(hosts) as client:
         client.ask_each("trace_reset")
         before = client.ask_each("trace")
@@ -144,7 +146,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         t0 = time.monotonic()
         raw["t0"] = t0
         timeline = Timeline(sc.faults, t0, layout, pids, notify)
-        mapper = (MapRecorder(t0, layout, pids, sc.map_interval_ms / 1e3)
+        mapper = (MapRecorder(t0, layout, pids, sc.map_interval_ms / 1e3,
+                              slowdown=sc.slowdown)
                   if sc.map_interval_ms else None)
         if mapper is not None:
             mapper.start()
