@@ -182,12 +182,7 @@ class Nic:
         else:
             self.wake.fed(c)
         self.drain_events(c)
-        # A deadline can lie in the past when it is first known (a probe due since the
-        # EV's last probe, a silence that an ack just made judgeable): it runs at once,
-        # and the fidelity monitor measures lateness from when it became known, which is
-        # the host's delay, not the protocol's.
-        due = c.next_timer()
-        self.wake.schedule(c, None if due is None else max(due, now))
+        self.wake.schedule(c, c.next_timer(), self.now())
         self.drain_backlogs()
 
     def _flush_touched(self) -> None:

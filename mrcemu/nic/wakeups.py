@@ -32,11 +32,19 @@ class Wakeups(Generic[C]):
         # the next to get budget when a port drains (round robin between them).
         self._starved: dict[C, None] = {}
 
-    def schedule(self, c: C, due: float | None) -> None:
-        """The connection's next timer is now `due` (None: it has none)."""
+    def schedule(self, c: C, due: float | None, now: float) -> None:
+        """The connection's next timer is now `due` (None: it has none), computed at
+        `now`. A deadline already past wakes at once, and is counted late (the fidelity
+        monitor's timer lateness) from when the loop first knew something was due: an
+        overdue wake-up of this connection that has not run yet, or else `now`. A
+        deadline first known late (a probe due since the EV's last probe) is then not
+        the host's delay, while a stall that kept a known timer waiting still is."""
         if due is None:
             self._due.pop(c, None)
             return
+        if due < now:
+            prev = self._due.get(c)
+            due = max(due, prev) if prev is not None and prev <= now else now
         if self._due.get(c) == due:
             return
         self._due[c] = due
