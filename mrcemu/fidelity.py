@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, replace
 
-from mrcemu.transport.config import REFERENCE_MBPS
+from mrcemu.transport.config import clock_scale
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def for_links(host_link_mbps: float) -> Thresholds:
     to the links (`TransportConfig.for_topology`): on links k times slower the reorder
     window, the RTO and the pacer's bucket time are k times longer, and so is the
     lateness they tolerate. The shares (rate achieved, CPU) do not scale."""
-    k = REFERENCE_MBPS / host_link_mbps
+    k = clock_scale(host_link_mbps)
     return replace(THRESHOLDS, timer_p99_s=THRESHOLDS.timer_p99_s * k,
                    timer_max_s=THRESHOLDS.timer_max_s * k,
                    send_p99_s=THRESHOLDS.send_p99_s * k)

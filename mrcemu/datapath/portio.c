@@ -23,13 +23,26 @@
  * Pages are touched only as frames fill them, so the 4 MiB costs RSS only in use. */
 static uint8_t rx_buf[BURST_MAX][FRAME_MAX];
 
+/* Both calls start the same way: exactly `want` arguments, the first a file descriptor.
+ * Returns -1 with the exception set. */
+static int take_fd(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+		   const char *usage, int *fd)
+{
+	if (nargs != want) {
+		PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", usage, want);
+		return -1;
+	}
+	*fd = (int)PyLong_AsLong(args[0]);
+	return PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *py_recv_burst(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (nargs != 2)
-		return PyErr_Format(PyExc_TypeError, "recv_burst(fd, max) takes 2 arguments");
-	int fd = (int)PyLong_AsLong(args[0]);
+	int fd;
+	if (take_fd(args, nargs, 2, "recv_burst(fd, max)", &fd))
+		return NULL;
 	long max = PyLong_AsLong(args[1]);
-	if (PyErr_Occurred())
+	if (max == -1 && PyErr_Occurred())
 		return NULL;
 	if (max < 1 || max > BURST_MAX)
 		return PyErr_Format(PyExc_ValueError, "max must be 1..%d", BURST_MAX);
@@ -67,11 +80,11 @@ static PyObject *py_recv_burst(PyObject *self, PyObject *const *args, Py_ssize_t
 
 static PyObject *py_send_burst(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (nargs != 3)
-		return PyErr_Format(PyExc_TypeError, "send_burst(fd, frames, n) takes 3 arguments");
-	int fd = (int)PyLong_AsLong(args[0]);
+	int fd;
+	if (take_fd(args, nargs, 3, "send_burst(fd, frames, n)", &fd))
+		return NULL;
 	Py_ssize_t n = PyLong_AsSsize_t(args[2]);
-	if (PyErr_Occurred())
+	if (n == -1 && PyErr_Occurred())
 		return NULL;
 	Py_ssize_t have = PySequence_Length(args[1]);
 	if (have < 0)

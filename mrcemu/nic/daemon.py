@@ -182,7 +182,7 @@ class Nic:
         else:
             self.wake.fed(c)
         self.drain_events(c)
-        self.wake.schedule(c, c.next_timer(), self.now())
+        self.wake.schedule(c, c.next_timer(), now)
         self.drain_backlogs()
 
     def _flush_touched(self) -> None:

@@ -29,6 +29,12 @@ RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "reorder_wind
                "probe_interval", "roce_timeout")
 
 
+def clock_scale(host_link_mbps: float) -> float:
+    """How many times slower than the reference the clocks of a fabric with these host
+    links run (and the fidelity limits with them)."""
+    return REFERENCE_MBPS / host_link_mbps
+
+
 def pmtu_for(mtu: int) -> int:
     """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
     room = mtu - mrc_data_overhead()
@@ -74,7 +80,7 @@ class TransportConfig:
         `mrcemu run --slowdown`: the whole experiment runs that many times slower, so
         the emulated routing reconvergence does too (the links are already slowed in
         `topo`)."""
-        k = REFERENCE_MBPS / topo.host_link_mbps
+        k = clock_scale(topo.host_link_mbps)
         base = cls()
         return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
