@@ -136,12 +136,14 @@ def test_the_links_a_fault_acts_on_by_name():
 
 
 def test_a_slowed_run_judges_recovery_over_proportionally_longer_windows():
-    from mrcemu.scenario.analysis import BIN, _recovery
+    from mrcemu.scenario.analysis import BIN, PRE_FAULT, _recovery
     t = [round(i * BIN, 3) for i in range(60)]  # 3 s
-    # 50 Mb/s for the first 0.5 s, 100 until the fault at 1.0 s, nothing for 0.1 s, 100.
-    g = [50.0 if x < 0.5 else 100.0 if x < 1.0 or x >= 1.1 else 0.0 for x in t]
+    # 50 Mb/s, then 100 for the PRE_FAULT before the fault at 1.0 s, nothing for 0.1 s,
+    # then 100 again.
+    g = [50.0 if x < 1.0 - PRE_FAULT - 1e-9 else 100.0 if x < 1.0 or x >= 1.1 else 0.0
+         for x in t]
     series = {"t": t, "total_mbps": g}
     assert _recovery(series, 1.0, 3.0) == (100.0, 0.2)  # 2 bins averaged: 1.15-1.2 s
     level, rec = _recovery(series, 1.0, 3.0, slowdown=2.0)
-    assert level == 75.0  # the mean over the last 1.0 s, not 0.5 s
+    assert level == 75.0  # the mean over twice PRE_FAULT: half of it at 50 Mb/s
     assert rec is not None and rec > 0.2  # 4 bins averaged: low for longer

@@ -32,7 +32,8 @@ def test_every_builtin_loads_and_failover_is_as_specified():
     fo = load("failover")
     assert fo.topology.name == "default" and fo.workload.kind == "all-to-all"
     assert [(f.at, f.kind, f.target) for f in fo.faults] == [
-        (1.0, "switch-down", "p3s1"), (1.5, "gray", "p5l0-p5s2")]
+        (0.4, "switch-down", "p3s1"), (0.6, "gray", "p5l0-p5s2")]
+    assert fo.workload.iterations == 10
     assert fo.map_interval_ms == 100  # a run with faults is mapped unless told not to
 
 
