@@ -481,10 +481,9 @@ def streaming_all_to_all() -> str:
             "says so). Slowed until they are faithful, what is left between MRC and the "
             "capacity is the transport's own: retransmissions of packets that were late, "
             "not lost ('arrived twice' counts the copies the receivers got twice: the loss "
-            "detection judged a packet delayed behind a queue lost), and trims at the "
-            "receivers' downlinks, where seven senders meet, while the senders' congestion "
-            "windows converge. That is loss detection and congestion control (issue 13), "
-            "not the data path.\n")
+            "detection judged a packet delayed behind a queue lost), and trims (queues past "
+            "the switches' trim threshold) while the senders' congestion windows converge. "
+            "That is loss detection and congestion control (issue 13), not the data path.\n")
 
 
 @section("Switch: incast with trimming on and off")
