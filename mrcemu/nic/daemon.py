@@ -449,6 +449,7 @@ class Nic:
             due = [t for t in (self.wake.next_due(), self.next_send_time()) if t is not None]
             wait = min(due, default=now + 0.5) - now
             events = self.poller.poll(max(0.0, min(wait, 0.5)))
+            self.meter.wakeups += 1
             # Read the ports round-robin, a few frames each: draining one port's queue
             # before the next would reorder arrivals by milliseconds (and fool RACK).
             readable = [self.ports[fd_plane[fd]] for fd, _ in events if fd in fd_plane]

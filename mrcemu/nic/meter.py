@@ -96,6 +96,9 @@ class Meter:
         self.load = {p: PortLoad(r) for p, r in self.rates.items()}
         self.drops = {p: 0 for p in self.ports}
         self.packets = {p: 0 for p in self.ports}
+        # Loop rounds (each one wait for a timer, a frame or a request): with socket
+        # packets, what a wakeup costs and how many frames each one serves.
+        self.wakeups = 0
 
     def poll_sockets(self) -> None:
         for p, s in self.ports.items():
@@ -106,6 +109,7 @@ class Meter:
     def to_json(self, now: float) -> dict:
         self.poll_sockets()
         return {"wall_s": round(now - self.t0, 4), "cpu_s": round(_cpu() - self.cpu0, 4),
+                "wakeups": self.wakeups,
                 "timer_late": self.timers.to_json(), "send_late": self.sends.to_json(),
                 "ports": {str(p): {"socket_packets": self.packets[p],
                                    "socket_drops": self.drops[p], **self.load[p].to_json()}

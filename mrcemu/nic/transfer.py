@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
-from mrcemu.nic.client import NicClient
+from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.topology import Topology
 from mrcemu.topology.paths import ev_fields
 
@@ -46,7 +46,8 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
         if progress:
             progress(sum(w["acked_pkts"] or 0 for w in ws), sum(w["npkts"] or 0 for w in ws))
 
-    client.wait(writes, lambda: time.monotonic() - t0 > timeout, show)
+    client.wait(writes, lambda: time.monotonic() - t0 > timeout, show,
+                every=poll_interval(topo.host_link_mbps))
     elapsed = time.monotonic() - t0
     after = _stats(client, writes)
     measured = client.ask([(h, {"op": "fidelity"}) for h in nics])

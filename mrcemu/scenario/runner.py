@@ -17,7 +17,7 @@ from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
-from mrcemu.nic.client import NicClient
+from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
 from mrcemu.topology.faults import Fault
@@ -202,7 +202,8 @@ def _run_phase(client: NicClient, sc: Scenario, transport: str, it: int, ph: int
               for k, (s, d, n) in enumerate(flows)]
     client.post(writes)
     rec["flows"].extend(writes)
-    client.wait(writes, lambda: stop.is_set() or time.monotonic() - t0 > sc.timeout_s)
+    client.wait(writes, lambda: stop.is_set() or time.monotonic() - t0 > sc.timeout_s,
+                every=poll_interval(sc.topology.host_link_mbps))
     if not all(w.get("done_at") or w.get("failed") for w in writes):
         client.free(writes)  # given up: the regions must not hold the NICs' budgets
         return False

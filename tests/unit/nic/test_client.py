@@ -86,3 +86,21 @@ def test_wait_stops_when_told_to_give_up(monkeypatch):
         ws = c.post(writes(1))
         assert c.wait(ws, give_up=lambda: True) is False
         assert "done_at" not in ws[0]  # never polled
+
+
+def test_wait_polls_at_the_interval_it_is_given(monkeypatch):
+    monkeypatch.setattr(client_mod, "request", FakeDaemons())
+    slept: list[float] = []
+    monkeypatch.setattr(client_mod.time, "sleep", slept.append)
+    with NicClient(range(8)) as c:
+        ws = c.post(writes(1))
+        assert c.wait(ws, give_up=lambda: False, every=0.4)
+    assert slept == [0.4] and ws[0]["done_at"] == 2.0  # done at the first poll
+
+
+def test_the_poll_interval_follows_slower_links_only():
+    from mrcemu.nic.client import POLL, poll_interval
+
+    assert poll_interval(20) == POLL
+    assert poll_interval(1) == pytest.approx(20 * POLL)  # a fabric slowed 20 times
+    assert poll_interval(10_000) == POLL  # never more often than on 20 Mb/s links
