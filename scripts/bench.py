@@ -59,6 +59,32 @@ def mrcemu(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*MRCEMU, *args], capture_output=True, text=True, timeout=600)
 
 
+class BenchError(Exception):
+    """A step a section needs failed: the section reports this line instead."""
+
+
+def run_report(scenario: str, out: str, slowdown: float = 1) -> dict:
+    """`mrcemu run SCENARIO --slowdown K` into the empty folder `out`; its report.json."""
+    r = mrcemu("run", scenario, "--slowdown", str(slowdown), "--out", out)
+    if r.returncode:
+        raise BenchError(f"`mrcemu run {scenario}` failed: {r.stderr.strip()[-500:]}")
+    (folder,) = Path(out).iterdir()
+    return json.loads((folder / "report.json").read_text())
+
+
+def cpu_around(pids: list[int], *args: str) -> tuple[subprocess.CompletedProcess,
+                                                     tuple[float, float], dict, float]:
+    """`mrcemu ARGS`, and what it cost: the daemons' (user, system) seconds from
+    /proc/PID/stat, the whole machine's by kind from /proc/stat, and the wall time."""
+    before, host0, t0 = [_cpu_times(p) for p in pids], _host_cpu(), time.monotonic()
+    r = mrcemu(*args)
+    wall = time.monotonic() - t0
+    host = {k: v - host0[k] for k, v in _host_cpu().items()}
+    after = [_cpu_times(p) for p in pids]
+    used = tuple(sum(a[i] - b[i] for a, b in zip(after, before, strict=True)) for i in (0, 1))
+    return r, used, host, wall
+
+
 @section("Fabric bring-up and teardown")
 def fabric_updown() -> str:
     from mrcemu.fabric import state
@@ -231,14 +257,9 @@ def nic_line_rate() -> str:
             st = state.load_state()
             pids = [st.nics["h0"], st.nics["h1"]]
             size = 256 << 20
-            before, host0, t0 = [_cpu_times(p) for p in pids], _host_cpu(), time.monotonic()
-            r = mrcemu("send", "h0", "h1", "--size", str(size), "--json")
-            wall = time.monotonic() - t0
-            host = {k: v - host0[k] for k, v in _host_cpu().items()}
-            after = [_cpu_times(p) for p in pids]
+            r, (user, system), host, wall = cpu_around(pids, "send", "h0", "h1", "--size",
+                                                       str(size), "--json")
             ours = json.loads(r.stdout)
-            user, system = (sum(a[i] - b[i] for a, b in zip(after, before, strict=True))
-                            for i in (0, 1))
             pkts = -(-size // TransportConfig.for_topology(load(str(topo_file))).pmtu)
             # iperf2 over the same hosts, leaf and links (plain IPv6 between the hosts'
             # addresses, which the fabric routes), with the NICs stopped meanwhile: their
@@ -319,13 +340,8 @@ def nic_goodput() -> str:
         from mrcemu.transport.config import TransportConfig
         pmtu = TransportConfig.for_topology(load("default")).pmtu
         for tr, size in (("mrc", "64MiB"), ("roce", "16MiB")):
-            before = [_cpu_times(st.nics[h]) for h in ("h0", "h7")]
-            host0 = _host_cpu()
-            r = mrcemu("send", "h0", "h7", "--size", size, "--transport", tr, "--json")
-            host = {k: v - host0[k] for k, v in _host_cpu().items()}
-            after = [_cpu_times(st.nics[h]) for h in ("h0", "h7")]
-            used = tuple(sum(a[i] - b[i] for a, b in zip(after, before, strict=True))
-                         for i in (0, 1))
+            r, used, host, _ = cpu_around([st.nics[h] for h in ("h0", "h7")], "send", "h0",
+                                          "h7", "--size", size, "--transport", tr, "--json")
             res[tr] = js.loads(r.stdout)
             cpu[tr] = (used, host, -(-res[tr]["size"] // pmtu))
         rss = {}
@@ -452,11 +468,7 @@ def streaming_all_to_all() -> str:
         scen = Path(tmp) / "all-to-all-2mib.yaml"
         scen.write_text(yaml.safe_dump(spec))
         for i, k in enumerate((1, SLOWDOWN)):
-            r = mrcemu("run", str(scen), "--slowdown", str(k), "--out", f"{tmp}/{i}")
-            if r.returncode:
-                return f"`mrcemu run` failed: {r.stderr.strip()[-500:]}\n"
-            (folder,) = Path(f"{tmp}/{i}").iterdir()
-            rep = json.loads((folder / "report.json").read_text())
+            rep = run_report(str(scen), f"{tmp}/{i}", k)
             for t in ("mrc", "roce"):
                 v = rep["transports"][t]
                 f, c = v["fidelity"], v["counters"]
@@ -620,15 +632,10 @@ def failover() -> str:
     from mrcemu.scenario.model import load as load_scenario
 
     spec = load_scenario("failover")
-    runs = []
     with tempfile.TemporaryDirectory() as tmp:
         # Two at full speed (not faithful on a 2-core host), one slowed until it is.
-        for i, k in enumerate((1, 1, SLOWDOWN)):
-            r = mrcemu("run", "failover", "--slowdown", str(k), "--out", f"{tmp}/{i}")
-            if r.returncode:
-                return f"`mrcemu run failover` failed: {r.stderr.strip()[-500:]}\n"
-            (folder,) = Path(f"{tmp}/{i}").iterdir()
-            runs.append(json.loads((folder / "report.json").read_text()))
+        runs = [run_report("failover", f"{tmp}/{i}", k)
+                for i, k in enumerate((1, 1, SLOWDOWN))]
     ratios = [r["transports"]["roce"]["job_completion_s"]
               / r["transports"]["mrc"]["job_completion_s"] for r in runs]
     lo, hi = min(ratios), max(ratios)
@@ -718,11 +725,7 @@ def flap_vs_clean() -> str:
         clean = dict(data, faults=[])
         (Path(tmp) / "no-fault.yaml").write_text(yaml.safe_dump(clean))
         for name, arg in (("flap", "flap"), ("no fault", f"{tmp}/no-fault.yaml")):
-            r = mrcemu("run", arg, "--out", f"{tmp}/{name.replace(' ', '-')}")
-            if r.returncode:
-                return f"`mrcemu run {arg}` failed: {r.stderr.strip()[-300:]}\n"
-            (folder,) = Path(f"{tmp}/{name.replace(' ', '-')}").iterdir()
-            rep = json.loads((folder / "report.json").read_text())
+            rep = run_report(arg, f"{tmp}/{name.replace(' ', '-')}")
             out[name] = {t: v["job_completion_s"] for t, v in rep["transports"].items()}
             out[name]["fidelity"] = rep.get("fidelity")
     f, c = out["flap"], out["no fault"]
@@ -759,7 +762,11 @@ def main() -> None:
         if args.only and args.only.lower() not in title.lower():
             continue
         print(f"bench: {title} ...", file=sys.stderr, flush=True)
-        parts.append(f"## {title}\n\n{fn()}")
+        try:
+            text = fn()
+        except BenchError as e:
+            text = f"{e}\n"
+        parts.append(f"## {title}\n\n{text}")
     (ROOT / args.out).write_text("\n".join(parts))
     print(f"bench: wrote {args.out}", file=sys.stderr)
 

@@ -40,19 +40,25 @@ def goodput_series(raw: dict, planes: int) -> dict:
             "per_plane_mbps": per_plane, "total_mbps": total}
 
 
+def recovery_windows(slowdown: float = 1.0) -> tuple[float, int]:
+    """(seconds the pre-fault level is averaged over, goodput bins averaged when judging
+    recovery). On a run slowed k times (`--slowdown`) both are k times longer: the same
+    number of packets, not of seconds."""
+    return PRE_FAULT * slowdown, max(1, round(SMOOTH * slowdown))
+
+
 def _recovery(series: dict, at: float, until: float,
               slowdown: float = 1.0) -> tuple[float | None, float | None]:
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
 
-    0.0 when it never fell below 90 %; None when it had not recovered by `until`. On a
-    run slowed k times (`--slowdown`) both averaging windows are k times longer: the
-    same number of packets, not of seconds."""
+    0.0 when it never fell below 90 %; None when it had not recovered by `until`. The
+    averaging windows are `recovery_windows(slowdown)`."""
     t, g = series["t"], series["total_mbps"]
-    pre = [x for tt, x in zip(t, g, strict=True) if at - PRE_FAULT * slowdown <= tt < at]
+    before, n = recovery_windows(slowdown)
+    pre = [x for tt, x in zip(t, g, strict=True) if at - before <= tt < at]
     if not pre or not sum(pre):
         return None, None
     level = sum(pre) / len(pre)
-    n = max(1, round(SMOOTH * slowdown))
     smooth = [sum(g[max(0, i - n + 1):i + 1]) / min(n, i + 1) for i in range(len(g))]
     dipped = False
     for tt, x in zip(t, smooth, strict=True):

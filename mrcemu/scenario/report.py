@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from mrcemu import fidelity
-from mrcemu.scenario.analysis import BIN, PRE_FAULT, SMOOTH
+from mrcemu.scenario.analysis import BIN, recovery_windows
 
 LABEL = {"mrc": "MRC", "roce": "RoCE"}
 
@@ -93,7 +93,7 @@ def _recovered(f: dict) -> str:
 
 def markdown(report: dict) -> str:
     head, rows = table_rows(report)
-    k = report.get("slowdown", 1.0)  # analysis' windows are k times longer on a slowed run
+    before, bins = recovery_windows(report.get("slowdown", 1.0))
     lines = [f"# {report['scenario']} on {report['topology']}", "",
              report.get("description", ""), "",
              f"Run {report['started']}, machine: {report['machine']}.", "",
@@ -125,9 +125,9 @@ def markdown(report: dict) -> str:
     lines += ["", "Definitions: failover time is measured from the moment the fault took "
               "effect. *Last packet on failed path*: the last data packet the senders put on "
               "a path through the failed element before it healed. *Goodput back to 90 %*: "
-              f"after goodput (summed over receivers, {round(SMOOTH * k) * BIN:g} s average) first "
-              f"fell below 90 % of its mean over the {PRE_FAULT * k:g} s before the fault, the "
-              "time it first got back above.", ""]
+              f"after goodput (summed over receivers, {bins * BIN:g} s average) first fell below "
+              f"90 % of its mean over the {before:g} s before the fault, the time it first got "
+              "back above.", ""]
     return "\n".join(lines)
 
 
