@@ -103,7 +103,11 @@ def judge(hosts: dict[str, dict], cpus: int, th: Thresholds = THRESHOLDS) -> dic
                                  for p in m["ports"].values()
                                  if p["achieved"] is not None
                                  and p["backlogged_s"] >= th.min_backlogged_s), default=None),
-            "nic_cpu_s": round(cpu, 3), "nic_cpu_share": round(share, 4) if share else None,
+            "nic_cpu_s": round(cpu, 3),
+            # of which the harness's (buffers filled and hashed, regions allocated): what
+            # per-packet costs leave out
+            "harness_cpu_s": round(sum(m.get("harness_cpu_s", 0.0) for m in hosts.values()), 3),
+            "nic_cpu_share": round(share, 4) if share else None,
             "cpus": cpus, "thresholds": asdict(th), "hosts": hosts}
 
 

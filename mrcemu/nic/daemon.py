@@ -325,7 +325,8 @@ class Nic:
                     "memory_budget": self.memory.budget}
         if op == "register":
             try:
-                mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())
+                with self.meter.harness():  # allocating (zeroing) the region
+                    mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())
             except BudgetExceeded as e:
                 return {"ok": False, "error": str(e)}
             self.log("register", rkey=mr.rkey, size=len(mr.buf))
@@ -337,7 +338,9 @@ class Nic:
             mr = self.memory.regions.get(int(req["rkey"]))
             if mr is None:
                 return {"ok": False, "error": f"no memory region with R_Key {req['rkey']}"}
-            return {"ok": True, "sha256": mr.sha256()}
+            with self.meter.harness():
+                digest = mr.sha256()
+            return {"ok": True, "sha256": digest}
         if op == "write":
             peer, transport = int(req["peer"]), req.get("transport", "mrc")
             if not 0 <= peer < self.topo.hosts or peer == self.host:
@@ -347,9 +350,10 @@ class Nic:
                 self.memory.check_budget(size, also_held=self.source_bytes())
             except BudgetExceeded as e:
                 return {"ok": False, "error": str(e)}
-            data = bytearray(size)
-            datapath.fill(data, int(req.get("seed", 1)))
-            digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
+            with self.meter.harness():
+                data = bytearray(size)
+                datapath.fill(data, int(req.get("seed", 1)))
+                digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
             c = self.conn(peer, transport)
             msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
                                imm=req.get("imm"))
