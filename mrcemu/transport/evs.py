@@ -78,7 +78,9 @@ class EvProfile:
     _rng: random.Random = field(default_factory=lambda: random.Random(1))
     _order: list[int] = field(default_factory=list)
     _pos: int = 0
-    bad_count: int = 0  # EVs in ASSUMED_BAD: lets the hot loop skip probe scans
+    # The EVs in ASSUMED_BAD, by EV: probing visits these, not every EV in the profile
+    # (next_timer asks after every flush, and a profile holds hundreds).
+    bad: dict[int, Ev] = field(default_factory=dict)
 
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
@@ -105,11 +107,15 @@ class EvProfile:
         for e in self.evs.values():
             if e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation:
                 self._set(e, EvState.GOOD, -1.0, "skip over")
-        per_plane = {}
-        for plane in self.planes:
-            ids = [e.ev for e in self.evs.values() if e.path.plane == plane and self.usable(e)]
-            self._rng.shuffle(ids)
-            per_plane[plane] = ids
+        # One pass over the EVs, not one per plane: a rotation is as long as the profile,
+        # so this is a per-packet cost amortised.
+        per_plane: dict[int, list[int]] = {plane: [] for plane in self.planes}
+        for e in self.evs.values():
+            ids = per_plane.get(e.path.plane)
+            if ids is not None and self.usable(e):
+                ids.append(e.ev)
+        for plane in self.planes:  # shuffled in plane order: the seeded order is unchanged
+            self._rng.shuffle(per_plane[plane])
         order: list[int] = []
         depth = max((len(v) for v in per_plane.values()), default=0)
         for i in range(depth):
@@ -134,7 +140,10 @@ class EvProfile:
     def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
         if e.state is not state:
             self.emit(EvStateChanged(now, e.ev, e.state.value, state.value, why))
-            self.bad_count += (state is EvState.ASSUMED_BAD) - (e.state is EvState.ASSUMED_BAD)
+            if state is EvState.ASSUMED_BAD:
+                self.bad[e.ev] = e
+            else:
+                self.bad.pop(e.ev, None)
             e.state = state
 
     def skip(self, ev: int, now: float, why: str) -> None:
@@ -228,12 +237,13 @@ class EvProfile:
             self.planes_down.add(plane)
             self.emit(EvStateChanged(now, -1, f"plane {plane}", "DOWN", "port status"))
 
+    @property
+    def bad_count(self) -> int:
+        return len(self.bad)
+
     def needs_probe(self, now: float, interval: float) -> list[Ev]:
-        if not self.bad_count:
-            return []
-        return [e for e in self.evs.values()
-                if e.state is EvState.ASSUMED_BAD and e.path.plane not in self.planes_down
-                and e.last_probe + interval <= now]
+        return [e for e in self.bad.values()
+                if e.path.plane not in self.planes_down and e.last_probe + interval <= now]
 
     def states(self) -> dict[str, str]:
         return {f"0x{e.ev:08x}": e.state.value for e in self.evs.values()}

@@ -48,3 +48,32 @@ def test_a_probed_back_ev_whose_path_is_covered_stays_a_backup():
     before = active_per_path(prof, 3)
     prof.probe_answered(backup.ev, 1.1, marked=False)
     assert not backup.active and active_per_path(prof, 3) == before
+
+
+def test_probing_visits_exactly_the_assumed_bad_evs_of_live_planes():
+    prof = profile(load("default"), 0, 7, TransportConfig())
+    evs = [e for e in prof.evs.values() if e.active]
+    a, b, c = evs[0], next(e for e in evs if e.path.plane != evs[0].path.plane), evs[-1]
+    for e in (a, b, c):
+        prof.assume_bad(e.ev, 1.0, "test")
+    assert prof.bad_count == 3
+    assert {e.ev for e in prof.needs_probe(2.0, 0.5)} == {a.ev, b.ev, c.ev}
+    a.last_probe = 1.8  # probed 0.2 s ago: not due again before 2.3
+    assert {e.ev for e in prof.needs_probe(2.0, 0.5)} == {b.ev, c.ev}
+    prof.set_plane(b.path.plane, False, 2.0)  # nothing to probe through a dead port
+    assert b.ev not in {e.ev for e in prof.needs_probe(2.0, 0.5)}
+    prof.probe_answered(c.ev, 2.1, marked=False)
+    assert c.ev not in prof.bad and prof.bad_count == 2
+    assert all(e.state.value == "ASSUMED_BAD" for e in prof.bad.values())
+
+
+def test_a_rotation_holds_every_usable_ev_once_with_the_planes_interleaved():
+    prof = profile(load("default"), 0, 7, TransportConfig())
+    bad = next(e for e in prof.evs.values() if e.active)
+    prof.assume_bad(bad.ev, 0.0, "test")
+    prof._new_rotation()
+    order = list(prof._order)
+    usable = {e.ev for e in prof.evs.values() if prof.usable(e)}
+    assert sorted(order) == sorted(usable) and bad.ev not in order
+    planes = [prof.evs[ev].path.plane for ev in order]
+    assert planes[:len(prof.planes)] == list(prof.planes)  # one of each plane in turn
