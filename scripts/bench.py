@@ -268,7 +268,8 @@ def nic_line_rate() -> str:
             r, (user, system), host, wall = cpu_around(pids, "send", "h0", "h1", "--size",
                                                        str(size), "--json")
             ours = json.loads(r.stdout)
-            pkts = -(-size // TransportConfig.for_topology(load(str(topo_file))).pmtu)
+            cfg = TransportConfig.for_topology(load(str(topo_file)))
+            pkts = -(-size // cfg.pmtu)
             # iperf2 over the same hosts, leaf and links (plain IPv6 between the hosts'
             # addresses, which the fabric routes), with the NICs stopped meanwhile: their
             # AF_PACKET sockets would otherwise read every datagram too.
@@ -326,7 +327,8 @@ def nic_line_rate() -> str:
             f"{machine:.0f} us a packet (user {busy['user'] + busy['nice']:.0f}, system "
             f"{busy['system']:.0f}, softirq {busy['softirq'] + busy['irq']:.0f}). The "
             "verdict is not faithful here because the transport's clocks scale with the "
-            "link rate: at 10 Gb/s the RTO floor is 200 us and the reorder window 10 us, "
+            f"link rate: at {PAIR['host_link_mbps'] / 1000:g} Gb/s the RTO floor is "
+            f"{cfg.min_rto * 1e6:g} us and the reorder window {cfg.reorder_window * 1e6:g} us, "
             "below what this host can time, so some retransmissions are spurious and the "
             "congestion window backs off for them. D1 is therefore the emulator as it runs "
             "at this rate, not the data path's ceiling alone.\n\n")
