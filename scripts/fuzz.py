@@ -1,6 +1,6 @@
-"""Coverage-guided fuzzing of the compiled parser and responder: libFuzzer with AddressSanitizer and
-UBSan, from Debian's clang (`libclang-rt-14-dev`). `make fuzz` runs it long; the tests
-run it short.
+"""Coverage-guided fuzzing of the compiled parser, responder and sender: libFuzzer with
+AddressSanitizer and UBSan, from Debian's clang (`libclang-rt-14-dev`). `make fuzz` runs
+it long; the tests run it short.
 
     python scripts/fuzz.py [--runs N] [--workdir DIR]
 """
@@ -19,7 +19,7 @@ from mrcemu.wire import codec
 from mrcemu.wire.constants import Dscp, Opcode
 
 HERE = Path(__file__).resolve().parents[1] / "mrcemu" / "datapath"
-SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c")
+SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c", HERE / "sender.c")
 REGION = 4096  # the harness's memory region (fuzz.c REGION)
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 
@@ -43,7 +43,7 @@ def build(out: Path, wire_c: Path = SOURCES[1], responder_c: Path = SOURCES[2]) 
         raise FuzzError("clang is not installed: run `make install`")
     exe = out / "fuzz-parse"
     r = subprocess.run([clang, *FLAGS, f"-I{HERE}", str(SOURCES[0]), str(wire_c),
-                        str(responder_c), "-o", str(exe)],
+                        str(responder_c), str(SOURCES[3]), "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         hint = (" (libFuzzer comes with libclang-rt-14-dev: run `make install`)"
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> int:
     except FuzzError as e:
         print(f"fuzz: {e}", file=sys.stderr)
         return 1
-    print(f"fuzz: {res.runs:,} inputs through the compiled parser and responder under "
+    print(f"fuzz: {res.runs:,} inputs through the compiled parser, responder and sender under "
           f"ASan+UBSan in {res.seconds:.0f} s, {res.coverage} edges covered, no crash, no leak")
     return 0
 

@@ -24,6 +24,10 @@ icrc = _datapath.icrc
 # The MRC responder's per-packet work (responder.c) and the memory it places into.
 Regions = _datapath.Regions
 Responder = _datapath.Responder
+# The MRC requester's per-packet work (sender.c), and the per-EV record it shares with
+# the policy's Ev (evs.py).
+Sender = _datapath.Sender
+EvSlot = _datapath.EvSlot
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the
 # per-packet fields zero): the requester's framing in one call.

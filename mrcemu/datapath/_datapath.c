@@ -9,6 +9,7 @@
 
 #include "portio.h"
 #include "responder.h"
+#include "sender_type.h"
 #include "wire.h"
 
 static PyObject *Decoded, *DecodeError;
@@ -795,14 +796,17 @@ PyMODINIT_FUNC PyInit__datapath(void)
 		if (!(*want[i].f = mrc_find_field(want[i].h, want[i].name)))
 			return PyErr_Format(PyExc_ImportError, "the layout has no %s field",
 					    want[i].name);
-	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0)
+	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0 ||
+	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
 	if (PyModule_AddFunctions(m, mrc_portio_methods) < 0 ||
 	    PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
-	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0) {
+	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0 ||
+	    PyModule_AddObjectRef(m, "EvSlot", (PyObject *)&EvSlotType) < 0 ||
+	    PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -5,11 +5,16 @@
  * capture or not), the rest is the packet. Every input also goes to one responder (its
  * state carried over eight inputs, so short sequences reach its deeper states), whose only
  * region is a heap block of exactly its size: a payload placed a byte outside it is a
- * heap-buffer-overflow. */
+ * heap-buffer-overflow. A SACK, NACK or ACK that parses also goes to one sender (sender.c)
+ * with packets outstanding, which then frames what it may send into heap blocks of
+ * exactly the frame's length and runs its timers: hostile acknowledgements must leave
+ * its records within their bounds. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "responder.h"
+#include "sender.h"
 #include "wire.h"
 
 #define REGION 4096
@@ -42,6 +47,84 @@ static void responder_setup(void)
 	}
 }
 
+static struct mrc_sender snd;
+static struct mrc_evslot slots[2];
+static uint8_t source[40 * 256];
+
+static int rotate(void *ctx)
+{
+	static const int32_t order[2] = {0, 1};
+	return mrc_tx_set_order(&snd, order, 2);
+}
+
+static void sender_setup(void)
+{
+	if ((inputs - 1) % 8 != 0)
+		return;
+	mrc_tx_free(&snd);
+	struct mrc_tx_consts k = {0x0A, 0x1E, 1e-7, 3};
+	if (mrc_tx_init(&snd, 32, 256, &k) < 0)
+		abort();
+	static const uint8_t ops[MRC_T_N] = {MRC_OP_WRITE_ONLY, MRC_OP_WRITE_ONLY_IMM,
+					     MRC_OP_WRITE_FIRST, MRC_OP_WRITE_MIDDLE,
+					     MRC_OP_WRITE_LAST, MRC_OP_WRITE_LAST_IMM};
+	for (int t = 0; t < MRC_T_N; t++) {
+		uint8_t body[MRC_BTH_LEN + 64] = {ops[t]};
+		size_t n = MRC_BTH_LEN + MRC_HEADERS[MRC_H_METH].len + MRC_HEADERS[MRC_H_RETH].len;
+		if (t == MRC_T_ONLY_IMM || t == MRC_T_LAST_IMM)
+			n += MRC_HEADERS[MRC_H_IMMDT].len;
+		if (mrc_tx_template(&snd, t, body, n) < 0)
+			abort();
+	}
+	struct mrc_txpath p[2] = {{.ev = 5, .fb = &slots[0]}, {.ev = 6, .fb = &slots[1]}};
+	for (int i = 0; i < 2; i++)
+		slots[i] = (struct mrc_evslot){-1.0, NAN, -1.0, 0, 0, 0, 1};
+	mrc_tx_set_paths(&snd, p, 2);
+	snd.rotate = rotate;
+	mrc_tx_post(&snd, 0, 0, 1, source, sizeof(source), 0, 0, NULL);
+	mrc_tx_post(&snd, 1, 0, 1, source, 300, 1, 7, NULL);
+}
+
+/* What a parsed SACK, NACK or ACK does to the sender; then it sends and times out. */
+static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double now)
+{
+	const uint8_t *h = p->nheaders ? pkt + p->header_at[0] : NULL;
+	const uint8_t *bth = pkt + p->ip + MRC_IP6_LEN + MRC_UDP_LEN;
+	struct mrc_ack_result r;
+	int s = p->nheaders ? p->header[0] : -1;
+#define F(hd, name) mrc_field(h, mrc_find_field(hd, name))
+#define FS(hd, name) mrc_field_signed(h, mrc_find_field(hd, name))
+	if (p->opcode == MRC_OP_RELIABILITY_SACK && s == MRC_H_SETH) {
+		mrc_tx_ack(&snd, (uint32_t)F(s, "cack_psn"), (int32_t)FS(s, "sack_offset"),
+			   F(s, "sack_bitmap"), !F(s, "pr"), (int32_t)FS(s, "ack_psn_offset"), now,
+			   1e-3, &r);
+		if (r.latest >= 0)
+			mrc_tx_rack(&snd, r.latest, 1e-3);
+	} else if (p->opcode == MRC_OP_RELIABILITY_NACK && s == MRC_H_NETH) {
+		mrc_tx_nack(&snd, (uint32_t)F(s, "nack_psn"), (int32_t)(F(s, "entropy") % 3) - 1,
+			    now, F(s, "nack_reason") & 1);
+	} else if (p->opcode == MRC_OP_ACKNOWLEDGE) {
+		mrc_tx_ack(&snd, (uint32_t)(mrc_field(bth, mrc_find_field(MRC_H_BTH, "psn")) + 1),
+			   0, 0, 0, 0, now, 1e-3, &r);
+	}
+#undef F
+#undef FS
+	struct mrc_pick pick;
+	for (int i = 0; i < 4 && mrc_tx_pick(&snd, now, 8 * 256, 1e-3, &pick) == 1; i++) {
+		uint8_t *frame = malloc(pick.frame_len);
+		mrc_tx_frame(&snd, &pick, now, frame);
+		free(frame);
+	}
+	int32_t blame[2];
+	size_t nb;
+	mrc_tx_rack_timer(&snd, now, 1e-3, 1e-3);
+	mrc_tx_rto(&snd, now, 5e-3, 1e-3, blame, 2, &nb);
+	if (snd.outstanding > snd.window || snd.inflight < 0 || snd.inflight > 32 * 256)
+		abort(); /* the records left their bounds */
+	snd.done.n = snd.watch.n = snd.nloss = 0;
+	snd.tr_n = 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -67,6 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* a region outside the packet is a bug even if unread */
 	}
 	responder_setup();
+	sender_setup();
+	if (mrc_parse(pkt, len, 0, 0, &p) == MRC_OK)
+		sender_feed(pkt, &p, inputs * 1e-4);
 	resp.verify_icrc = mode & 1;
 	enum mrc_error err;
 	double now = inputs * 1e-4;

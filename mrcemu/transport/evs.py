@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mrcemu.datapath import EvSlot
 from mrcemu.topology.paths import ev_variant
 from mrcemu.transport.events import EvStateChanged
 
@@ -43,22 +44,41 @@ class PathInfo:
     delivered: bytes  # the destination port's address: MRC's inner DA, RoCE's on arrival
 
 
+def _slot_field(name: str, doc: str) -> property:
+    return property(lambda e: getattr(e.fb, name), lambda e, v: setattr(e.fb, name, v),
+                    doc=doc)
+
+
 @dataclass
 class Ev:
     path: PathInfo
     state: EvState = EvState.GOOD
     active: bool = True
     skip_until_rotation: int = 0
-    last_feedback: float = -1.0
-    silent_since: float | None = None  # first send not yet followed by feedback
-    unanswered: int = 0  # packets sent since the last feedback
-    heard_sent: float = -1.0  # send time of the latest packet on this EV known to arrive
     skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
     last_congested: float = -1.0  # a switch on this path trimmed or ECN-marked our packet
     last_probe: float = -1.0
     probe_seq: int = 0
-    sent: int = 0
-    sent_bytes: int = 0
+    # What the compiled data path writes per packet and the policy reads per event
+    # (sender.c): one record both share, so nothing is copied back and forth.
+    fb: EvSlot = field(default_factory=EvSlot, repr=False, compare=False)
+
+    last_feedback = _slot_field("last_feedback", "when feedback last came on this EV")
+    unanswered = _slot_field("unanswered", "packets sent since the last feedback")
+    heard_sent = _slot_field("heard_sent",
+                             "send time of the latest packet on this EV known to arrive")
+    sent = _slot_field("sent", "data packets sent on this EV")
+    sent_bytes = _slot_field("sent_bytes", "their bytes")
+
+    @property
+    def silent_since(self) -> float | None:
+        """The first send not yet followed by feedback."""
+        t = self.fb.silent_since_raw
+        return None if t != t else t  # NaN: none
+
+    @silent_since.setter
+    def silent_since(self, t: float | None) -> None:
+        self.fb.silent_since_raw = float("nan") if t is None else t
 
     @property
     def ev(self) -> int:
@@ -81,6 +101,11 @@ class EvProfile:
     # The EVs in ASSUMED_BAD, by EV: probing visits these, not every EV in the profile
     # (next_timer asks after every flush, and a profile holds hundreds).
     bad: dict[int, Ev] = field(default_factory=dict)
+    # Told each new rotation's order (the compiled sender sprays by it).
+    on_rotation: Callable[[list[int]], None] = field(default=lambda _o: None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._sync_all()
 
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
@@ -99,6 +124,17 @@ class EvProfile:
         return (e.active and e.path.plane not in self.planes_down
                 and (e.state is EvState.GOOD
                      or (e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation)))
+
+    def _sync(self, e: Ev) -> None:
+        """The data path's copy of `usable`: set wherever what it depends on changes."""
+        e.fb.usable = self.usable(e)
+
+    def _sync_all(self) -> None:
+        for e in self.evs.values():
+            e.fb.usable = self.usable(e)
+
+    def new_rotation(self) -> None:
+        self._new_rotation()
 
     def _new_rotation(self) -> None:
         """Order the next rotation: planes interleaved so they stay evenly loaded, and
@@ -123,6 +159,7 @@ class EvProfile:
                 if i < len(per_plane[plane]):
                     order.append(per_plane[plane][i])
         self._order, self._pos = order, 0
+        self.on_rotation(order)
 
     def next_ev(self) -> Ev | None:
         for _ in range(2):
@@ -145,6 +182,7 @@ class EvProfile:
             else:
                 self.bad.pop(e.ev, None)
             e.state = state
+            self._sync(e)
 
     def skip(self, ev: int, now: float, why: str) -> None:
         e = self.evs.get(ev)
@@ -175,6 +213,7 @@ class EvProfile:
         self._set(e, EvState.ASSUMED_BAD, now, why)
         if e.active:
             e.active = False
+            self._sync(e)
             self._promote_backup(e.path.plane, now, e.path.spine)
 
     def _promote_backup(self, plane: int, now: float, spine: int | None = None) -> None:
@@ -188,6 +227,7 @@ class EvProfile:
         pool.sort(key=lambda b: b.path.spine in suspect)
         if pool:
             pool[0].active = True
+            self._sync(pool[0])
             self.emit(EvStateChanged(now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
 
     def probe_answered(self, ev: int, now: float, marked: bool) -> None:
@@ -205,12 +245,14 @@ class EvProfile:
         # while another carried two shares.
         plane = [x for x in self.evs.values() if x.path.plane == e.path.plane]
         e.active = not any(x.active for x in plane if x.path.spine == e.path.spine)
+        self._sync(e)
         if e.active:
             per_path = Counter(x.path.spine for x in plane if x.active)
             doubled = [x for x in plane if x.active and per_path[x.path.spine] > 1]
             doubled.sort(key=lambda x: x.ev == ev_variant(x.ev, 0))  # a variant first
             if doubled:
                 doubled[0].active = False
+                self._sync(doubled[0])
                 self.emit(EvStateChanged(now, doubled[0].ev, "ACTIVE", "BACKUP",
                                          "its path's own EV is back"))
 
@@ -219,6 +261,7 @@ class EvProfile:
         self._set(e, EvState.DENIED, now, "admin deny")
         if e.active:
             e.active = False
+            self._sync(e)
             self._promote_backup(e.path.plane, now)
 
     def allow(self, ev: int, now: float) -> None:
@@ -229,12 +272,14 @@ class EvProfile:
     def set_plane(self, plane: int, up: bool, now: float) -> None:
         if up and plane in self.planes_down:
             self.planes_down.discard(plane)
+            self._sync_all()
             # Back only once probes succeed.
             for e in self.evs.values():
                 if e.path.plane == plane and e.state is not EvState.DENIED:
                     self._set(e, EvState.ASSUMED_BAD, now, "plane back: probe first")
         elif not up and plane not in self.planes_down:
             self.planes_down.add(plane)
+            self._sync_all()
             self.emit(EvStateChanged(now, -1, f"plane {plane}", "DOWN", "port status"))
 
     @property

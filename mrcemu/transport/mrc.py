@@ -1,23 +1,26 @@
 """The MRC connection: a sans-IO state machine for one QP toward one peer.
 
-Both roles live in one object, like aioquic's QuicConnection: as requester it
-segments posted WRITEs and sprays them over the EV profile; as responder it hands
-every data packet to the compiled data path (`datapath.Responder`, responder.c),
-which validates it, places its payload at the RETH address, keeps the PSN bitmap and
-frames SACK/NACK/ACK at the configured cadence. The policy here sees the responder
-per completed message and per control packet, never per payload byte: it chooses
-the EVs control packets go on and answers probes and endpoint requests.
+Both roles live in one object, like aioquic's QuicConnection, and each role's
+per-packet work is the compiled data path's:
+- as requester, `datapath.Sender` (sender.c) segments posted WRITEs, frames each packet
+  onto the next EV of the spraying order the profile hands it, keeps the per-PSN send
+  records and resolves SACKs, NACKs, RACK and the RTO scan against them;
+- as responder, `datapath.Responder` (responder.c) validates each data packet, places
+  its payload at the RETH address, keeps the PSN bitmap and frames SACK/NACK/ACK at the
+  configured cadence.
+The policy here works per SACK, per NACK, per timer and per completed message, never
+per data packet: EV states and the spraying order, congestion control, RTT estimates,
+which losses and silences condemn a path, probes and endpoint requests.
 It never reads a clock: every entry point takes `now`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from mrcemu import datapath
-from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, unwrap
+from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile
@@ -54,21 +57,6 @@ def timestamp(now: float) -> int:
     return int(now / TIMESTAMP_UNIT) & 0xFFFF
 
 
-@dataclass
-class Outstanding:
-    psn: int
-    msg: Message
-    offset: int
-    length: int
-    ev: int
-    sent_time: float
-    retx: int = 0
-    lost: bool = False
-    first_ev: int = 0  # the EV of the original transmission
-    lost_ev: int = -1  # the EV of the first copy, if it was declared lost; when it left
-    lost_sent: float = -1.0
-
-
 class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None) -> None:
@@ -77,21 +65,31 @@ class MrcConnection(ConnectionBase):
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
         self.memory = memory or MemoryTable()
         self._stats = Stats()
-        self.tx_trace = TxTrace()
+        self._trace = TxTrace()
         super().__init__()
         self.profile.emit = self._on_profile_change
-        # requester
-        self.next_psn = 0
+        # requester: the compiled sender, framing from the codec's per-opcode bodies with
+        # every per-packet field zero (it writes those by name)
         self.next_msn = 0
-        self.una = 0  # lowest PSN not yet acknowledged
-        self.outstanding: OrderedDict[int, Outstanding] = OrderedDict()  # in send order
-        self.pending: deque[tuple[Message, int, int]] = deque()  # (msg, offset, length) unsent
-        self.rtx_queue: deque[int] = deque()
-        self.inflight = 0
+        templates = tuple(
+            codec.data_body(opcode=op, dqpn=remote_qpn, psn=0, msn=0, va=0, rkey=0,
+                            dmalen=0, timestamp=0,
+                            imm=0 if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM)
+                            else None)
+            for op in (Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM, Opcode.WRITE_FIRST,
+                       Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM))
+        self.tx = datapath.Sender(
+            cfg.rcv_window, cfg.pmtu, templates,
+            ((Dscp.TRIMMABLE << 2) | ECT0, (Dscp.TRIMMABLE_RETX << 2) | ECT0, TIMESTAMP_UNIT,
+             SILENT_AFTER),
+            self.profile.new_rotation)
+        self._evs = list(self.profile.evs.values())  # by the sender's path index
+        self.tx.set_paths([(e.fb, e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
+                            e.path.container) for e in self._evs])
+        self.profile.on_rotation = self._spray_order
         self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
         self.srtt: float | None = None
         self.last_sack = -1.0
-        self.latest_acked_sent = -1.0  # send time of the latest-sent packet acked so far
         self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
         self.rttvar = 0.0
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
@@ -116,14 +114,6 @@ class MrcConnection(ConnectionBase):
              SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, EV_HIGH_HALF_IN_SPORT,
              RCVD_BYTES_UNIT))
         self._paths_dirty = True  # the control EVs the responder uses are stale
-        # Data bodies per opcode with every per-packet field zero: the compiled framing
-        # writes those by name (wire.frame_data), the rest is the codec's.
-        self._data_templates = {
-            op: codec.data_body(opcode=op, dqpn=remote_qpn, psn=0, msn=0, va=0, rkey=0,
-                                dmalen=0, timestamp=0,
-                                imm=0 if op in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM)
-                                else None)
-            for op in MRC_DATA}
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
@@ -132,7 +122,6 @@ class MrcConnection(ConnectionBase):
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
                    now: float, imm: int | None = None) -> int:
         mv = memoryview(data)
-        pmtu = self.cfg.pmtu
         if self.idle:
             # An idle connection's window says nothing about the network now: restart it
             # (and its backoff) rather than burst a stale window into it.
@@ -140,15 +129,41 @@ class MrcConnection(ConnectionBase):
             self.backoff = 1
             for e in self.profile.evs.values():
                 e.skip_len = 1
-        npkts = max(1, -(-len(mv) // pmtu))
-        msg = Message(self.next_msn, remote_va, rkey, mv, self.next_psn, npkts, imm,
-                      posted_at=now)
+        npkts = max(1, -(-len(mv) // self.cfg.pmtu))
+        first = self.tx.post(self.next_msn, remote_va, rkey, mv, imm)
+        msg = Message(self.next_msn, remote_va, rkey, mv, first, npkts, imm, posted_at=now)
         self.messages[msg.msn] = msg
         self.next_msn += 1
-        for i in range(npkts):
-            self.pending.append((msg, i * pmtu, min(pmtu, len(mv) - i * pmtu)))
-        self.next_psn += npkts
         return msg.msn
+
+    def _spray_order(self, order: list[int]) -> None:
+        """A new rotation: the sender sprays by it (EVs named by its path index)."""
+        evs = self.profile.evs
+        self.tx.set_order([evs[ev].fb.index for ev in order])
+
+    @property
+    def una(self) -> int:
+        """The lowest PSN not yet acknowledged."""
+        return self.tx.una
+
+    @property
+    def next_psn(self) -> int:
+        return self.tx.next_psn
+
+    @property
+    def inflight(self) -> int:
+        return self.tx.inflight
+
+    @property
+    def latest_acked_sent(self) -> float:
+        """Send time of the latest-sent packet acked so far (-1: none)."""
+        return self.tx.latest_acked_sent
+
+    @property
+    def tx_trace(self) -> TxTrace:
+        """Every data packet sent, as the sender recorded it, read now."""
+        self._trace.extend_raw(*self.tx.take_trace())
+        return self._trace
 
     @property
     def rto(self) -> float:
@@ -156,175 +171,46 @@ class MrcConnection(ConnectionBase):
             self.cfg.min_rto, self.srtt + 4 * self.rttvar)
         return min(self.cfg.max_rto, base * self.backoff)
 
-    def _opcode(self, msg: Message, offset: int) -> int:
-        last = offset + self.cfg.pmtu >= msg.size
-        if offset == 0 and last:
-            return Opcode.WRITE_ONLY_IMM if msg.imm is not None else Opcode.WRITE_ONLY
-        if offset == 0:
-            return Opcode.WRITE_FIRST
-        if last:
-            return Opcode.WRITE_LAST_IMM if msg.imm is not None else Opcode.WRITE_LAST
-        return Opcode.WRITE_MIDDLE
-
-    def _data_packet(self, e: Ev, psn: int, msg: Message, offset: int, length: int,
-                     rtx: bool, now: float) -> bytes:
-        p = e.path
-        op = self._opcode(msg, offset)
-        sport, flow = ev_split(e.ev)
-        # One positional call (C in the data path), no per-packet dict of headers.
-        return self.wire.frame_data(
-            self._data_templates[op], p.src, p.delivered, p.container, sport, flow,
-            ((Dscp.TRIMMABLE_RETX if rtx else Dscp.TRIMMABLE) << 2) | ECT0,
-            psn & PSN_MASK, msg.msn & 0xFFFF, msg.va + offset, msg.rkey, msg.size,
-            int(offset + length >= msg.size), int(rtx), timestamp(now), msg.imm or 0,
-            msg.data[offset:offset + length])
-
-    def _send(self, out: list[tuple[int, bytes]], now: float, o: Outstanding, rtx: bool) -> bool:
-        e = self._rtx_ev(o, now) if rtx else self.profile.next_ev()
-        if e is None:
-            return False
-        if o.retx == 0 and not rtx:
-            o.first_ev = e.ev
-        o.ev, o.sent_time, o.lost = e.ev, now, False
-        out.append((e.ev, self._data_packet(e, o.psn, o.msg, o.offset, o.length, rtx, now)))
-        if e.silent_since is None:
-            e.silent_since = now
-        e.unanswered += 1
-        if e.unanswered == SILENT_AFTER:
-            self.watch[e.ev] = e
-        e.sent += 1
-        e.sent_bytes += o.length
-        self._stats.per_ev[e.ev] += 1
-        self._stats.tx_data += 1
-        self._stats.tx_bytes += o.length
-        self.tx_trace.record(now, e.ev, rtx)
-        return True
-
-    def _rtx_ev(self, o: Outstanding, now: float) -> Ev | None:
-        """A retransmission goes on another path than the one that lost it, and not on
-        one silent for an RTO: resending into the same hole, with the RTO doubling each
-        time, is how a tail packet stalls a message for seconds."""
-        first = None
-        for _ in range(len(self.profile.evs)):
-            e = self.profile.next_ev()
-            if e is None:
-                return None
-            if first is None:
-                first = e
-            elif e is first:
-                break
-            silent = e.silent_since is not None and now - e.silent_since >= self.rto / self.backoff
-            if e.ev != o.ev and e.ev != o.first_ev and not silent:
-                return e
-        return first
-
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         """Control packets, then retransmissions, then new data: at most `budget` data
-        packets (the I/O shell's pacing), within the congestion and PSN windows."""
+        packets (the I/O shell's pacing), within the congestion and PSN windows. A
+        retransmission goes on another EV than the one that lost it, and not on one
+        silent for an RTO (sender.c: rtx_ev)."""
         out: list[tuple[int, bytes]] = self.rx.take_control() if self.rx.pending else []
         out.extend(self.control)
         self.control.clear()
-        left = 1 << 30 if budget is None else budget
-        while self.rtx_queue and left > 0:
-            psn = self.rtx_queue[0]
-            o = self.outstanding.get(psn)
-            if o is None or not o.lost:
-                self.rtx_queue.popleft()
-                continue
-            if self.inflight + o.length > self.cc.cwnd and self.inflight > 0:
-                break
-            self.outstanding.move_to_end(psn)
-            if not self._send(out, now, o, rtx=True):
-                break
-            self.rtx_queue.popleft()
-            o.retx += 1
-            self.inflight += o.length
-            self._stats.retransmits += 1
-            left -= 1
-        while self.pending and not self.rtx_queue and left > 0:
-            msg, offset, length = self.pending[0]
-            psn = msg.first_psn + offset // self.cfg.pmtu
-            if psn >= self.una + self.cfg.rcv_window:
-                break
-            if self.inflight + length > self.cc.cwnd and self.inflight > 0:
-                break
-            o = Outstanding(psn, msg, offset, length, 0, now)
-            if not self._send(out, now, o, rtx=False):
-                break
-            self.pending.popleft()
-            self.outstanding[psn] = o
-            self.inflight += length
-            left -= 1
+        if self.tx.pending or self.tx.rtx_queued:
+            self.tx.send(out, now, 1 << 30 if budget is None else budget,
+                         float(self.cc.cwnd), self.rto / self.backoff)
         return out
 
-    def _acked(self, o: Outstanding, now: float) -> None:
-        del self.outstanding[o.psn]
-        if not o.lost:
-            self.inflight -= o.length
-        # Which copy arrived? An ack sooner after a retransmission than the path could
-        # carry it answers the original (a spurious retransmission): credit that EV.
-        ev = o.ev
-        if o.retx and now - o.sent_time < 0.8 * self.cc.base_rtt:
-            ev = o.first_ev
-            self._stats.acks_credited_to_original += 1
-        elif o.retx and o.lost_ev >= 0:
-            # The retransmission arrived first: the first copy really was lost. Judging
-            # the path now, not when RACK or the timer guessed, keeps packets that were
-            # merely late behind a queue from blaming it.
-            self._blame_loss(o.lost_ev, o.lost_sent, now)
-        e = self.profile.evs.get(ev)
-        if e is not None:
-            e.last_feedback, e.silent_since, e.unanswered = now, None, 0
-            if ev == o.ev:  # the copy we know the send time of
-                e.heard_sent = max(e.heard_sent, o.sent_time)
-        o.msg.acked += 1
-        if o.msg.acked == o.msg.npkts and o.msg.done_at is None:
-            self._events.append(o.msg.complete(now))
-            self.messages.pop(o.msg.msn, None)
-
-    def _cumulative(self, cack: int) -> list[Outstanding]:
-        """The outstanding packets a cumulative acknowledgement up to `cack` (the first
-        PSN not yet received) newly covers; `una` moves up to it."""
-        if cack <= self.una:
-            return []
-        newly = [o for psn in range(self.una, min(cack, self.next_psn))
-                 if (o := self.outstanding.get(psn)) is not None]
-        self.una = cack
-        return newly
+    def _completed(self, now: float) -> None:
+        """Messages the sender saw fully acknowledged, and first copies it learnt were
+        lost (their retransmission arrived first)."""
+        for msn in self.tx.take_done():
+            msg = self.messages.pop(msn, None)
+            if msg is not None:
+                msg.acked = msg.npkts
+                self._events.append(msg.complete(now))
+        for index, sent in self.tx.take_losses():
+            self._blame_loss(self._evs[index].ev, sent, now)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         self._stats.sacks_rx += 1
         self.last_sack = now
-        cack = unwrap(s["cack_psn"], self.una)
-        newly = self._cumulative(cack)
-        seen = {o.psn for o in newly}
-        base = cack + s["sack_offset"]
-        bm = s["sack_bitmap"]
-        while bm:
-            low = bm & -bm
-            psn = base + low.bit_length() - 1
-            o = self.outstanding.get(psn)
-            if o is not None and psn not in seen:
-                newly.append(o)
-                seen.add(psn)
-            bm ^= low
         # With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN.
-        trigger = None if s["pr"] else cack + s["ack_psn_offset"]
-        rtt = None
-        t = None if trigger is None else self.outstanding.get(trigger)
-        if t is not None and t.retx == 0 and t in newly:
-            rtt = now - t.sent_time
+        newly, acked_bytes, rtt, latest = self.tx.ack(
+            s["cack_psn"], s["sack_offset"], s["sack_bitmap"],
+            None if s["pr"] else s["ack_psn_offset"], now, 0.8 * self.cc.base_rtt)
+        if rtt is not None:
             if self.srtt is None:
                 self.srtt, self.rttvar = rtt, rtt / 2
             else:
                 self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
                 self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        acked_bytes = sum(o.length for o in newly)
         if newly:
             self.backoff = 1
-        latest = max((o.sent_time for o in newly), default=None)
-        for o in newly:
-            self._acked(o, now)
+        self._completed(now)
         m, ev = s["m"], s["entropy"]
         if s["pr"]:
             self._stats.probes_answered += 1
@@ -340,12 +226,9 @@ class MrcConnection(ConnectionBase):
         # The SACK's reflected EV carried the packet that triggered it: proof of life.
         r = self.profile.evs.get(ev)
         if r is not None:
-            r.last_feedback, r.silent_since, r.unanswered = now, None, 0
-        if not self.outstanding:
-            for e in self.profile.evs.values():
-                e.silent_since, e.unanswered = None, 0
-        if latest is not None:
-            self.latest_acked_sent = max(self.latest_acked_sent, latest)
+            self.tx.heard(r.fb.index, now)
+        if not self.tx.outstanding:
+            self.tx.quiet_all()
         if acked_bytes:
             self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
                            self.srtt or self.cfg.min_rto)
@@ -353,13 +236,8 @@ class MrcConnection(ConnectionBase):
             # RACK: anything sent well before a packet that has arrived is lost.
             # Spraying reorders by up to a queue's depth, and trims (not timers) are how
             # MRC learns of congestion losses: be patient before calling a packet lost.
-            reo = max(self.cfg.reorder_window, self.srtt or 0.0)
-            for o in self.outstanding.values():
-                if o.sent_time + reo >= latest:
-                    break
-                if not o.lost:
-                    self._mark_lost(o)
-                    self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
+            if self.tx.rack(latest, max(self.cfg.reorder_window, self.srtt or 0.0)):
+                self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
     def _silent_too_long(self, e: Ev) -> float | None:
         """When EV `e` earns the "timeout with no SACK": several packets went out on it,
@@ -400,6 +278,9 @@ class MrcConnection(ConnectionBase):
 
     def _watched(self) -> list[Ev]:
         """The EVs that may be silent too long, after dropping those heard from since."""
+        for index in self.tx.take_watch():
+            e = self._evs[index]
+            self.watch[e.ev] = e
         gone = [ev for ev, e in self.watch.items()
                 if e.silent_since is None or e.unanswered < SILENT_AFTER
                 or self.profile.evs.get(ev) is not e]
@@ -434,48 +315,30 @@ class MrcConnection(ConnectionBase):
         handles that."""
         return e.last_congested >= 0 and now - e.last_congested < 2 * self.rto / self.backoff
 
-    def _mark_lost(self, o: Outstanding) -> None:
-        o.lost = True
-        if not o.retx:  # judge paths by first copies: a burst of retransmissions after
-            o.lost_ev, o.lost_sent = o.ev, o.sent_time  # a failure queues everywhere
-        self.inflight -= o.length
-        self.rtx_queue.append(o.psn)
-
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
         """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
         self._stats.acks_rx += 1
-        newly = self._cumulative(unwrap(d.psn, self.una) + 1)
-        for o in newly:
-            self._acked(o, now)
+        newly, acked_bytes, _, _ = self.tx.ack((d.psn + 1) & PSN_MASK, 0, 0, None, now,
+                                               0.8 * self.cc.base_rtt)
+        self._completed(now)
         if newly:
             self.backoff = 1
-            self.latest_acked_sent = max(self.latest_acked_sent,
-                                         max(o.sent_time for o in newly))
-            self.cc.on_ack(sum(o.length for o in newly), None, False, now,
-                           self.srtt or self.cfg.min_rto)
+            self.cc.on_ack(acked_bytes, None, False, now, self.srtt or self.cfg.min_rto)
 
     def _on_nack(self, n: dict[str, int], now: float) -> None:
         self._stats.nacks_rx += 1
-        psn = unwrap(n["nack_psn"], self.una)
         reason = n["nack_reason"]
-        o = self.outstanding.get(psn)
-        # A NACK crossed the network about a packet that crossed it too: proof of life.
+        trimmed = reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP)
+        # A NACK crossed the network about a packet that crossed it too: proof of life
+        # for its EV. The packet is lost; a trimmed one is retransmitted at once.
         e = self.profile.evs.get(n["entropy"])
-        if e is not None:
-            e.last_feedback, e.silent_since, e.unanswered = now, None, 0
-            if o is not None and o.ev == e.ev:
-                e.heard_sent = max(e.heard_sent, o.sent_time)
-            if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
-                e.last_congested = now
-        if reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+        self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
+        if e is not None and trimmed:
+            e.last_congested = now
+        if trimmed:
             self._stats.trims_nacked += 1
             self.profile.skip(n["entropy"], now, "NACK trimmed")
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
-            if o is not None and not o.lost:
-                self._mark_lost(o)
-                self.rtx_queue.rotate(1)  # to the front: retransmit at once
-        elif o is not None and not o.lost:
-            self._mark_lost(o)
 
     # ---- responder ---------------------------------------------------------
     def _control_ev(self) -> Ev | None:
@@ -549,6 +412,9 @@ class MrcConnection(ConnectionBase):
     def stats(self) -> Stats:
         """The requester's counters and the compiled responder's, read now."""
         s, c = self._stats, self.rx.counters()
+        for k, v in self.tx.counters().items():
+            setattr(s, k, v)
+        s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
         for reason, n in c["dropped"].items():  # the responder's own count, not a sum
@@ -603,50 +469,31 @@ class MrcConnection(ConnectionBase):
         else:
             self._stats.dropped["unexpected_opcode"] += 1
 
-    def _rack_deadline(self, o: Outstanding) -> float:
-        srtt = self.srtt or self.cfg.min_rto
-        return o.sent_time + srtt + max(self.cfg.reorder_window, srtt)
-
     def timer(self, now: float) -> None:
         if self._paths_dirty:
             self._control_paths()
         self.rx.timer(now)
         self._judge_silence(now)
+        srtt = self.srtt or self.cfg.min_rto
         # RACK's timer: a packet sent before one that has arrived is lost once it is a
         # round trip plus the reorder window old, even if no further ack comes to say
         # so. That is the tail of a message on a path that just died; waiting for the
         # RTO instead held every iteration barrier up by about half a second.
-        rack_lost = False
-        for o in self.outstanding.values():  # marking lost never removes an entry
-            if o.sent_time >= self.latest_acked_sent or self._rack_deadline(o) > now:
-                break
-            if not o.lost:
-                self._mark_lost(o)
-                self._stats.rack_timer_losses += 1
-                rack_lost = True
-        if rack_lost:
-            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
-        rto = self.rto
-        fired = False
-        for o in self.outstanding.values():
-            if o.sent_time + rto > now:
-                break
-            if o.lost:
-                continue
-            fired = True
-            self._stats.rtos += 1
-            e = self.profile.evs.get(o.ev)
-            # Blame the EV only if packets sent after this one, on other paths, have
-            # arrived: silence that covers them too is the peer (or us) stalling, not
-            # this path. (A SACK merely arriving after the send is not enough: one sent
-            # just before a receiver's stall would blame every path at once.)
-            if (e is not None and e.last_feedback < o.sent_time
-                    and o.sent_time < self.latest_acked_sent - self.cfg.reorder_window
-                    and not self._trimmed_lately(e, now)):
-                self.profile.assume_bad(o.ev, now, "RTO without feedback")
-            self._mark_lost(o)
+        if lost := self.tx.rack_timer(now, srtt, self.cfg.reorder_window):
+            self._stats.rack_timer_losses += lost
+            self.cc.on_loss(now, srtt)
+        # The RTO: every live packet that old is lost. The sender names the EVs of those
+        # not heard from since they were sent while packets sent after them, on other
+        # paths, have arrived: silence that covers those too is the peer (or us)
+        # stalling, not the path.
+        fired, suspects = self.tx.rto(now, self.rto, self.cfg.reorder_window)
+        for index in suspects:
+            e = self._evs[index]
+            if not self._trimmed_lately(e, now):
+                self.profile.assume_bad(e.ev, now, "RTO without feedback")
         if fired:
-            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
+            self._stats.rtos += fired
+            self.cc.on_loss(now, srtt)
             self.backoff = min(self.backoff * 2, 64)
         for e in self.profile.needs_probe(now, self.cfg.probe_interval):
             e.last_probe = now
@@ -664,12 +511,11 @@ class MrcConnection(ConnectionBase):
         times = []
         if (due := self.rx.sack_due) is not None:
             times.append(due)
-        for o in self.outstanding.values():
-            if not o.lost:
-                times.append(o.sent_time + self.rto)
-                if o.sent_time < self.latest_acked_sent:
-                    times.append(self._rack_deadline(o))
-                break
+        if (sent := self.tx.first_live()) is not None:
+            times.append(sent + self.rto)
+            if sent < self.tx.latest_acked_sent:
+                srtt = self.srtt or self.cfg.min_rto
+                times.append(sent + srtt + max(self.cfg.reorder_window, srtt))
         if self.suspects:
             times.append(min(when for _, _, when in self.suspects))  # at once
         for e in self._watched():
@@ -692,7 +538,7 @@ class MrcConnection(ConnectionBase):
 
     @property
     def idle(self) -> bool:
-        return not self.pending and not self.outstanding
+        return not self.tx.pending and not self.tx.outstanding
 
     @property
     def failed(self) -> bool:
@@ -703,20 +549,22 @@ class MrcConnection(ConnectionBase):
         return self.cc.cwnd
 
     def message(self, msn: int) -> Message | None:
-        return self.messages.get(msn)
+        m = self.messages.get(msn)
+        if m is not None:
+            m.acked = self.tx.acked_of(msn) or 0  # counted by the sender, read now
+        return m
 
     def unfinished(self) -> Iterable[Message]:
         return self.messages.values()
 
     def snapshot(self, now: float) -> dict:
         """The requester's insides, for diagnosing a stall."""
-        live = [o for o in self.outstanding.values() if not o.lost]
-        return {"outstanding": len(self.outstanding), "live": len(live),
-                "rtx_queue": len(self.rtx_queue), "pending": len(self.pending),
-                "inflight": self.inflight, "cwnd": self.cc.cwnd, "backoff": self.backoff,
+        oldest = self.tx.first_live()
+        return {"outstanding": self.tx.outstanding, "rtx_queue": self.tx.rtx_queued,
+                "pending": self.tx.pending, "inflight": self.tx.inflight,
+                "cwnd": self.cc.cwnd, "backoff": self.backoff,
                 "rto": self.rto, "srtt": self.srtt, "una": self.una,
-                "oldest_age": now - min((o.sent_time for o in live), default=now),
-                "oldest_evs": [f"0x{o.ev:08x}" for o in live][:4],
+                "oldest_age": 0.0 if oldest is None else now - oldest,
                 "next_timer_in": (self.next_timer() or now) - now,
                 "usable": self.profile.count_usable(), "control": len(self.control),
                 "responder": self.rx.snapshot}
@@ -724,6 +572,6 @@ class MrcConnection(ConnectionBase):
     @property
     def busy(self) -> bool:
         """Anything to send or time: the I/O shell skips connections that are not."""
-        return bool(self.control or self.pending or self.outstanding or self.rtx_queue
+        return bool(self.control or self.tx.pending or self.tx.outstanding or self.tx.rtx_queued
                     or self.rx.pending or self.rx.sack_due is not None
                     or self.profile.bad_count)

@@ -29,6 +29,18 @@ class TxTrace:
         self.ev.append(ev & 0xFFFFFFFF)
         self.rtx.append(1 if rtx else 0)
 
+    def extend_raw(self, t: bytes, ev: bytes, rtx: bytes, overflow: int = 0) -> None:
+        """Records as the compiled sender keeps them (float64, uint32 and uint8 arrays
+        of the same length), up to LIMIT."""
+        room = max(0, self.LIMIT - len(self.t))
+        n = len(rtx)
+        take = min(n, room)
+        if take:
+            self.t.frombytes(t[:take * self.t.itemsize])
+            self.ev.frombytes(ev[:take * self.ev.itemsize])
+            self.rtx.frombytes(rtx[:take])
+        self.overflow += overflow + n - take
+
     def __len__(self) -> int:
         return len(self.t)
 

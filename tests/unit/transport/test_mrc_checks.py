@@ -45,11 +45,13 @@ def test_psn_beyond_the_window_gets_nack_psn_oor_window():
     ca.post_write(bytes(1 << 20), mr.base, mr.rkey, 0.0)
     pkts = ca.packets_to_send(0.0)  # the sender itself keeps to the window ...
     assert len(pkts) == 16
-    ca.una = 190  # ... so pretend a confused sender, far ahead
-    ca.next_psn = 200
-    ca.pending.clear()
-    ca.post_write(bytes(4096), mr.base, mr.rkey, 0.0)
-    ev, pkt = ca.packets_to_send(0.0)[-1]
+    # ... so a confused sender, far ahead, is forged: PSN 200 on the path of PSN 0.
+    ev, first = pkts[0]
+    d, p = codec.decode(net.deliver(first)), ca.profile.evs[ev].path
+    pkt = codec.encode_data(p.src, p.delivered, via=p.container, sport=d.sport,
+                            flow_label=d.flow_label, dscp=0, ecn=0, payload=bytes(4096),
+                            opcode=Opcode.WRITE_ONLY, dqpn=d.bth["dqpn"], psn=200, msn=1,
+                            va=mr.base, rkey=mr.rkey, dmalen=4096, timestamp=0)
     cb.receive(net.deliver(pkt), 0.001)
     nack = codec.decode(net.deliver(cb.packets_to_send(0.001)[-1][1]))
     assert nack.opcode == Opcode.RELIABILITY_NACK

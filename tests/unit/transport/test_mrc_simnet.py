@@ -7,7 +7,8 @@ import hashlib
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.events import EvStateChanged, MessageCompleted, MessageReceived
 from mrcemu.transport.evs import EvState
-from mrcemu.wire.constants import Opcode
+from mrcemu.wire import codec
+from mrcemu.wire.constants import MRC_DATA, Opcode
 from mrcemu.wire.layout import BTH_AT
 from tests.unit.transport.helpers import drain, pair, write
 
@@ -41,7 +42,7 @@ def test_ten_percent_loss_with_reordering_keeps_integrity():
     net.default.dup = 0.02
     data, mr = write(ca, cb, 2 << 20)
     net.run(30.0, stop=lambda: ca.idle)
-    assert ca.idle, (ca.stats.to_json(), len(ca.outstanding))
+    assert ca.idle, (ca.stats.to_json(), ca.tx.outstanding)
     assert sha(mr.buf) == sha(data)
     assert ca.stats.retransmits > 0
     # The network duplicated packets: the receiver saw copies and placed each once.
@@ -86,10 +87,18 @@ def test_trimmed_packet_gets_nack_and_immediate_retransmit_and_skip_not_bad():
     data, mr = write(ca, cb, 4 << 20)
     # The order of what h0 does: a NACK handled, a retransmission or new data sent.
     order: list[str] = []
-    on_nack, record = ca._on_nack, ca.tx_trace.record
+    on_nack, to_send = ca._on_nack, ca.packets_to_send
+
+    def sent(now, budget=None):
+        out = to_send(now, budget)
+        for _ev, pkt in out:  # each data packet says in its BTH whether it is a copy
+            d = codec.decode(net.deliver(pkt))
+            if d.opcode in MRC_DATA:
+                order.append("rtx" if d.bth["rtx"] else "new")
+        return out
+
     ca._on_nack = lambda n, now: (order.append("nack"), on_nack(n, now))
-    ca.tx_trace.record = lambda now, ev, rtx: (order.append("rtx" if rtx else "new"),
-                                               record(now, ev, rtx))
+    ca.packets_to_send = sent
     net.run(10.0, stop=lambda: ca.idle)
     changes = [c for c in drain(ca, EvStateChanged) if c.new in ("SKIP", "ASSUMED_BAD")]
     assert sha(mr.buf) == sha(data)
@@ -104,6 +113,7 @@ def test_trimmed_packet_gets_nack_and_immediate_retransmit_and_skip_not_bad():
     assert [e for i, e in enumerate(order) if i and order[i - 1] == "nack" and e != "nack"
             and e != "rtx"] == []
     assert order.count("nack") == ca.stats.trims_nacked > 0
+    assert order.count("rtx") == ca.stats.retransmits and "new" in order
 
 
 def test_ecn_mark_echoes_skip_once_and_sets_skip():
@@ -191,7 +201,7 @@ def test_a_stale_backlog_read_out_of_send_order_blames_no_path():
     cb.timer(1.0)
     for _ev, pkt in cb.packets_to_send(0.0005):
         ca.receive(net.deliver(pkt), 0.001)
-    assert ca.srtt is not None and ca.srtt < 0.002 and not ca.outstanding
+    assert ca.srtt is not None and ca.srtt < 0.002 and not ca.tx.outstanding
     early = [p for t in (0.002, 0.003, 0.004) for _ev, p in ca.packets_to_send(t, 64)]
     (late_ev, late), = ca.packets_to_send(0.100, 1)
     silent = [e for e in ca.profile.evs.values() if e.sent and e.ev != late_ev]
@@ -209,6 +219,6 @@ def test_a_stale_backlog_read_out_of_send_order_blames_no_path():
     assert ca.latest_acked_sent == 0.100 and ca.rto < 0.29
     for pkt in rest:
         ca.receive(net.deliver(pkt), 0.3)
-    assert not ca.outstanding
+    assert not ca.tx.outstanding
     ca.timer(0.3)
     assert [e for e in drain(ca, EvStateChanged) if e.new == "ASSUMED_BAD"] == []

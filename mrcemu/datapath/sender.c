@@ -1,0 +1,677 @@
+/* The MRC requester's per-packet work: see sender.h. The rules are transport/mrc.py's
+ * as they were in Python (segmenting, the retransmission queue, RACK, the RTO scan, which
+ * EV a retransmission takes); the policy that judges paths stays there. */
+#include "sender.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "responder.h"
+
+#define PSN_MASK 0xFFFFFFu
+
+static const struct mrc_field *F_TS_FLAG, *F_PSN, *F_ACKREQ, *F_RTX, *F_MSN, *F_TS, *F_VA,
+	*F_RKEY, *F_DMALEN, *F_IMM;
+
+static int fields_ready(void)
+{
+	if (F_PSN)
+		return 0;
+	struct { const struct mrc_field **f; int h; const char *name; } want[] = {
+		{&F_TS_FLAG, MRC_H_BTH, "ts"}, {&F_ACKREQ, MRC_H_BTH, "ackreq"},
+		{&F_RTX, MRC_H_BTH, "rtx"}, {&F_MSN, MRC_H_METH, "msn"},
+		{&F_TS, MRC_H_TSETH, "tx_timestamp"}, {&F_VA, MRC_H_RETH, "va"},
+		{&F_RKEY, MRC_H_RETH, "rkey"}, {&F_DMALEN, MRC_H_RETH, "dmalen"},
+		{&F_IMM, MRC_H_IMMDT, "imm"}, {&F_PSN, MRC_H_BTH, "psn"}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!(*want[i].f = mrc_find_field(want[i].h, want[i].name)))
+			return -1;
+	return 0;
+}
+
+/* ---- small queues ------------------------------------------------------------------ */
+static int q_grow(struct mrc_u64q *q)
+{
+	size_t cap = q->cap ? q->cap * 2 : 64;
+	uint64_t *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < q->n; i++)
+		v[i] = q->v[(q->head + i) % q->cap];
+	free(q->v);
+	q->v = v;
+	q->head = 0;
+	q->cap = cap;
+	return 0;
+}
+
+static int q_push(struct mrc_u64q *q, uint64_t x)
+{
+	if (q->n == q->cap && q_grow(q) < 0)
+		return -1;
+	q->v[(q->head + q->n) % q->cap] = x;
+	q->n++;
+	return 0;
+}
+
+static int q_push_front(struct mrc_u64q *q, uint64_t x)
+{
+	if (q->n == q->cap && q_grow(q) < 0)
+		return -1;
+	q->head = (q->head + q->cap - 1) % q->cap;
+	q->v[q->head] = x;
+	q->n++;
+	return 0;
+}
+
+static uint64_t q_front(const struct mrc_u64q *q) { return q->v[q->head]; }
+
+static void q_pop(struct mrc_u64q *q)
+{
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+}
+
+/* ---- set-up ------------------------------------------------------------------------ */
+int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,
+		const struct mrc_tx_consts *k)
+{
+	memset(s, 0, sizeof(*s));
+	if (fields_ready() < 0 || window < 1 || window > (1u << 23) || pmtu < 1)
+		return -1;
+	uint64_t cap = 1;
+	while (cap < window)
+		cap <<= 1;
+	/* calloc: pages the ring never reaches are never made resident */
+	s->ring = calloc(cap, sizeof(*s->ring));
+	if (!s->ring)
+		return -1;
+	s->window = window;
+	s->ring_mask = cap - 1;
+	s->pmtu = pmtu;
+	s->k = *k;
+	s->head = s->tail = -1;
+	s->latest_acked_sent = -1.0;
+	s->tr_limit = 2000000;
+	return 0;
+}
+
+void mrc_tx_free(struct mrc_sender *s)
+{
+	for (size_t i = 0; i < s->nmsgs; i++)
+		if (s->msgs[i].used && s->release)
+			s->release(s->msgs[i].owner);
+	free(s->ring);
+	free(s->paths);
+	free(s->order);
+	free(s->msgs);
+	free(s->pending.v);
+	free(s->free_msgs.v);
+	free(s->rtxq.v);
+	free(s->done.v);
+	free(s->watch.v);
+	free(s->loss);
+	free(s->newly);
+	free(s->mark);
+	free(s->tr_t);
+	free(s->tr_ev);
+	free(s->tr_rtx);
+	memset(s, 0, sizeof(*s));
+}
+
+int mrc_tx_template(struct mrc_sender *s, int kind, const uint8_t *body, size_t len)
+{
+	if (kind < 0 || kind >= MRC_T_N || len < MRC_BTH_LEN || len > sizeof(s->t[0].body))
+		return -1;
+	struct mrc_template *t = &s->t[kind];
+	int ts = (int)mrc_field(body, F_TS_FLAG);
+	const signed char *after = MRC_AFTER_BTH[body[0]][ts];
+	size_t at = MRC_BTH_LEN;
+	t->meth = t->tseth = t->reth = t->imm = -1;
+	if (after[0] < 0)
+		return -1;
+	for (int i = 0; i < after[0]; i++) {
+		switch (after[1 + i]) {
+		case MRC_H_METH: t->meth = (int)at; break;
+		case MRC_H_TSETH: t->tseth = (int)at; break;
+		case MRC_H_RETH: t->reth = (int)at; break;
+		case MRC_H_IMMDT: t->imm = (int)at; break;
+		}
+		at += MRC_HEADERS[(int)after[1 + i]].len;
+	}
+	if (at != len || t->meth < 0 || t->reth < 0)
+		return -1;
+	memcpy(t->body, body, len);
+	t->len = len;
+	return 0;
+}
+
+int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_t n)
+{
+	struct mrc_txpath *p = malloc((n ? n : 1) * sizeof(*p));
+	uint8_t *mark = calloc(n ? n : 1, 1);
+	if (!p || !mark) {
+		free(p);
+		free(mark);
+		return -1;
+	}
+	memcpy(p, paths, n * sizeof(*p));
+	free(s->paths);
+	free(s->mark);
+	s->paths = p;
+	s->mark = mark;
+	s->npaths = n;
+	s->norder = s->pos = 0; /* an order names paths by index: it is stale now */
+	return 0;
+}
+
+int mrc_tx_set_order(struct mrc_sender *s, const int32_t *order, size_t n)
+{
+	if (n > s->order_cap) {
+		int32_t *o = realloc(s->order, n * sizeof(*o));
+		if (!o)
+			return -1;
+		s->order = o;
+		s->order_cap = n;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (order[i] < 0 || (size_t)order[i] >= s->npaths)
+			return -1;
+	memcpy(s->order, order, n * sizeof(*order));
+	s->norder = n;
+	s->pos = 0;
+	return 0;
+}
+
+int64_t mrc_tx_post(struct mrc_sender *s, uint64_t msn, uint64_t va, uint32_t rkey,
+		    const uint8_t *data, uint64_t size, int has_imm, uint32_t imm, void *owner)
+{
+	uint64_t idx;
+	if (s->free_msgs.n) {
+		/* a stack: the most recently freed first */
+		s->free_msgs.n--;
+		idx = s->free_msgs.v[(s->free_msgs.head + s->free_msgs.n) % s->free_msgs.cap];
+	} else {
+		if (s->nmsgs % 64 == 0) {
+			struct mrc_txmsg *m = realloc(s->msgs, (s->nmsgs + 64) * sizeof(*m));
+			if (!m)
+				return -1;
+			s->msgs = m;
+		}
+		idx = s->nmsgs++;
+	}
+	uint64_t npkts = size ? (size + s->pmtu - 1) / s->pmtu : 1;
+	if (q_push(&s->pending, idx) < 0) {
+		q_push(&s->free_msgs, idx);
+		return -1;
+	}
+	s->msgs[idx] = (struct mrc_txmsg){.msn = msn, .va = va, .size = size,
+					  .first_psn = s->next_psn, .rkey = rkey,
+					  .npkts = (uint32_t)npkts, .imm = imm,
+					  .has_imm = (uint8_t)!!has_imm, .used = 1, .data = data,
+					  .owner = owner};
+	s->next_psn += npkts;
+	s->pending_pkts += npkts;
+	return (int64_t)s->msgs[idx].first_psn;
+}
+
+/* ---- records ----------------------------------------------------------------------- */
+static struct mrc_out *lookup(struct mrc_sender *s, uint64_t psn)
+{
+	struct mrc_out *o = &s->ring[psn & s->ring_mask];
+	return o->used && o->psn == psn ? o : NULL;
+}
+
+static int64_t index_of(const struct mrc_sender *s, const struct mrc_out *o)
+{
+	return (int64_t)(o - s->ring);
+}
+
+static void unlink_out(struct mrc_sender *s, struct mrc_out *o)
+{
+	if (o->prev >= 0)
+		s->ring[o->prev].next = o->next;
+	else
+		s->head = o->next;
+	if (o->next >= 0)
+		s->ring[o->next].prev = o->prev;
+	else
+		s->tail = o->prev;
+	o->prev = o->next = -1;
+}
+
+static void append_out(struct mrc_sender *s, struct mrc_out *o)
+{
+	int64_t i = index_of(s, o);
+	o->prev = s->tail;
+	o->next = -1;
+	if (s->tail >= 0)
+		s->ring[s->tail].next = i;
+	else
+		s->head = i;
+	s->tail = i;
+}
+
+static uint64_t unwrap(uint32_t psn24, uint64_t ref)
+{
+	int64_t base = (int64_t)ref - (1 << 23);
+	return (uint64_t)(base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & PSN_MASK));
+}
+
+static void quiet(struct mrc_evslot *fb, double now)
+{
+	fb->last_feedback = now;
+	fb->silent_since = NAN;
+	fb->unanswered = 0;
+}
+
+/* A packet is lost: retransmit it (first, for a trim: the network told us at once). */
+static void mark_lost(struct mrc_sender *s, struct mrc_out *o, int front)
+{
+	o->lost = 1;
+	if (!o->retx) { /* judge paths by first copies: after a failure every path queues */
+		o->lost_slot = o->slot;
+		o->lost_sent = o->sent_time;
+	}
+	s->inflight -= o->len;
+	if (front)
+		q_push_front(&s->rtxq, o->psn);
+	else
+		q_push(&s->rtxq, o->psn);
+}
+
+/* ---- spraying ---------------------------------------------------------------------- */
+#define EV_NONE (-1)
+#define EV_ERROR (-2)
+
+/* The next usable EV of the rotation; at its end the policy makes the next one. */
+static int32_t next_ev(struct mrc_sender *s)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		while (s->pos < s->norder) {
+			int32_t p = s->order[s->pos++];
+			if (s->paths[p].fb->usable)
+				return p;
+		}
+		if (!s->rotate || s->rotate(s->ctx) < 0)
+			return s->rotate ? EV_ERROR : EV_NONE;
+	}
+	return EV_NONE;
+}
+
+/* A retransmission goes on another path than the one that lost it, and not on one
+ * silent for an RTO: resending into the same hole, with the RTO doubling each time, is
+ * how a tail packet stalls a message for seconds. */
+static int32_t rtx_ev(struct mrc_sender *s, const struct mrc_out *o, double now,
+		      double silent_window)
+{
+	int32_t first = EV_NONE;
+	for (size_t i = 0; i < s->npaths; i++) {
+		int32_t e = next_ev(s);
+		if (e < 0)
+			return e;
+		if (first < 0)
+			first = e;
+		else if (e == first)
+			break;
+		const struct mrc_evslot *fb = s->paths[e].fb;
+		int silent = !isnan(fb->silent_since) && now - fb->silent_since >= silent_window;
+		if (e != o->slot && e != o->first_slot && !silent)
+			return e;
+	}
+	return first;
+}
+
+static void trace(struct mrc_sender *s, double now, uint32_t ev, int rtx)
+{
+	if (s->tr_n == s->tr_cap) {
+		size_t cap = s->tr_cap ? s->tr_cap * 2 : 1024;
+		if (cap > s->tr_limit)
+			cap = s->tr_limit;
+		double *t = cap > s->tr_cap ? realloc(s->tr_t, cap * sizeof(*t)) : NULL;
+		if (t)
+			s->tr_t = t;
+		uint32_t *e = t ? realloc(s->tr_ev, cap * sizeof(*e)) : NULL;
+		if (e)
+			s->tr_ev = e;
+		uint8_t *r = e ? realloc(s->tr_rtx, cap) : NULL;
+		if (r)
+			s->tr_rtx = r;
+		if (!r) {
+			s->tr_overflow++;
+			return;
+		}
+		s->tr_cap = cap;
+	}
+	s->tr_t[s->tr_n] = now;
+	s->tr_ev[s->tr_n] = ev;
+	s->tr_rtx[s->tr_n] = (uint8_t)rtx;
+	s->tr_n++;
+}
+
+static void sent_on(struct mrc_sender *s, struct mrc_out *o, int32_t path, int rtx, double now)
+{
+	struct mrc_evslot *fb = s->paths[path].fb;
+	o->slot = path;
+	o->sent_time = now;
+	o->lost = 0;
+	if (isnan(fb->silent_since))
+		fb->silent_since = now;
+	if (++fb->unanswered == s->k.silent_after)
+		q_push(&s->watch, (uint64_t)path);
+	fb->sent++;
+	fb->sent_bytes += o->len;
+	s->tx_data++;
+	s->tx_bytes += o->len;
+	trace(s, now, s->paths[path].ev, rtx);
+}
+
+int mrc_tx_pick(struct mrc_sender *s, double now, double cwnd, double silent_window,
+		struct mrc_pick *p)
+{
+	while (s->rtxq.n) {
+		struct mrc_out *o = lookup(s, q_front(&s->rtxq));
+		if (!o || !o->lost) {
+			q_pop(&s->rtxq);
+			continue;
+		}
+		if ((double)(s->inflight + o->len) > cwnd && s->inflight > 0)
+			return 0;
+		int32_t e = rtx_ev(s, o, now, silent_window);
+		if (e < 0)
+			return e == EV_ERROR ? -1 : 0;
+		unlink_out(s, o);
+		append_out(s, o);
+		sent_on(s, o, e, 1, now);
+		q_pop(&s->rtxq);
+		o->retx++;
+		s->inflight += o->len;
+		s->retransmits++;
+		*p = (struct mrc_pick){.o = o, .path = e, .rtx = 1};
+		goto framed;
+	}
+	if (!s->pending.n)
+		return 0;
+	{
+		uint64_t mi = q_front(&s->pending);
+		struct mrc_txmsg *m = &s->msgs[mi];
+		uint64_t off = s->pend_off;
+		uint64_t len = m->size - off < s->pmtu ? m->size - off : s->pmtu;
+		uint64_t psn = m->first_psn + off / s->pmtu;
+		if (psn >= s->una + s->window)
+			return 0;
+		if ((double)(s->inflight + (int64_t)len) > cwnd && s->inflight > 0)
+			return 0;
+		struct mrc_out *o = &s->ring[psn & s->ring_mask];
+		if (o->used) /* cannot happen while every record is at or above una */
+			return 0;
+		int32_t e = next_ev(s);
+		if (e < 0)
+			return e == EV_ERROR ? -1 : 0;
+		*o = (struct mrc_out){.psn = psn, .offset = off, .msg = (int32_t)mi,
+				      .len = (uint32_t)len, .used = 1, .first_slot = e,
+				      .lost_slot = -1, .lost_sent = -1.0, .prev = -1, .next = -1};
+		append_out(s, o);
+		sent_on(s, o, e, 0, now);
+		s->outstanding++;
+		if (psn + 1 > s->sent_hi)
+			s->sent_hi = psn + 1;
+		s->pend_off += s->pmtu;
+		s->pending_pkts--;
+		if (s->pend_off >= m->size) {
+			q_pop(&s->pending);
+			s->pend_off = 0;
+		}
+		s->inflight += (int64_t)len;
+		*p = (struct mrc_pick){.o = o, .path = e, .rtx = 0};
+	}
+framed:
+	{
+		const struct mrc_txmsg *m = &s->msgs[p->o->msg];
+		int kind;
+		int last = p->o->offset + s->pmtu >= m->size;
+		if (p->o->offset == 0 && last)
+			kind = m->has_imm ? MRC_T_ONLY_IMM : MRC_T_ONLY;
+		else if (p->o->offset == 0)
+			kind = MRC_T_FIRST;
+		else if (last)
+			kind = m->has_imm ? MRC_T_LAST_IMM : MRC_T_LAST;
+		else
+			kind = MRC_T_MIDDLE;
+		p->kind = kind;
+		p->frame_len = mrc_frame_len(s->t[kind].len, p->o->len, 1);
+	}
+	return 1;
+}
+
+void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, uint8_t *out)
+{
+	const struct mrc_out *o = p->o;
+	const struct mrc_txmsg *m = &s->msgs[o->msg];
+	const struct mrc_template *t = &s->t[p->kind];
+	const struct mrc_txpath *path = &s->paths[p->path];
+	uint8_t body[sizeof(t->body)];
+	memcpy(body, t->body, t->len);
+	mrc_put_field(body, F_PSN, o->psn & PSN_MASK);
+	mrc_put_field(body, F_ACKREQ, o->offset + o->len >= m->size);
+	mrc_put_field(body, F_RTX, (uint64_t)p->rtx);
+	mrc_put_field(body + t->meth, F_MSN, m->msn & 0xFFFF);
+	mrc_put_field(body + t->reth, F_VA, m->va + o->offset);
+	mrc_put_field(body + t->reth, F_RKEY, m->rkey);
+	mrc_put_field(body + t->reth, F_DMALEN, m->size);
+	if (t->tseth >= 0)
+		mrc_put_field(body + t->tseth, F_TS,
+			      (uint64_t)(now / s->k.timestamp_unit) & 0xFFFF);
+	if (t->imm >= 0)
+		mrc_put_field(body + t->imm, F_IMM, m->imm);
+	mrc_finish(out, path->src, path->delivered, path->delivered, path->container,
+		   path->sport, p->rtx ? s->k.tclass_rtx : s->k.tclass_new, path->flow_label, 64,
+		   body, t->len, m->data + o->offset, o->len);
+}
+
+/* ---- acknowledgements -------------------------------------------------------------- */
+static void acked(struct mrc_sender *s, struct mrc_out *o, double now, double credit_below)
+{
+	if (!o->lost)
+		s->inflight -= o->len;
+	/* Which copy arrived? An ack sooner after a retransmission than the path could
+	 * carry it answers the original (a spurious retransmission): credit that EV. */
+	int32_t slot = o->slot;
+	if (o->retx && now - o->sent_time < credit_below) {
+		slot = o->first_slot;
+		s->acks_credited_to_original++;
+	} else if (o->retx && o->lost_slot >= 0) {
+		/* the retransmission arrived first: the first copy really was lost */
+		if (s->nloss == s->loss_cap) {
+			size_t cap = s->loss_cap ? s->loss_cap * 2 : 16;
+			struct mrc_txloss *l = realloc(s->loss, cap * sizeof(*l));
+			if (l) {
+				s->loss = l;
+				s->loss_cap = cap;
+			}
+		}
+		if (s->nloss < s->loss_cap)
+			s->loss[s->nloss++] = (struct mrc_txloss){o->lost_slot, o->lost_sent};
+	}
+	struct mrc_evslot *fb = s->paths[slot].fb;
+	quiet(fb, now);
+	if (slot == o->slot && o->sent_time > fb->heard_sent)
+		fb->heard_sent = o->sent_time;
+	struct mrc_txmsg *m = &s->msgs[o->msg];
+	if (++m->acked == m->npkts) {
+		q_push(&s->done, m->msn);
+		if (s->release)
+			s->release(m->owner);
+		m->used = 0;
+		m->owner = NULL;
+		m->data = NULL;
+		q_push(&s->free_msgs, (uint64_t)o->msg);
+	}
+	unlink_out(s, o);
+	o->used = 0;
+	s->outstanding--;
+}
+
+static void take(struct mrc_sender *s, struct mrc_out *o, struct mrc_ack_result *r)
+{
+	o->acking = 1;
+	s->newly[r->newly++] = index_of(s, o);
+	r->acked_bytes += o->len;
+	if (o->sent_time > r->latest)
+		r->latest = o->sent_time;
+}
+
+void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
+		int has_trigger, int32_t trigger_off, double now, double credit_below,
+		struct mrc_ack_result *r)
+{
+	*r = (struct mrc_ack_result){0, 0, -1.0, -1.0};
+	if (!s->newly) {
+		s->newly = malloc((s->ring_mask + 1) * sizeof(*s->newly));
+		if (!s->newly)
+			return;
+	}
+	uint64_t cack = unwrap(cack24, s->una);
+	if (cack > s->una) {
+		uint64_t end = cack < s->sent_hi ? cack : s->sent_hi;
+		for (uint64_t psn = s->una; psn < end; psn++) {
+			struct mrc_out *o = lookup(s, psn);
+			if (o)
+				take(s, o, r);
+		}
+		s->una = cack;
+	}
+	uint64_t base = cack + (uint64_t)(int64_t)sack_offset;
+	while (bitmap) {
+		int bit = __builtin_ctzll(bitmap);
+		bitmap &= bitmap - 1;
+		struct mrc_out *o = lookup(s, base + (uint64_t)bit);
+		if (o && !o->acking)
+			take(s, o, r);
+	}
+	if (has_trigger) {
+		struct mrc_out *t = lookup(s, cack + (uint64_t)(int64_t)trigger_off);
+		if (t && t->retx == 0 && t->acking)
+			r->rtt = now - t->sent_time;
+	}
+	for (uint64_t i = 0; i < r->newly; i++) {
+		struct mrc_out *o = &s->ring[s->newly[i]];
+		o->acking = 0;
+		acked(s, o, now, credit_below);
+	}
+	if (r->latest > s->latest_acked_sent)
+		s->latest_acked_sent = r->latest;
+}
+
+uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo)
+{
+	uint64_t n = 0;
+	for (int64_t i = s->head; i >= 0;) {
+		struct mrc_out *o = &s->ring[i];
+		i = o->next; /* marking lost never unlinks */
+		if (o->sent_time + reo >= latest)
+			break;
+		if (!o->lost) {
+			mark_lost(s, o, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
+uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double reo)
+{
+	uint64_t n = 0;
+	double reorder = reo > srtt ? reo : srtt;
+	for (int64_t i = s->head; i >= 0;) {
+		struct mrc_out *o = &s->ring[i];
+		i = o->next;
+		/* summed in the order the policy's next_timer sums it, or a deadline it
+		 * computed could fall a rounding short of this one and never fire */
+		if (o->sent_time >= s->latest_acked_sent || o->sent_time + srtt + reorder > now)
+			break;
+		if (!o->lost) {
+			mark_lost(s, o, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
+uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto, double reo, int32_t *blame,
+		    size_t cap, size_t *nblame)
+{
+	uint64_t fired = 0;
+	*nblame = 0;
+	for (int64_t i = s->head; i >= 0;) {
+		struct mrc_out *o = &s->ring[i];
+		i = o->next;
+		if (o->sent_time + rto > now)
+			break;
+		if (o->lost)
+			continue;
+		fired++;
+		/* Blame the EV only if packets sent after this one, on other paths, have
+		 * arrived: silence that covers them too is the peer (or us) stalling. */
+		const struct mrc_evslot *fb = s->paths[o->slot].fb;
+		if (fb->last_feedback < o->sent_time && o->sent_time < s->latest_acked_sent - reo &&
+		    !s->mark[o->slot] && *nblame < cap) {
+			s->mark[o->slot] = 1;
+			blame[(*nblame)++] = o->slot;
+		}
+		mark_lost(s, o, 0);
+	}
+	for (size_t j = 0; j < *nblame; j++)
+		s->mark[blame[j]] = 0;
+	return fired;
+}
+
+void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now, int trimmed)
+{
+	struct mrc_out *o = lookup(s, unwrap(psn24, s->una));
+	if (path >= 0 && (size_t)path < s->npaths) {
+		/* a NACK crossed the network about a packet that crossed it too: proof of life */
+		struct mrc_evslot *fb = s->paths[path].fb;
+		quiet(fb, now);
+		if (o && o->slot == path && o->sent_time > fb->heard_sent)
+			fb->heard_sent = o->sent_time;
+	}
+	if (o && !o->lost)
+		mark_lost(s, o, trimmed);
+}
+
+int mrc_tx_first_live(const struct mrc_sender *s, double *sent)
+{
+	for (int64_t i = s->head; i >= 0; i = s->ring[i].next)
+		if (!s->ring[i].lost) {
+			*sent = s->ring[i].sent_time;
+			return 1;
+		}
+	return 0;
+}
+
+void mrc_tx_heard(struct mrc_sender *s, int32_t path, double now)
+{
+	if (path >= 0 && (size_t)path < s->npaths)
+		quiet(s->paths[path].fb, now);
+}
+
+void mrc_tx_quiet_all(struct mrc_sender *s)
+{
+	for (size_t i = 0; i < s->npaths; i++) {
+		s->paths[i].fb->silent_since = NAN;
+		s->paths[i].fb->unanswered = 0;
+	}
+}
+
+uint64_t mrc_tx_acked_of(const struct mrc_sender *s, uint64_t msn, int *found)
+{
+	for (size_t i = 0; i < s->nmsgs; i++)
+		if (s->msgs[i].used && s->msgs[i].msn == msn) {
+			*found = 1;
+			return s->msgs[i].acked;
+		}
+	*found = 0;
+	return 0;
+}

@@ -1,0 +1,194 @@
+/* The MRC requester's per-packet work, compiled: segmenting posted WRITEs, framing each
+ * data packet onto the EV the policy's spraying order gives, the per-PSN send records
+ * (EV, send time, length, retransmissions, lost), resolving SACKs, NACKs and cumulative
+ * ACKs against them, RACK (on an ack and on the timer) and the RTO scan.
+ *
+ * Plain C with no Python in it, like responder.c: the CPython type (sender_type.c) and the
+ * tests drive the very same code. It is driven, not driving: fed the time, the windows
+ * and the acks, it updates its records and the per-EV facts (`struct mrc_evslot`) and
+ * queues what the policy core needs at event granularity: completed messages, confirmed
+ * losses, EVs with packets unanswered. The policy (transport/mrc.py) keeps EV states,
+ * the spraying order, congestion control and the verdicts on paths. It never reads a
+ * clock, and allocates only when a table grows.
+ */
+#ifndef MRC_DATAPATH_SENDER_H
+#define MRC_DATAPATH_SENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+/* What the data path knows of one EV, shared with the policy (the Python EvSlot object
+ * holds one): it is written per packet here and read per event there. */
+struct mrc_evslot {
+	double last_feedback;  /* -1: never */
+	double silent_since;   /* the first send not yet followed by feedback; NAN: none */
+	double heard_sent;     /* send time of the latest packet on this EV known to arrive */
+	uint64_t sent, sent_bytes;
+	uint32_t unanswered;   /* packets sent since the last feedback */
+	uint8_t usable;        /* the policy's verdict: data may go on this EV */
+};
+
+/* The path of one EV and its facts. */
+struct mrc_txpath {
+	uint32_t ev;
+	uint16_t sport;
+	uint32_t flow_label;
+	uint8_t src[16], delivered[16], container[16];
+	struct mrc_evslot *fb;
+};
+
+/* One posted WRITE. */
+struct mrc_txmsg {
+	uint64_t msn, va, size, first_psn;
+	uint32_t rkey, npkts, acked, imm;
+	uint8_t has_imm, used;
+	const uint8_t *data;
+	void *owner; /* the embedding's handle on the source buffer, released at completion */
+};
+
+/* One PSN sent and not yet acknowledged; linked in send order. */
+struct mrc_out {
+	uint64_t psn, offset;
+	double sent_time, lost_sent;
+	int64_t prev, next; /* ring indices in send order, -1: none */
+	int32_t msg, slot, first_slot, lost_slot;
+	uint32_t len, retx;
+	uint8_t used, lost, acking;
+};
+
+/* The six data opcodes' body templates (codec.data_body, per-packet fields zero). */
+enum { MRC_T_ONLY, MRC_T_ONLY_IMM, MRC_T_FIRST, MRC_T_MIDDLE, MRC_T_LAST, MRC_T_LAST_IMM,
+       MRC_T_N };
+
+struct mrc_template {
+	uint8_t body[MRC_BTH_LEN + 64];
+	size_t len;
+	int meth, tseth, reth, imm; /* offsets in body, -1: absent */
+};
+
+struct mrc_tx_consts {
+	uint8_t tclass_new, tclass_rtx; /* DSCP << 2 | ECN of first copies and of retransmissions */
+	double timestamp_unit;          /* TSETH tick, seconds */
+	uint32_t silent_after;          /* unanswered packets before an EV is watched */
+};
+
+struct mrc_u64q {
+	uint64_t *v;
+	size_t head, n, cap;
+};
+
+struct mrc_txdone {
+	uint64_t msn;
+};
+
+struct mrc_txloss { /* a first copy known lost (its retransmission arrived first) */
+	int32_t slot;
+	double sent;
+};
+
+struct mrc_sender {
+	uint64_t window;    /* PSNs beyond una the receiver accepts */
+	uint64_t ring_mask; /* ring of outstanding records: a power of two >= window */
+	struct mrc_out *ring;
+	uint32_t pmtu;
+	struct mrc_tx_consts k;
+	struct mrc_template t[MRC_T_N];
+
+	struct mrc_txpath *paths;
+	size_t npaths;
+	int32_t *order;     /* the spraying order of this rotation, as path indices */
+	size_t norder, pos, order_cap;
+	int (*rotate)(void *ctx); /* the policy's next rotation: set_order, or < 0 on error */
+	void *ctx;
+	void (*release)(void *owner);
+
+	struct mrc_txmsg *msgs;
+	size_t nmsgs;
+	struct mrc_u64q free_msgs; /* message slots free for reuse (a stack) */
+	struct mrc_u64q pending; /* message indices with packets not yet sent, in order */
+	uint64_t pend_off;       /* the next unsent offset of the head message */
+	uint64_t pending_pkts;
+
+	uint64_t next_psn, una, sent_hi; /* sent_hi: one past the highest PSN sent */
+	int64_t head, tail;              /* send order */
+	uint64_t outstanding;
+	int64_t inflight;
+	double latest_acked_sent;
+	struct mrc_u64q rtxq; /* PSNs marked lost, to retransmit */
+
+	struct mrc_u64q done;  /* MSNs of completed messages */
+	struct mrc_txloss *loss;
+	size_t nloss, loss_cap;
+	struct mrc_u64q watch; /* path indices whose unanswered count reached silent_after */
+	int64_t *newly;        /* scratch: the records one ack covers */
+	uint8_t *mark;         /* scratch: one byte per path */
+
+	/* the trace of every data packet sent, drained by the policy */
+	double *tr_t;
+	uint32_t *tr_ev;
+	uint8_t *tr_rtx;
+	size_t tr_n, tr_cap, tr_limit;
+	uint64_t tr_overflow;
+
+	uint64_t tx_data, tx_bytes, retransmits, acks_credited_to_original;
+};
+
+/* A packet chosen to go: mrc_tx_pick fills it, mrc_tx_frame writes it. */
+struct mrc_pick {
+	struct mrc_out *o;
+	int32_t path;
+	int rtx, kind;
+	size_t frame_len;
+};
+
+struct mrc_ack_result {
+	uint64_t newly, acked_bytes;
+	double rtt;    /* -1: no sample */
+	double latest; /* send time of the latest-sent packet newly acked, -1: none */
+};
+
+int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,
+		const struct mrc_tx_consts *k);
+void mrc_tx_free(struct mrc_sender *s);
+/* A body template for one of the MRC_T_* kinds; < 0 if it is not a data body. */
+int mrc_tx_template(struct mrc_sender *s, int kind, const uint8_t *body, size_t len);
+int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_t n);
+int mrc_tx_set_order(struct mrc_sender *s, const int32_t *order, size_t n);
+/* A WRITE of `size` bytes at `data`: its first PSN, or -1 (out of memory). */
+int64_t mrc_tx_post(struct mrc_sender *s, uint64_t msn, uint64_t va, uint32_t rkey,
+		    const uint8_t *data, uint64_t size, int has_imm, uint32_t imm, void *owner);
+/* The next packet within the congestion window and the PSN window, retransmissions
+ * first: 1 (picked, the records updated; frame it now), 0 (nothing may go), < 0
+ * (the rotate callback failed). `silent_window`: an EV with a packet unanswered that
+ * long does not take a retransmission. */
+int mrc_tx_pick(struct mrc_sender *s, double now, double cwnd, double silent_window,
+		struct mrc_pick *p);
+void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, uint8_t *out);
+/* A SACK (bitmap at cack + sack_offset; trigger_off < 0x8000 as given, has_trigger 0
+ * for a probe answer) or a cumulative ACK (bitmap 0, no trigger). */
+void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
+		int has_trigger, int32_t trigger_off, double now, double credit_below,
+		struct mrc_ack_result *r);
+/* RACK on an ack: packets sent `reo` before `latest` (the latest-sent packet it acked)
+ * are lost. */
+uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo);
+/* RACK's timer: packets sent before the latest acked one, older than srtt + reo. */
+uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double reo);
+/* The RTO scan: every live packet older than `rto` is lost. Paths of fired packets not
+ * heard from since they were sent, sent `reo` before the latest acked one, are written to
+ * blame[] (up to cap). Returns how many fired; *nblame how many were written. */
+uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto, double reo, int32_t *blame,
+		    size_t cap, size_t *nblame);
+/* A NACK for psn24; `path` (-1: none) the EV it came back on. */
+void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now, int trimmed);
+/* Send time of the oldest live (not lost) packet; 0 if none. */
+int mrc_tx_first_live(const struct mrc_sender *s, double *sent);
+/* Feedback on a path: not silent. */
+void mrc_tx_heard(struct mrc_sender *s, int32_t path, double now);
+/* Nothing outstanding: no path is silent. */
+void mrc_tx_quiet_all(struct mrc_sender *s);
+uint64_t mrc_tx_acked_of(const struct mrc_sender *s, uint64_t msn, int *found);
+
+#endif

@@ -1,0 +1,595 @@
+/* The CPython face of sender.c: EvSlot (one EV's facts, shared by the policy's Ev and
+ * the data path) and Sender (the requester's per-packet work). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <math.h>
+
+#include "sender.h"
+#include "sender_type.h"
+
+/* ---- EvSlot ------------------------------------------------------------------------ */
+typedef struct {
+	PyObject_HEAD
+	struct mrc_evslot s;
+	int index; /* its path's index in the Sender that took it, -1: none */
+} EvSlotObject;
+
+static PyObject *evslot_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	EvSlotObject *self = (EvSlotObject *)type->tp_alloc(type, 0);
+	if (self) {
+		self->s.last_feedback = -1.0;
+		self->s.silent_since = NAN;
+		self->s.heard_sent = -1.0;
+		self->index = -1;
+	}
+	return (PyObject *)self;
+}
+
+static PyMemberDef evslot_members[] = {
+	{"last_feedback", T_DOUBLE, offsetof(EvSlotObject, s.last_feedback), 0,
+	 "when feedback last came back on this EV (-1: never)"},
+	{"silent_since_raw", T_DOUBLE, offsetof(EvSlotObject, s.silent_since), 0,
+	 "the first send not yet followed by feedback (NaN: none)"},
+	{"heard_sent", T_DOUBLE, offsetof(EvSlotObject, s.heard_sent), 0,
+	 "send time of the latest packet on this EV known to arrive"},
+	{"sent", T_ULONGLONG, offsetof(EvSlotObject, s.sent), 0, "data packets sent on it"},
+	{"sent_bytes", T_ULONGLONG, offsetof(EvSlotObject, s.sent_bytes), 0, "their bytes"},
+	{"unanswered", T_UINT, offsetof(EvSlotObject, s.unanswered), 0,
+	 "packets sent since the last feedback"},
+	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},
+	{"index", T_INT, offsetof(EvSlotObject, index), READONLY, "its index in the Sender"},
+	{NULL, 0, 0, 0, NULL},
+};
+
+PyTypeObject EvSlotType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.EvSlot",
+	.tp_basicsize = sizeof(EvSlotObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = evslot_new,
+	.tp_members = evslot_members,
+	.tp_doc = "One EV's per-packet facts, written by the data path, read by the policy.",
+};
+
+/* ---- Sender ------------------------------------------------------------------------ */
+typedef struct {
+	PyObject_HEAD
+	struct mrc_sender s;
+	PyObject *rotate;  /* the policy's next rotation */
+	PyObject *slots;   /* the EvSlots the paths point into (kept alive here) */
+	int ready;
+} SenderObject;
+
+static void release_owner(void *owner)
+{
+	if (owner) {
+		PyBuffer_Release((Py_buffer *)owner);
+		PyMem_Free(owner);
+	}
+}
+
+static int call_rotate(void *ctx)
+{
+	SenderObject *self = ctx;
+	PyObject *r = PyObject_CallNoArgs(self->rotate);
+	if (!r)
+		return -1;
+	Py_DECREF(r);
+	return 0;
+}
+
+/* Sender(window, pmtu, templates(6), (tclass_new, tclass_rtx, timestamp_unit,
+ *        silent_after), rotate) */
+static int sender_init(SenderObject *self, PyObject *args, PyObject *kw)
+{
+	unsigned long long window;
+	unsigned long pmtu, silent;
+	PyObject *templates, *rotate;
+	unsigned char tn, tr;
+	double unit;
+	if (!PyArg_ParseTuple(args, "KkO!(bbdk)O", &window, &pmtu, &PyTuple_Type, &templates,
+			      &tn, &tr, &unit, &silent, &rotate))
+		return -1;
+	if (self->ready) {
+		PyErr_SetString(PyExc_RuntimeError, "a Sender is initialised once");
+		return -1;
+	}
+	if (!PyCallable_Check(rotate) || PyTuple_GET_SIZE(templates) != MRC_T_N || unit <= 0) {
+		PyErr_SetString(PyExc_ValueError,
+				"Sender: six templates, a positive unit and a callable rotate");
+		return -1;
+	}
+	struct mrc_tx_consts k = {tn, tr, unit, (uint32_t)silent};
+	if (mrc_tx_init(&self->s, window, (uint32_t)pmtu, &k) < 0) {
+		PyErr_SetString(PyExc_ValueError, "Sender: window must be 1..2^23 PSNs");
+		return -1;
+	}
+	self->ready = 1;
+	self->s.rotate = call_rotate;
+	self->s.ctx = self;
+	self->s.release = release_owner;
+	self->rotate = Py_NewRef(rotate);
+	for (int i = 0; i < MRC_T_N; i++) {
+		Py_buffer b;
+		if (PyObject_GetBuffer(PyTuple_GET_ITEM(templates, i), &b, PyBUF_SIMPLE) < 0)
+			return -1;
+		int bad = mrc_tx_template(&self->s, i, b.buf, (size_t)b.len);
+		PyBuffer_Release(&b);
+		if (bad < 0) {
+			PyErr_Format(PyExc_ValueError, "template %d is not a data body", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int sender_traverse(SenderObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->rotate);
+	Py_VISIT(self->slots);
+	return 0;
+}
+
+static int sender_clear(SenderObject *self)
+{
+	Py_CLEAR(self->rotate);
+	self->s.rotate = NULL;
+	return 0;
+}
+
+static void sender_dealloc(SenderObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	if (self->ready)
+		mrc_tx_free(&self->s);
+	Py_CLEAR(self->rotate);
+	Py_CLEAR(self->slots);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define NEED_READY(self)                                                              \
+	do {                                                                          \
+		if (!(self)->ready || !(self)->rotate) {                              \
+			PyErr_SetString(PyExc_RuntimeError, "Sender not initialised"); \
+			return NULL;                                                  \
+		}                                                                     \
+	} while (0)
+
+static int get_addr(PyObject *o, uint8_t out[16])
+{
+	Py_buffer b;
+	if (PyObject_GetBuffer(o, &b, PyBUF_SIMPLE) < 0)
+		return -1;
+	int ok = b.len == 16;
+	if (ok)
+		memcpy(out, b.buf, 16);
+	PyBuffer_Release(&b);
+	if (!ok)
+		PyErr_SetString(PyExc_ValueError, "addresses are 16 bytes");
+	return ok ? 0 : -1;
+}
+
+/* set_paths([(EvSlot, ev, sport, flow_label, src, delivered, container), ...]): each
+ * EvSlot's index becomes its position here. */
+static PyObject *sender_set_paths(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	PyObject *seq = PySequence_Fast(arg, "set_paths takes a sequence");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	struct mrc_txpath *p = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*p));
+	PyObject *slots = PyTuple_New(n);
+	if (!p || !slots)
+		goto fail;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *slot, *src, *dst, *via;
+		unsigned long ev, flow;
+		unsigned int sport;
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "O!kIkOOO", &EvSlotType,
+				      &slot, &ev, &sport, &flow, &src, &dst, &via))
+			goto fail;
+		p[i].ev = (uint32_t)ev;
+		p[i].sport = (uint16_t)sport;
+		p[i].flow_label = (uint32_t)flow;
+		p[i].fb = &((EvSlotObject *)slot)->s;
+		if (get_addr(src, p[i].src) < 0 || get_addr(dst, p[i].delivered) < 0 ||
+		    get_addr(via, p[i].container) < 0)
+			goto fail;
+		PyTuple_SET_ITEM(slots, i, Py_NewRef(slot));
+	}
+	if (mrc_tx_set_paths(&self->s, p, (size_t)n) < 0) {
+		PyErr_NoMemory();
+		goto fail;
+	}
+	for (Py_ssize_t i = 0; i < n; i++)
+		((EvSlotObject *)PyTuple_GET_ITEM(slots, i))->index = (int)i;
+	Py_XSETREF(self->slots, slots);
+	PyMem_Free(p);
+	Py_DECREF(seq);
+	Py_RETURN_NONE;
+fail:
+	PyMem_Free(p);
+	Py_XDECREF(slots);
+	Py_DECREF(seq);
+	return NULL;
+}
+
+/* set_order([path index, ...]): the spraying order of this rotation. */
+static PyObject *sender_set_order(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	PyObject *seq = PySequence_Fast(arg, "set_order takes a sequence");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	int32_t *o = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(*o));
+	PyObject *r = NULL;
+	if (!o) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+		if (v == -1 && PyErr_Occurred())
+			goto out;
+		o[i] = (int32_t)v;
+	}
+	if (mrc_tx_set_order(&self->s, o, (size_t)n) < 0) {
+		PyErr_SetString(PyExc_ValueError, "set_order: an index names no path");
+		goto out;
+	}
+	r = Py_NewRef(Py_None);
+out:
+	PyMem_Free(o);
+	Py_DECREF(seq);
+	return r;
+}
+
+/* post(msn, va, rkey, data, imm or None) -> the message's first PSN. The buffer is held
+ * until the message completes. */
+static PyObject *sender_post(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long long msn, va;
+	unsigned long rkey;
+	PyObject *data, *imm;
+	if (!PyArg_ParseTuple(args, "KKkOO", &msn, &va, &rkey, &data, &imm))
+		return NULL;
+	unsigned long iv = 0;
+	if (imm != Py_None) {
+		iv = PyLong_AsUnsignedLongMask(imm);
+		if (iv == (unsigned long)-1 && PyErr_Occurred())
+			return NULL;
+	}
+	Py_buffer *b = PyMem_Malloc(sizeof(*b));
+	if (!b)
+		return PyErr_NoMemory();
+	if (PyObject_GetBuffer(data, b, PyBUF_SIMPLE) < 0) {
+		PyMem_Free(b);
+		return NULL;
+	}
+	int64_t first = mrc_tx_post(&self->s, msn, va, (uint32_t)rkey, b->buf, (uint64_t)b->len,
+				    imm != Py_None, (uint32_t)iv, b);
+	if (first < 0) {
+		release_owner(b);
+		return PyErr_NoMemory();
+	}
+	return PyLong_FromLongLong(first);
+}
+
+/* send(out, now, budget, cwnd, silent_window) -> how many data packets it appended to
+ * `out` as (ev, frame): retransmissions first, then new data. */
+static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	NEED_READY(self);
+	if (n != 5 || !PyList_Check(args[0])) {
+		PyErr_SetString(PyExc_TypeError, "send(out: list, now, budget, cwnd, silent_window)");
+		return NULL;
+	}
+	double now = PyFloat_AsDouble(args[1]);
+	long long budget = PyLong_AsLongLong(args[2]);
+	double cwnd = PyFloat_AsDouble(args[3]);
+	double silent = PyFloat_AsDouble(args[4]);
+	if (PyErr_Occurred())
+		return NULL;
+	long long sent = 0;
+	while (sent < budget) {
+		struct mrc_pick p;
+		int r = mrc_tx_pick(&self->s, now, cwnd, silent, &p);
+		if (r < 0)
+			return NULL;
+		if (r == 0)
+			break;
+		PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)p.frame_len);
+		if (!frame)
+			return NULL;
+		mrc_tx_frame(&self->s, &p, now, (uint8_t *)PyBytes_AS_STRING(frame));
+		PyObject *item = Py_BuildValue("(kN)", (unsigned long)self->s.paths[p.path].ev, frame);
+		if (!item || PyList_Append(args[0], item) < 0) {
+			Py_XDECREF(item);
+			return NULL;
+		}
+		Py_DECREF(item);
+		sent++;
+	}
+	return PyLong_FromLongLong(sent);
+}
+
+static PyObject *opt_float(double v)
+{
+	if (v < 0)
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(v);
+}
+
+/* ack(cack_psn, sack_offset, bitmap, trigger_offset or None, now, credit_below) ->
+ * (packets newly acked, their bytes, RTT sample or None, latest send time or None) */
+static PyObject *sender_ack(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long cack;
+	int off;
+	unsigned long long bitmap;
+	PyObject *trig;
+	double now, credit;
+	if (!PyArg_ParseTuple(args, "kiKOdd", &cack, &off, &bitmap, &trig, &now, &credit))
+		return NULL;
+	long t = 0;
+	if (trig != Py_None && (t = PyLong_AsLong(trig)) == -1 && PyErr_Occurred())
+		return NULL;
+	struct mrc_ack_result r;
+	mrc_tx_ack(&self->s, (uint32_t)cack & 0xFFFFFF, off, bitmap, trig != Py_None, (int32_t)t,
+		   now, credit, &r);
+	if (!self->s.newly)
+		return PyErr_NoMemory();
+	return Py_BuildValue("(KKNN)", (unsigned long long)r.newly,
+			     (unsigned long long)r.acked_bytes, opt_float(r.rtt),
+			     opt_float(r.newly ? r.latest : -1.0));
+}
+
+static PyObject *sender_rack(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	double latest, reo;
+	if (!PyArg_ParseTuple(args, "dd", &latest, &reo))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(mrc_tx_rack(&self->s, latest, reo));
+}
+
+static PyObject *sender_rack_timer(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	double now, srtt, reo;
+	if (!PyArg_ParseTuple(args, "ddd", &now, &srtt, &reo))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(mrc_tx_rack_timer(&self->s, now, srtt, reo));
+}
+
+/* rto(now, rto, reorder) -> (how many fired, [path index to judge, ...]) */
+static PyObject *sender_rto(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	double now, rto, reo;
+	if (!PyArg_ParseTuple(args, "ddd", &now, &rto, &reo))
+		return NULL;
+	size_t cap = self->s.npaths ? self->s.npaths : 1, nb = 0;
+	int32_t *blame = PyMem_Malloc(cap * sizeof(*blame));
+	if (!blame)
+		return PyErr_NoMemory();
+	uint64_t fired = mrc_tx_rto(&self->s, now, rto, reo, blame, cap, &nb);
+	PyObject *l = PyList_New((Py_ssize_t)nb);
+	for (size_t i = 0; l && i < nb; i++)
+		PyList_SET_ITEM(l, (Py_ssize_t)i, PyLong_FromLong(blame[i]));
+	PyMem_Free(blame);
+	return l ? Py_BuildValue("(KN)", (unsigned long long)fired, l) : NULL;
+}
+
+/* nack(psn, path index or -1, now, trimmed) */
+static PyObject *sender_nack(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long psn;
+	int path, trimmed;
+	double now;
+	if (!PyArg_ParseTuple(args, "kidp", &psn, &path, &now, &trimmed))
+		return NULL;
+	mrc_tx_nack(&self->s, (uint32_t)psn & 0xFFFFFF, path, now, trimmed);
+	Py_RETURN_NONE;
+}
+
+static PyObject *sender_heard(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	int path;
+	double now;
+	if (!PyArg_ParseTuple(args, "id", &path, &now))
+		return NULL;
+	mrc_tx_heard(&self->s, path, now);
+	Py_RETURN_NONE;
+}
+
+static PyObject *sender_quiet_all(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	mrc_tx_quiet_all(&self->s);
+	Py_RETURN_NONE;
+}
+
+static PyObject *sender_first_live(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	double sent;
+	if (!mrc_tx_first_live(&self->s, &sent))
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(sent);
+}
+
+static PyObject *take_q(struct mrc_u64q *q)
+{
+	PyObject *l = PyList_New((Py_ssize_t)q->n);
+	for (size_t i = 0; l && i < q->n; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(q->v[(q->head + i) % q->cap]);
+		if (!v) {
+			Py_CLEAR(l);
+			break;
+		}
+		PyList_SET_ITEM(l, (Py_ssize_t)i, v);
+	}
+	if (l)
+		q->head = q->n = 0;
+	return l;
+}
+
+/* take_done() -> [MSN of each message completed, in order] */
+static PyObject *sender_take_done(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return take_q(&self->s.done);
+}
+
+/* take_watch() -> [path index of each EV whose unanswered count reached silent_after] */
+static PyObject *sender_take_watch(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return take_q(&self->s.watch);
+}
+
+/* take_losses() -> [(path index, send time) of each first copy known lost] */
+static PyObject *sender_take_losses(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *l = PyList_New((Py_ssize_t)self->s.nloss);
+	for (size_t i = 0; l && i < self->s.nloss; i++) {
+		PyObject *v = Py_BuildValue("(id)", self->s.loss[i].slot, self->s.loss[i].sent);
+		if (!v) {
+			Py_CLEAR(l);
+			break;
+		}
+		PyList_SET_ITEM(l, (Py_ssize_t)i, v);
+	}
+	if (l)
+		self->s.nloss = 0;
+	return l;
+}
+
+/* take_trace() -> (times as float64 bytes, EVs as uint32 bytes, rtx flags, overflow) */
+static PyObject *sender_take_trace(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	struct mrc_sender *s = &self->s;
+	static const char none[1];
+	int some = s->tr_n > 0; /* y# makes None of a NULL pointer: bytes are wanted */
+	PyObject *r = Py_BuildValue(
+		"(y#y#y#K)", some ? (const char *)s->tr_t : none,
+		(Py_ssize_t)(s->tr_n * sizeof(double)), some ? (const char *)s->tr_ev : none,
+		(Py_ssize_t)(s->tr_n * sizeof(uint32_t)), some ? (const char *)s->tr_rtx : none,
+		(Py_ssize_t)s->tr_n, (unsigned long long)s->tr_overflow);
+	if (r) {
+		s->tr_n = 0;
+		s->tr_overflow = 0;
+	}
+	return r;
+}
+
+static PyObject *sender_acked_of(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	unsigned long long msn = PyLong_AsUnsignedLongLong(arg);
+	if (msn == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	int found;
+	uint64_t n = mrc_tx_acked_of(&self->s, msn, &found);
+	if (!found)
+		Py_RETURN_NONE;
+	return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *sender_counters(SenderObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	const struct mrc_sender *s = &self->s;
+	return Py_BuildValue("{sKsKsKsK}", "tx_data", (unsigned long long)s->tx_data, "tx_bytes",
+			     (unsigned long long)s->tx_bytes, "retransmits",
+			     (unsigned long long)s->retransmits, "acks_credited_to_original",
+			     (unsigned long long)s->acks_credited_to_original);
+}
+
+static PyObject *sender_get_latest(SenderObject *self, void *unused)
+{
+	return PyFloat_FromDouble(self->s.latest_acked_sent);
+}
+
+static PyObject *sender_get_rtx_queued(SenderObject *self, void *unused)
+{
+	return PyLong_FromSize_t(self->s.rtxq.n);
+}
+
+static PyObject *sender_get_inflight(SenderObject *self, void *unused)
+{
+	return PyLong_FromLongLong(self->s.inflight);
+}
+
+static PyMethodDef sender_methods[] = {
+	{"set_paths", (PyCFunction)sender_set_paths, METH_O,
+	 "set_paths([(EvSlot, ev, sport, flow_label, src, delivered, container), ...])"},
+	{"set_order", (PyCFunction)sender_set_order, METH_O, "set_order([path index, ...])"},
+	{"post", (PyCFunction)sender_post, METH_VARARGS,
+	 "post(msn, va, rkey, data, imm) -> first PSN"},
+	{"send", (PyCFunction)(void (*)(void))sender_send, METH_FASTCALL,
+	 "send(out, now, budget, cwnd, silent_window) -> data packets appended"},
+	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
+	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now, credit_below)"},
+	{"rack", (PyCFunction)sender_rack, METH_VARARGS, "rack(latest, reorder) -> lost"},
+	{"rack_timer", (PyCFunction)sender_rack_timer, METH_VARARGS,
+	 "rack_timer(now, srtt, reorder) -> lost"},
+	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto, reorder) -> (fired, paths)"},
+	{"nack", (PyCFunction)sender_nack, METH_VARARGS, "nack(psn, path, now, trimmed)"},
+	{"heard", (PyCFunction)sender_heard, METH_VARARGS, "heard(path, now): feedback on it"},
+	{"quiet_all", (PyCFunction)sender_quiet_all, METH_NOARGS, "no path is silent"},
+	{"first_live", (PyCFunction)sender_first_live, METH_NOARGS,
+	 "send time of the oldest packet not marked lost, or None"},
+	{"take_done", (PyCFunction)sender_take_done, METH_NOARGS, "completed MSNs"},
+	{"take_watch", (PyCFunction)sender_take_watch, METH_NOARGS, "paths gone unanswered"},
+	{"take_losses", (PyCFunction)sender_take_losses, METH_NOARGS, "confirmed losses"},
+	{"take_trace", (PyCFunction)sender_take_trace, METH_NOARGS, "the send trace so far"},
+	{"acked_of", (PyCFunction)sender_acked_of, METH_O, "packets of a message acked"},
+	{"counters", (PyCFunction)sender_counters, METH_NOARGS, "counters() -> dict"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef sender_members[] = {
+	{"una", T_ULONGLONG, offsetof(SenderObject, s.una), READONLY, "lowest PSN not acked"},
+	{"next_psn", T_ULONGLONG, offsetof(SenderObject, s.next_psn), READONLY,
+	 "the next PSN a posted message takes"},
+	{"outstanding", T_ULONGLONG, offsetof(SenderObject, s.outstanding), READONLY,
+	 "PSNs sent and not acked"},
+	{"pending", T_ULONGLONG, offsetof(SenderObject, s.pending_pkts), READONLY,
+	 "packets posted and never sent"},
+	{NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef sender_getset[] = {
+	{"latest_acked_sent", (getter)sender_get_latest, NULL,
+	 "send time of the latest-sent packet acked so far (-1: none)", NULL},
+	{"rtx_queued", (getter)sender_get_rtx_queued, NULL, "PSNs queued to retransmit", NULL},
+	{"inflight", (getter)sender_get_inflight, NULL, "bytes sent, not acked, not lost", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject SenderType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Sender",
+	.tp_basicsize = sizeof(SenderObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)sender_init,
+	.tp_dealloc = (destructor)sender_dealloc,
+	.tp_traverse = (traverseproc)sender_traverse,
+	.tp_clear = (inquiry)sender_clear,
+	.tp_methods = sender_methods,
+	.tp_members = sender_members,
+	.tp_getset = sender_getset,
+	.tp_doc = "The MRC requester's per-packet work (sender.c).",
+};

@@ -1,0 +1,224 @@
+"""The compiled MRC requester (mrcemu/datapath/sender.c) on its own, with explicit `now`:
+its frames against the Python codec's, and its records under acks, NACKs, RACK and RTOs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrcemu import datapath
+from mrcemu.wire import codec
+from mrcemu.wire.constants import TIMESTAMP_UNIT, Dscp, Opcode
+
+DQPN = 0x123456
+PMTU = 256
+ECT0 = 0b10
+KINDS = (Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM, Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE,
+         Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM)
+
+
+def addr(n: int) -> bytes:
+    return bytes(15) + bytes([n])
+
+
+class Rig:
+    """A Sender over four EVs sprayed in turn, each rotation the same order."""
+
+    def __init__(self, window: int = 64, silent_after: int = 3, npaths: int = 4) -> None:
+        templates = tuple(codec.data_body(
+            opcode=op, dqpn=DQPN, psn=0, msn=0, va=0, rkey=0, dmalen=0, timestamp=0,
+            imm=0 if op in (Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST_IMM) else None)
+            for op in KINDS)
+        self.rotations = 0
+        self.tx = datapath.Sender(
+            window, PMTU, templates,
+            ((Dscp.TRIMMABLE << 2) | ECT0, (Dscp.TRIMMABLE_RETX << 2) | ECT0,
+             TIMESTAMP_UNIT, silent_after), self.rotate)
+        self.slots = [datapath.EvSlot() for _ in range(npaths)]
+        for s in self.slots:
+            s.usable = True
+        self.evs = [0x1000 + i for i in range(npaths)]
+        self.tx.set_paths([(s, ev, 0xC000 | i, 0x100 + i, addr(1), addr(2), addr(0x10 + i))
+                           for i, (s, ev) in enumerate(zip(self.slots, self.evs, strict=True))])
+
+    def rotate(self) -> None:
+        self.rotations += 1
+        self.tx.set_order(range(len(self.slots)))
+
+    def send(self, now: float, budget: int = 1 << 20, cwnd: float = 1e12,
+             silent: float = 1.0) -> list[tuple[int, bytes]]:
+        out: list[tuple[int, bytes]] = []
+        self.tx.send(out, now, budget, cwnd, silent)
+        return out
+
+
+def decode(pkt: bytes) -> codec.Decoded:
+    """A frame as it arrives: the outer DA rewritten to the last uSID's (here: dst)."""
+    b = bytearray(pkt)
+    b[24:40] = addr(2)  # the outer IPv6 header's DA
+    return codec.decode(bytes(b))
+
+
+@settings(max_examples=150, deadline=None)
+@given(size=st.integers(0, 5 * PMTU + 7), va=st.integers(0, (1 << 64) - 1 - 6 * PMTU),
+       rkey=st.integers(0, (1 << 32) - 1), imm=st.none() | st.integers(0, (1 << 32) - 1),
+       msn=st.integers(0, 1 << 20), now=st.floats(0, 1e6))
+def test_frames_are_byte_identical_to_the_python_codec(size, va, rkey, imm, msn, now):
+    rig = Rig()
+    data = bytes((i * 7 + 3) & 0xFF for i in range(size))
+    first = rig.tx.post(msn, va, rkey, data, imm)
+    frames = rig.send(now)
+    npkts = max(1, -(-size // PMTU))
+    assert first == 0 and len(frames) == npkts
+    for i, (ev, pkt) in enumerate(frames):
+        off = i * PMTU
+        last = off + PMTU >= size
+        if npkts == 1:
+            op = Opcode.WRITE_ONLY if imm is None else Opcode.WRITE_ONLY_IMM
+        elif i == 0:
+            op = Opcode.WRITE_FIRST
+        elif last:
+            op = Opcode.WRITE_LAST if imm is None else Opcode.WRITE_LAST_IMM
+        else:
+            op = Opcode.WRITE_MIDDLE
+        p = i % 4
+        assert ev == rig.evs[p]
+        ref = codec.encode_data(
+            addr(1), addr(2), via=addr(0x10 + p), sport=0xC000 | p, flow_label=0x100 + p,
+            dscp=Dscp.TRIMMABLE, ecn=ECT0, payload=data[off:off + PMTU], opcode=op,
+            dqpn=DQPN, psn=i, msn=msn & 0xFFFF, va=va + off, rkey=rkey, dmalen=size,
+            ackreq=int(last), timestamp=int(now / TIMESTAMP_UNIT) & 0xFFFF,
+            imm=imm if op in (Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST_IMM) else None)
+        assert pkt == ref
+
+
+def test_windows_bound_what_goes_and_sacks_free_it():
+    rig = Rig(window=8)
+    rig.tx.post(0, 0, 1, bytes(20 * PMTU), None)
+    assert len(rig.send(0.0)) == 8  # the PSN window
+    assert rig.tx.outstanding == 8 and rig.tx.pending == 12 and rig.tx.inflight == 8 * PMTU
+    # Cumulative up to PSN 3 (cack 3), and PSNs 5 and 6 by the bitmap at cack + 2.
+    newly, nbytes, rtt, latest = rig.tx.ack(3, 2, 0b11, 2, 0.010, 1e9)
+    assert (newly, nbytes, latest) == (5, 5 * PMTU, 0.0)
+    assert rtt == pytest.approx(0.010)  # PSN 3 + 2 = 5: a first copy, newly acked
+    assert rig.tx.una == 3 and rig.tx.outstanding == 3 and rig.tx.latest_acked_sent == 0.0
+    assert len(rig.send(0.02, cwnd=4 * PMTU)) == 1  # the congestion window: 3 + 1
+    assert len(rig.send(0.02)) == 2  # then the PSN window again: una 3 + 8 = 11
+    assert rig.tx.acked_of(0) == 5 and rig.tx.acked_of(9) is None
+
+
+def test_rack_marks_earlier_packets_lost_and_resends_them_on_other_evs():
+    rig = Rig()
+    rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
+    for i in range(4):
+        assert len(rig.send(i * 0.001, budget=1)) == 1  # PSN i on EV i at i ms
+    rig.tx.ack(0, 3, 1, None, 0.02, 1e9)  # only PSN 3 arrived (sent at 3 ms)
+    assert rig.tx.rack(0.003, 0.0015) == 2  # sent over 1.5 ms before it: PSNs 0 and 1
+    assert rig.tx.rtx_queued == 2 and rig.tx.inflight == PMTU  # PSN 2 is still live
+    assert rig.tx.first_live() == 0.002
+    frames = rig.send(0.03)
+    assert len(frames) == 2
+    for (ev, pkt), psn in zip(frames, (0, 1), strict=True):
+        d = decode(pkt)
+        assert d.psn == psn and d.bth["rtx"] == 1 and ev != rig.evs[psn]
+        assert d.dscp == Dscp.TRIMMABLE_RETX and d.ecn == ECT0
+    assert rig.tx.counters()["retransmits"] == 2
+
+
+def test_a_trim_nack_puts_its_packet_first_in_line():
+    rig = Rig()
+    rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
+    rig.send(0.0)
+    rig.tx.nack(1, 2, 0.001, False)  # PSN 1: lost, queued behind
+    rig.tx.nack(3, 1, 0.001, True)   # PSN 3: trimmed, first in line
+    assert [decode(p).psn for _, p in rig.send(0.002)] == [3, 1]
+    # The NACK came back on EV 1: it is heard from, whatever the PSN it names.
+    assert rig.slots[1].last_feedback == 0.001 and rig.slots[1].unanswered == 0
+
+
+def test_rto_fires_old_packets_and_names_only_unheard_evs():
+    rig = Rig()
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(8):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
+    rig.tx.ack(0, 5, 0b100, None, 0.009, 1e9)  # PSN 7 (EV 3, sent at 7 ms) arrived
+    rig.tx.heard(1, 0.009)  # EV 1 answered since its packets left
+    fired, suspects = rig.tx.rto(0.1055, 0.1, 0.001)
+    # Older than 100 ms at 105.5 ms: PSNs 0-5; EVs 0 and 2 never heard from; EV 1 heard.
+    assert fired == 6 and suspects == [0, 2]
+    assert rig.tx.rtx_queued == 6 and rig.tx.first_live() == 0.006
+
+
+def test_a_message_completes_once_all_its_packets_are_acked_and_its_buffer_is_let_go():
+    rig = Rig()
+    src = bytearray(3 * PMTU)
+    rig.tx.post(7, 0, 1, src, None)
+    rig.tx.post(8, 0, 1, bytes(PMTU), 5)
+    rig.send(0.0)
+    with pytest.raises(BufferError):
+        src.append(0)  # the sender holds it while packets may need resending
+    rig.tx.ack(2, 0, 0b10, None, 0.01, 1e9)  # PSNs 0, 1 and 3
+    assert rig.tx.take_done() == [8]
+    rig.tx.ack(4, 0, 0, None, 0.01, 1e9)
+    assert rig.tx.take_done() == [7] and rig.tx.take_done() == []
+    src.append(0)  # released
+
+
+def test_acks_after_a_retransmission_credit_the_right_copy():
+    rig = Rig()
+    rig.tx.post(0, 0, 1, bytes(2 * PMTU), None)
+    rig.send(0.0)
+    rig.tx.nack(0, -1, 0.001, False)  # PSN 0 (EV 0) lost
+    rig.send(0.002)  # resent on another EV
+    # Acked 0.1 ms after the resend, faster than any round trip (0.5 ms): the original
+    # arrived, so EV 0 is credited and nothing is known lost.
+    rig.tx.ack(1, 0, 0, None, 0.0021, 0.0005)
+    assert rig.slots[0].last_feedback == 0.0021 and rig.tx.take_losses() == []
+    assert rig.tx.counters()["acks_credited_to_original"] == 1
+    rig.tx.nack(1, -1, 0.003, False)
+    rig.send(0.004)
+    rig.tx.ack(2, 0, 0, None, 0.010, 0.0005)  # slow: the copy arrived, the first was lost
+    assert rig.tx.take_losses() == [(1, 0.0)]
+
+
+def test_silence_is_counted_per_ev_and_reported_once_it_reaches_the_threshold():
+    rig = Rig(silent_after=2)
+    rig.tx.post(0, 0, 1, bytes(12 * PMTU), None)
+    rig.send(0.5)
+    assert [s.unanswered for s in rig.slots] == [3, 3, 3, 3]
+    assert all(s.silent_since_raw == 0.5 and s.sent == 3 for s in rig.slots)
+    assert rig.tx.take_watch() == [0, 1, 2, 3] and rig.tx.take_watch() == []
+
+
+def test_unusable_evs_are_skipped_and_no_usable_ev_sends_nothing():
+    rig = Rig()
+    rig.slots[1].usable = rig.slots[2].usable = False
+    rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
+    assert [ev for ev, _ in rig.send(0.0, budget=3)] == [rig.evs[0], rig.evs[3], rig.evs[0]]
+    for s in rig.slots:
+        s.usable = False
+    rotations = rig.rotations
+    assert rig.send(0.0) == [] and rig.tx.pending == 1
+    assert rig.rotations == rotations + 2  # it asked twice for a rotation, as the profile did
+
+
+def test_the_trace_records_every_data_packet():
+    rig = Rig()
+    rig.tx.post(0, 0, 1, bytes(3 * PMTU), None)
+    rig.send(0.25)
+    rig.tx.nack(2, -1, 0.3, True)
+    rig.send(0.5)
+    t, ev, rtx, overflow = rig.tx.take_trace()
+    assert len(rtx) == 4 and overflow == 0 and list(rtx) == [0, 0, 0, 1]
+    assert rig.tx.take_trace()[2] == b""
+
+
+def test_bad_set_up_is_refused():
+    rig = Rig()
+    with pytest.raises(ValueError):
+        rig.tx.set_order([0, 9])  # names no path
+    with pytest.raises(ValueError):
+        datapath.Sender(0, PMTU, (b"",) * 6, (0, 0, 1.0, 3), lambda: None)
+    with pytest.raises(ValueError):
+        rig.tx.set_paths([(rig.slots[0], 1, 2, 3, b"short", addr(1), addr(2))])
