@@ -131,14 +131,12 @@ class EvProfile:
 
     def _sync_all(self) -> None:
         for e in self.evs.values():
-            e.fb.usable = self.usable(e)
+            self._sync(e)
 
     def new_rotation(self) -> None:
-        self._new_rotation()
-
-    def _new_rotation(self) -> None:
         """Order the next rotation: planes interleaved so they stay evenly loaded, and
-        each plane's EVs in a fresh pseudo-random order."""
+        each plane's EVs in a fresh pseudo-random order. next_ev calls it at the end of
+        a rotation, and so does the compiled sender (through `on_rotation`'s owner)."""
         self.rotation += 1
         for e in self.evs.values():
             if e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation:
@@ -168,7 +166,7 @@ class EvProfile:
                 self._pos += 1
                 if self.usable(e):
                     return e
-            self._new_rotation()
+            self.new_rotation()
         return None
 
     def count_usable(self) -> int:

@@ -71,7 +71,7 @@ def test_a_rotation_holds_every_usable_ev_once_with_the_planes_interleaved():
     prof = profile(load("default"), 0, 7, TransportConfig())
     bad = next(e for e in prof.evs.values() if e.active)
     prof.assume_bad(bad.ev, 0.0, "test")
-    prof._new_rotation()
+    prof.new_rotation()
     order = list(prof._order)
     usable = {e.ev for e in prof.evs.values() if prof.usable(e)}
     assert sorted(order) == sorted(usable) and bad.ev not in order
