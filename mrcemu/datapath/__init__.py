@@ -28,6 +28,10 @@ Responder = _datapath.Responder
 # the policy's Ev (evs.py).
 Sender = _datapath.Sender
 EvSlot = _datapath.EvSlot
+# A NIC's plane ports (ports.c): paced frame queues the requester and the responder
+# frame into, burst sends, and burst reads that hand data for a known QP straight to
+# its responder.
+Ports = _datapath.Ports
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the
 # per-packet fields zero): the requester's framing in one call.

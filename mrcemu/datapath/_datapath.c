@@ -8,7 +8,9 @@
 #include <structmember.h>
 
 #include "portio.h"
+#include "ports_type.h"
 #include "responder.h"
+#include "responder_type.h"
 #include "sender_type.h"
 #include "wire.h"
 
@@ -321,24 +323,12 @@ out:
 
 /* peek_dqpn(pkt) -> the BTH DQPN of a RoCEv2/MRC packet (plain or IPv6-in-IPv6), or
  * -1: what a NIC needs to pick the connection before the connection parses it fully. */
-static const struct mrc_field *F_DQPN;
-
 static PyObject *py_peek_dqpn(PyObject *self, PyObject *arg)
 {
 	Py_buffer b;
 	if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
 		return NULL;
-	const uint8_t *p = b.buf;
-	size_t n = (size_t)b.len, ip = 0;
-	long q = -1;
-	if (n >= MRC_IP6_LEN && p[6] == MRC_IPPROTO_IPV6)
-		ip = MRC_IP6_LEN;
-	size_t bth = ip + MRC_IP6_LEN + MRC_UDP_LEN;
-	if (n >= bth + MRC_BTH_LEN && (p[0] >> 4) == 6 && p[ip + 6] == 17) {
-		unsigned dport = (unsigned)p[ip + 42] << 8 | p[ip + 43];
-		if (dport == MRC_UDP_PORT || dport == MRC_UDP_PORT_TRANSPOSED)
-			q = (long)mrc_field(p + bth, F_DQPN);
-	}
+	long q = mrc_peek_dqpn(b.buf, (size_t)b.len);
 	PyBuffer_Release(&b);
 	return PyLong_FromLong(q);
 }
@@ -415,13 +405,6 @@ static PyTypeObject RegionsType = {
 };
 
 /* ---- Responder --------------------------------------------------------------------- */
-typedef struct {
-	PyObject_HEAD
-	struct mrc_responder r;
-	PyObject *regions;
-	int ready;
-} ResponderObject;
-
 static PyObject *not_our_usid;
 
 static int copy_template(PyObject *obj, uint8_t *dst, size_t cap, size_t *len, size_t want)
@@ -604,10 +587,29 @@ static PyObject *drain(const void *q, size_t *n, PyObject *(*item)(const void *,
 	return out;
 }
 
-static PyObject *responder_take_control(ResponderObject *self, PyObject *unused)
+/* take_control(ports=None): the control frames as [(ev, frame)], or, given Ports,
+ * queued on them (what no port took is counted there) -> how many were queued. */
+static PyObject *responder_take_control(ResponderObject *self, PyObject *const *args,
+					Py_ssize_t n)
 {
 	NEED_READY(self);
-	return drain(self->r.ctl, &self->r.nctl, ctl_item);
+	if (n > 1) {
+		PyErr_SetString(PyExc_TypeError, "take_control(ports=None)");
+		return NULL;
+	}
+	if (n == 0 || args[0] == Py_None)
+		return drain(self->r.ctl, &self->r.nctl, ctl_item);
+	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
+		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
+		return NULL;
+	}
+	struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
+	long queued = 0;
+	for (size_t i = 0; i < self->r.nctl; i++)
+		queued += mrc_ports_put(ps, self->r.ctl[i].ev, self->r.ctl[i].buf,
+					self->r.ctl[i].len);
+	self->r.nctl = 0;
+	return PyLong_FromLong(queued);
 }
 
 static PyObject *responder_take_completions(ResponderObject *self, PyObject *unused)
@@ -714,7 +716,7 @@ static PyMethodDef responder_methods[] = {
 	{"sack_probe", (PyCFunction)responder_sack_probe, METH_VARARGS,
 	 "sack_probe(entropy, ack_psn_offset, tx_timestamp, now): answer a probe"},
 	{"timer", (PyCFunction)responder_timer, METH_O, "timer(now): the delayed SACK if due"},
-	{"take_control", (PyCFunction)responder_take_control, METH_NOARGS,
+	{"take_control", (PyCFunction)(void (*)(void))responder_take_control, METH_FASTCALL,
 	 "take_control() -> [(ev, frame)]: SACK/NACK/ACK to send"},
 	{"take_completions", (PyCFunction)responder_take_completions, METH_NOARGS,
 	 "take_completions() -> [(msn, imm or None)], in MSN order"},
@@ -740,7 +742,7 @@ static PyGetSetDef responder_getset[] = {
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject ResponderType = {
+PyTypeObject ResponderType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Responder",
 	.tp_basicsize = sizeof(ResponderObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
@@ -786,7 +788,7 @@ PyMODINIT_FUNC PyInit__datapath(void)
 		error_names[e] = PyUnicode_InternFromString(mrc_error_names[e]);
 	not_our_usid = PyUnicode_InternFromString("not_our_usid");
 	struct { const struct mrc_field **f; int h; const char *name; } want[] = {
-		{&F_DQPN, MRC_H_BTH, "dqpn"}, {&F_TS_FLAG, MRC_H_BTH, "ts"},
+		{&F_TS_FLAG, MRC_H_BTH, "ts"},
 		{&F_PSN, MRC_H_BTH, "psn"}, {&F_ACKREQ, MRC_H_BTH, "ackreq"},
 		{&F_RTX, MRC_H_BTH, "rtx"}, {&F_MSN, MRC_H_METH, "msn"},
 		{&F_TS, MRC_H_TSETH, "tx_timestamp"}, {&F_VA, MRC_H_RETH, "va"},
@@ -797,7 +799,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 			return PyErr_Format(PyExc_ImportError, "the layout has no %s field",
 					    want[i].name);
 	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0 ||
-	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0)
+	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0 ||
+	    PyType_Ready(&PortsType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
@@ -806,7 +809,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
 	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0 ||
 	    PyModule_AddObjectRef(m, "EvSlot", (PyObject *)&EvSlotType) < 0 ||
-	    PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0) {
+	    PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0 ||
+	    PyModule_AddObjectRef(m, "Ports", (PyObject *)&PortsType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -149,6 +149,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (p.payload_end > len || p.payload_at > len)
 			abort(); /* a region outside the packet is a bug even if unread */
 	}
+	/* The NIC's first look at a frame: must read nothing past the packet. */
+	if (mrc_peek_dqpn(pkt, len) < -1)
+		abort();
 	responder_setup();
 	sender_setup();
 	if (mrc_parse(pkt, len, 0, 0, &p) == MRC_OK)

@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "ports_type.h"
 #include "sender.h"
 #include "sender_type.h"
 
@@ -280,13 +281,21 @@ static PyObject *sender_post(SenderObject *self, PyObject *args)
 	return PyLong_FromLongLong(first);
 }
 
-/* send(out, now, budget, cwnd, silent_window) -> how many data packets it appended to
- * `out` as (ev, frame): retransmissions first, then new data. */
+/* send(out, now, budget, cwnd, silent_window) -> how many data packets it sent:
+ * retransmissions first, then new data. `out` is a list, which takes each as
+ * (ev, frame), or a Ports, on whose queues each is framed in place. A packet no port
+ * takes (counted there) is lost on the wire: it was sent, and loss recovery finds it. */
 static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	NEED_READY(self);
-	if (n != 5 || !PyList_Check(args[0])) {
-		PyErr_SetString(PyExc_TypeError, "send(out: list, now, budget, cwnd, silent_window)");
+	int to_ports = n == 5 && PyObject_TypeCheck(args[0], &PortsType);
+	if (n != 5 || !(to_ports || PyList_Check(args[0]))) {
+		PyErr_SetString(PyExc_TypeError,
+				"send(out: list or Ports, now, budget, cwnd, silent_window)");
+		return NULL;
+	}
+	if (to_ports && !((PortsObject *)args[0])->ready) {
+		PyErr_SetString(PyExc_RuntimeError, "Ports not initialised");
 		return NULL;
 	}
 	double now = PyFloat_AsDouble(args[1]);
@@ -303,17 +312,28 @@ static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize
 			return NULL;
 		if (r == 0)
 			break;
+		uint32_t ev = self->s.paths[p.path].ev;
+		sent++;
+		if (to_ports) {
+			struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
+			size_t port;
+			uint8_t *at = mrc_ports_slot(ps, ev, p.frame_len, &port);
+			if (at) { /* mrc_tx_pick recorded it as sent: framing is all that is left */
+				mrc_tx_frame(&self->s, &p, now, at);
+				mrc_ports_commit(ps, port, p.frame_len);
+			}
+			continue;
+		}
 		PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)p.frame_len);
 		if (!frame)
 			return NULL;
 		mrc_tx_frame(&self->s, &p, now, (uint8_t *)PyBytes_AS_STRING(frame));
-		PyObject *item = Py_BuildValue("(kN)", (unsigned long)self->s.paths[p.path].ev, frame);
+		PyObject *item = Py_BuildValue("(kN)", (unsigned long)ev, frame);
 		if (!item || PyList_Append(args[0], item) < 0) {
 			Py_XDECREF(item);
 			return NULL;
 		}
 		Py_DECREF(item);
-		sent++;
 	}
 	return PyLong_FromLongLong(sent);
 }

@@ -276,3 +276,26 @@ void mrc_finish(uint8_t *out, const uint8_t *src, const uint8_t *dst, const uint
 	if (final != dst)
 		memcpy(in + 24, dst, 16);
 }
+
+long mrc_peek_dqpn(const uint8_t *p, size_t n)
+{
+	static const struct mrc_field *dqpn;
+	if (!dqpn) {
+		const struct mrc_header *h = &MRC_HEADERS[MRC_H_BTH];
+		for (int i = 0; i < h->nfields; i++)
+			if (strcmp(h->fields[i].name, "dqpn") == 0)
+				dqpn = &h->fields[i];
+		if (!dqpn)
+			return -1;
+	}
+	size_t ip = 0;
+	if (n >= MRC_IP6_LEN && p[6] == MRC_IPPROTO_IPV6)
+		ip = MRC_IP6_LEN;
+	size_t bth = ip + MRC_IP6_LEN + MRC_UDP_LEN;
+	if (n < bth + MRC_BTH_LEN || (p[0] >> 4) != 6 || p[ip + 6] != 17)
+		return -1;
+	unsigned dport = (unsigned)p[ip + 42] << 8 | p[ip + 43];
+	if (dport != MRC_UDP_PORT && dport != MRC_UDP_PORT_TRANSPOSED)
+		return -1;
+	return (long)mrc_field(p + bth, dqpn);
+}

@@ -64,6 +64,10 @@ enum mrc_error mrc_parse(const uint8_t *buf, size_t len, size_t wire_len, int ve
 int64_t mrc_field_signed(const uint8_t *hdr, const struct mrc_field *f);
 uint64_t mrc_field(const uint8_t *hdr, const struct mrc_field *f);
 
+/* The BTH DQPN of a RoCEv2/MRC packet (plain or IPv6-in-IPv6) from its IPv6 header,
+ * or -1: what a NIC needs to pick the connection before the connection parses it. */
+long mrc_peek_dqpn(const uint8_t *p, size_t n);
+
 /* The length finish() writes: the inner packet, plus an outer header with `via`. */
 size_t mrc_frame_len(size_t body_len, size_t payload_len, int with_via);
 

@@ -18,6 +18,7 @@ import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -33,13 +34,24 @@ class Lateness:
         self.n = 0
         self.max = 0.0
 
-    def add(self, late: float) -> None:
+    @staticmethod
+    def bucket(late: float) -> int:
         us = late * 1e6
-        k = 0 if us < 1 else int(math.log2(us) * _STEPS_PER_OCTAVE) + 1
+        return 0 if us < 1 else int(math.log2(us) * _STEPS_PER_OCTAVE) + 1
+
+    def add(self, late: float) -> None:
+        k = self.bucket(late)
         self.buckets[k] = self.buckets.get(k, 0) + 1
         self.n += 1
         if late > self.max:
             self.max = late
+
+    @classmethod
+    def of(cls, buckets: dict[int, int], n: int, max_late: float) -> Lateness:
+        """A histogram kept elsewhere with the same buckets (ports.c: the paced sends)."""
+        h = cls()
+        h.buckets, h.n, h.max = dict(buckets), n, max_late
+        return h
 
     def quantile(self, q: float) -> float:
         """The upper edge of the bucket holding the q-quantile (0 with no samples)."""
@@ -61,16 +73,24 @@ class Lateness:
 class PortLoad:
     """Time a port had frames waiting, and the bytes it sent meanwhile."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, backlogged_s: float = 0.0, sent: int = 0) -> None:
         self.rate = rate  # paced, bytes per second
-        self.backlogged_s = 0.0
-        self.sent = 0
+        self.backlogged_s = backlogged_s
+        self.sent = sent
 
     def to_json(self) -> dict:
         want = self.rate * self.backlogged_s
         return {"backlogged_s": round(self.backlogged_s, 4), "sent_bytes": self.sent,
                 "paced_bps": round(self.rate * 8), "achieved": round(self.sent / want, 4)
                 if want else None}
+
+
+class Pacer(Protocol):
+    """What the meter reads of the ports that pace a daemon's sends (datapath.Ports)."""
+
+    def reset_meter(self) -> None: ...
+    def send_late(self) -> tuple[dict[int, int], int, float]: ...
+    def load(self) -> dict[int, tuple[float, int]]: ...
 
 
 def socket_stats(s: socket.socket) -> tuple[int, int]:
@@ -83,9 +103,10 @@ class Meter:
     """One daemon's measurements since the last `reset`."""
 
     def __init__(self, ports: dict[int, socket.socket], rates: dict[int, float],
-                 now: float) -> None:
+                 now: float, pacer: Pacer | None = None) -> None:
         self.ports = ports
         self.rates = rates
+        self.pacer = pacer  # the compiled ports that pace sends (datapath.Ports), if any
         self.reset(now)
 
     def reset(self, now: float) -> None:
@@ -96,6 +117,8 @@ class Meter:
         self.timers = Lateness()
         self.sends = Lateness()
         self.load = {p: PortLoad(r) for p, r in self.rates.items()}
+        if self.pacer is not None:
+            self.pacer.reset_meter()
         self.drops = {p: 0 for p in self.ports}
         self.packets = {p: 0 for p in self.ports}
         # Loop rounds (each one wait for a timer, a frame or a request): with socket
@@ -120,14 +143,24 @@ class Meter:
             self.packets[p] += n
             self.drops[p] += d
 
+    def _take_pacer(self) -> None:
+        """The paced sends' figures, from the ports that paced them."""
+        if self.pacer is None:
+            return
+        self.sends = Lateness.of(*self.pacer.send_late())
+        for p, (backlogged_s, sent) in self.pacer.load().items():
+            self.load[p] = PortLoad(self.rates[p], backlogged_s, sent)
+
     def to_json(self, now: float) -> dict:
         self.poll_sockets()
+        self._take_pacer()
         return {"wall_s": round(now - self.t0, 4), "cpu_s": round(_cpu() - self.cpu0, 4),
                 "harness_cpu_s": round(self.harness_cpu, 4), "wakeups": self.wakeups,
                 "timer_late": self.timers.to_json(), "send_late": self.sends.to_json(),
-                "ports": {str(p): {"socket_packets": self.packets[p],
-                                   "socket_drops": self.drops[p], **self.load[p].to_json()}
-                          for p in self.ports}}
+                "ports": {str(p): {"socket_packets": self.packets.get(p, 0),
+                                   "socket_drops": self.drops.get(p, 0),
+                                   **self.load[p].to_json()}
+                          for p in self.load}}
 
 
 def _cpu() -> float:

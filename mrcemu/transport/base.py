@@ -101,6 +101,8 @@ class Connection(Protocol):
     def receive_decoded(self, d: codec.Decoded, now: float) -> None: ...
     def packets_to_send(self, now: float, budget: int | None = None
                         ) -> list[tuple[int, bytes]]: ...
+    def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int: ...
+    def received(self, now: float) -> None: ...
     def timer(self, now: float) -> None: ...
     def next_timer(self) -> float | None: ...
     def port_status(self, planes_up: set[int], now: float) -> None: ...
@@ -142,6 +144,20 @@ class ConnectionBase:
 
     def next_event(self) -> Event | None:
         return self._events.popleft() if self._events else None
+
+    def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
+        """What `packets_to_send` returns, queued on the NIC's ports: how many frames."""
+        out = self.packets_to_send(now, budget)
+        for ev, pkt in out:
+            ports.queue(ev, pkt)
+        return len(out)
+
+    def received(self, now: float) -> None:
+        """The NIC's data path handled packets for this QP itself (Ports.receive)."""
+
+    def packets_to_send(self, now: float, budget: int | None = None
+                        ) -> list[tuple[int, bytes]]:
+        raise NotImplementedError
 
     def receive(self, pkt: bytes | memoryview, now: float) -> None:
         """A packet from the simulated network: what is malformed is counted here."""

@@ -184,6 +184,24 @@ class MrcConnection(ConnectionBase):
                          float(self.cc.cwnd), self.rto / self.backoff)
         return out
 
+    def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
+        """packets_to_send, framed straight onto the NIC's port queues (no Python
+        object per packet): how many frames were queued or lost at a full port."""
+        if self._paths_dirty:  # Ports.receive may answer for us before receive_frame
+            self._control_paths()
+        n = self.rx.take_control(ports) if self.rx.pending else 0
+        for ev, pkt in self.control:
+            ports.queue(ev, pkt)
+        n += len(self.control)
+        self.control.clear()
+        if self.tx.pending or self.tx.rtx_queued:
+            n += self.tx.send(ports, now, budget, float(self.cc.cwnd), self.rto / self.backoff)
+        return n
+
+    def received(self, now: float) -> None:
+        """Data the NIC's ports gave the responder directly may have completed messages."""
+        self._completions(now)
+
     def _completed(self, now: float) -> None:
         """Messages the sender saw fully acknowledged, and first copies it learnt were
         lost (their retransmission arrived first)."""

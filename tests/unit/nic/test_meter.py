@@ -46,3 +46,32 @@ def test_the_verdict_sums_harness_cpu_over_hosts_and_tolerates_old_blocks():
     del blocks["h1"]["harness_cpu_s"]  # a block from before the field existed
     v = fidelity.judge(blocks, cpus=2)
     assert v["harness_cpu_s"] == round(blocks["h0"]["harness_cpu_s"], 3)
+
+
+def test_the_paced_sends_figures_come_from_the_ports_that_paced_them():
+    import socket
+
+    from mrcemu import datapath
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with a, b:
+        ports = datapath.Ports([(a.fileno(), 2, bytes(14), bytes(16), 1e6)], 0.0, 8, 2000,
+                               2, 2000.0)
+        m = Meter({}, {2: 1e6}, now=0.0, pacer=ports)
+        for _ in range(2):
+            ports.queue(make_ev_plane2(), bytes(986))
+        ports.drain(0.0)
+        ports.drain(0.0015)  # the second frame fell due at 0.001
+        block = m.to_json(now=0.002)
+        assert block["send_late"]["n"] == 1
+        assert block["send_late"]["max_s"] == 0.0005
+        assert block["ports"]["2"]["backlogged_s"] == 0.0015
+        assert block["ports"]["2"]["sent_bytes"] == 1000
+        m.reset(now=0.003)  # resets the ports' figures too
+        assert m.to_json(now=0.004)["send_late"]["n"] == 0
+
+
+def make_ev_plane2() -> int:
+    from mrcemu.topology.paths import make_ev
+
+    return make_ev(2, 0, 0)

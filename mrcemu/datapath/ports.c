@@ -1,0 +1,233 @@
+/* A NIC's ports: frame queues, token-bucket pacing and burst sends (ports.h). */
+#define _GNU_SOURCE /* sendmmsg */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ports.h"
+
+int mrc_ports_init(struct mrc_ports *ps, size_t n, size_t cap, size_t slot, size_t slots,
+		   double bucket)
+{
+	memset(ps, 0, sizeof(*ps));
+	for (int i = 0; i < MRC_PLANES; i++)
+		ps->by_plane[i] = -1;
+	if (n == 0 || n > MRC_PLANES || cap == 0 || cap > 4096 || slot <= MRC_ETH_LEN ||
+	    slot > 65536 || slots > cap || !(bucket > 0))
+		return -1;
+	ps->p = calloc(n, sizeof(*ps->p));
+	if (!ps->p)
+		return -1;
+	ps->n = n;
+	ps->cap = cap;
+	ps->slot = slot;
+	ps->slots = slots;
+	ps->bucket = bucket;
+	for (size_t i = 0; i < n; i++) {
+		ps->p[i].fd = -1;
+		/* malloc, not calloc: pages cost memory only once frames fill them */
+		ps->p[i].buf = malloc(cap * slot);
+		ps->p[i].len = calloc(cap, sizeof(uint32_t));
+		if (!ps->p[i].buf || !ps->p[i].len) {
+			mrc_ports_free(ps);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void mrc_ports_free(struct mrc_ports *ps)
+{
+	for (size_t i = 0; ps->p && i < ps->n; i++) {
+		free(ps->p[i].buf);
+		free(ps->p[i].len);
+	}
+	free(ps->p);
+	ps->p = NULL;
+	ps->n = 0;
+}
+
+int mrc_port_setup(struct mrc_ports *ps, size_t i, int fd, unsigned plane,
+		   const uint8_t eth[MRC_ETH_LEN], const uint8_t via[16], double rate,
+		   double now)
+{
+	if (i >= ps->n || plane >= MRC_PLANES || ps->by_plane[plane] >= 0 || !(rate > 0))
+		return -1;
+	struct mrc_port *pt = &ps->p[i];
+	pt->fd = fd;
+	pt->plane = plane;
+	memcpy(pt->eth, eth, MRC_ETH_LEN);
+	memcpy(pt->via, via, 16);
+	pt->rate = rate;
+	pt->tokens = 0;
+	pt->token_t = now;
+	ps->by_plane[plane] = (int)i;
+	return 0;
+}
+
+static uint8_t *frame_at(const struct mrc_ports *ps, const struct mrc_port *pt, size_t k)
+{
+	return pt->buf + ((pt->head + k) % ps->cap) * ps->slot;
+}
+
+uint8_t *mrc_ports_slot(struct mrc_ports *ps, uint32_t ev, size_t len, size_t *port)
+{
+	int i = ps->by_plane[mrc_ev_plane(ev)];
+	if (i < 0) {
+		ps->no_port++;
+		return NULL;
+	}
+	struct mrc_port *pt = &ps->p[i];
+	if (len + MRC_ETH_LEN > ps->slot) {
+		ps->oversize++;
+		return NULL;
+	}
+	if (pt->n == ps->cap) {
+		pt->queue_full++;
+		return NULL;
+	}
+	uint8_t *f = frame_at(ps, pt, pt->n);
+	memcpy(f, pt->eth, MRC_ETH_LEN);
+	*port = (size_t)i;
+	return f + MRC_ETH_LEN;
+}
+
+void mrc_ports_commit(struct mrc_ports *ps, size_t port, size_t len)
+{
+	struct mrc_port *pt = &ps->p[port];
+	pt->len[(pt->head + pt->n) % ps->cap] = (uint32_t)(len + MRC_ETH_LEN);
+	pt->n++;
+}
+
+size_t mrc_ports_budget(const struct mrc_ports *ps)
+{
+	size_t free_slots = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].n < ps->slots)
+			free_slots += ps->slots - ps->p[i].n;
+	return free_slots;
+}
+
+size_t mrc_ports_queued(const struct mrc_ports *ps)
+{
+	size_t q = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		q += ps->p[i].n;
+	return q;
+}
+
+int mrc_late_bucket(double late)
+{
+	double us = late * 1e6;
+	if (!(us >= 1))
+		return 0;
+	double k = floor(log2(us) * 8) + 1;
+	return k >= MRC_LATE_BUCKETS - 1 ? MRC_LATE_BUCKETS - 1 : (int)k;
+}
+
+static void late_add(struct mrc_ports *ps, double late)
+{
+	ps->late[mrc_late_bucket(late)]++;
+	ps->late_n++;
+	if (late > ps->late_max)
+		ps->late_max = late;
+}
+
+/* Hand the port's first k frames to the kernel: how many it took. */
+static size_t send_port(struct mrc_ports *ps, struct mrc_port *pt, size_t k)
+{
+	struct mmsghdr msgs[MRC_PORT_BURST];
+	struct iovec iov[MRC_PORT_BURST];
+	memset(msgs, 0, sizeof(msgs[0]) * k);
+	for (size_t j = 0; j < k; j++) {
+		iov[j].iov_base = frame_at(ps, pt, j);
+		iov[j].iov_len = pt->len[(pt->head + j) % ps->cap];
+		msgs[j].msg_hdr.msg_iov = &iov[j];
+		msgs[j].msg_hdr.msg_iovlen = 1;
+	}
+	int sent = sendmmsg(pt->fd, msgs, (unsigned)k, MSG_DONTWAIT);
+	if (sent >= 0)
+		return (size_t)sent;
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS) {
+		/* the port is down: what waited is lost, and the transport sends it again */
+		pt->send_errors++;
+		pt->head = (pt->head + pt->n) % ps->cap;
+		pt->n = 0;
+	}
+	return 0;
+}
+
+/* One port, as the daemon's Python loop did it (DESIGN.md section 11): the bucket fills
+ * at the paced rate up to `bucket`; frames go while it is not negative, so a frame may
+ * borrow; and when frames waited since the last drain, the time counts as backlogged
+ * and the moment the bucket turned non-negative is when a send fell due. */
+static size_t drain_port(struct mrc_ports *ps, struct mrc_port *pt, double now)
+{
+	double dt = now - pt->token_t;
+	pt->token_t = now;
+	double before = pt->tokens;
+	double tokens = before + dt * pt->rate;
+	if (tokens > ps->bucket)
+		tokens = ps->bucket;
+	pt->tokens = tokens;
+	int waited = pt->waiting;
+	if (waited) {
+		pt->backlogged_s += dt;
+		if (before < 0 && tokens >= 0)
+			late_add(ps, dt + before / pt->rate);
+	}
+	size_t k = 0;
+	while (k < pt->n && k < MRC_PORT_BURST && tokens >= 0) {
+		tokens -= pt->len[(pt->head + k) % ps->cap];
+		k++;
+	}
+	size_t sent = k ? send_port(ps, pt, k) : 0;
+	for (size_t j = 0; j < sent; j++) {
+		uint32_t len = pt->len[pt->head];
+		pt->tokens -= len;
+		pt->tx_frames++;
+		pt->tx_bytes += len;
+		if (waited)
+			pt->sent_backlogged += len;
+		pt->head = (pt->head + 1) % ps->cap;
+		pt->n--;
+	}
+	pt->waiting = pt->n > 0;
+	return sent;
+}
+
+size_t mrc_ports_drain(struct mrc_ports *ps, double now)
+{
+	size_t sent = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].n)
+			sent += drain_port(ps, &ps->p[i], now);
+	return sent;
+}
+
+double mrc_ports_next_send(const struct mrc_ports *ps)
+{
+	double due = NAN;
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct mrc_port *pt = &ps->p[i];
+		if (!pt->n)
+			continue;
+		double t = pt->token_t - pt->tokens / pt->rate;
+		if (isnan(due) || t < due)
+			due = t;
+	}
+	return due;
+}
+
+void mrc_ports_reset_meter(struct mrc_ports *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		ps->p[i].backlogged_s = 0;
+		ps->p[i].sent_backlogged = 0;
+	}
+	memset(ps->late, 0, sizeof(ps->late));
+	ps->late_n = 0;
+	ps->late_max = 0;
+}

@@ -1,0 +1,401 @@
+/* The CPython face of ports.c: Ports, a NIC's plane ports. The daemon hands it its
+ * AF_PACKET sockets; the requester and the responder frame into its queues; `receive`
+ * reads a burst and gives every MRC data packet for a known QP to that QP's compiled
+ * responder, so that a data packet costs no Python call on either side. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ports_type.h"
+#include "responder_type.h"
+#include "wire.h"
+
+#define RX_FRAME_MAX 65536 /* as socket.recv(65536) did: larger frames arrive cut */
+
+/* The receive buffers: the daemon is single-threaded and holds the GIL here. Pages are
+ * touched only as frames fill them. */
+static uint8_t rx_buf[MRC_PORT_BURST][RX_FRAME_MAX];
+
+int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len)
+{
+	size_t port;
+	uint8_t *at = mrc_ports_slot(ps, ev, len, &port);
+	if (!at)
+		return 0;
+	memcpy(at, frame, len);
+	mrc_ports_commit(ps, port, len);
+	return 1;
+}
+
+#define NEED_READY(self)                                                                 \
+	do {                                                                             \
+		if (!(self)->ready) {                                                    \
+			PyErr_SetString(PyExc_RuntimeError, "Ports not initialised");    \
+			return NULL;                                                     \
+		}                                                                        \
+	} while (0)
+
+static int fixed_bytes(PyObject *obj, uint8_t *dst, Py_ssize_t want, const char *what)
+{
+	Py_buffer b;
+	if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
+		return -1;
+	int bad = b.len != want;
+	if (!bad)
+		memcpy(dst, b.buf, (size_t)want);
+	PyBuffer_Release(&b);
+	if (bad)
+		PyErr_Format(PyExc_ValueError, "%s must be %zd bytes", what, want);
+	return bad ? -1 : 0;
+}
+
+/* Ports([(fd, plane, eth header, own address, rate in bytes/s), ...], now, cap, slot,
+ *       slots, bucket) */
+static int ports_init(PortsObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *entries;
+	double now, bucket;
+	Py_ssize_t cap, slot, slots;
+	if (!PyArg_ParseTuple(args, "Odnnnd", &entries, &now, &cap, &slot, &slots, &bucket))
+		return -1;
+	if (self->ready) {
+		PyErr_SetString(PyExc_RuntimeError, "Ports are initialised once");
+		return -1;
+	}
+	PyObject *seq = PySequence_Fast(entries, "Ports takes a sequence of ports");
+	if (!seq)
+		return -1;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	if (cap < 1 || slot < 1 || slots < 0 ||
+	    mrc_ports_init(&self->ps, (size_t)n, (size_t)cap, (size_t)slot, (size_t)slots,
+			   bucket) < 0) {
+		Py_DECREF(seq);
+		PyErr_SetString(PyExc_ValueError,
+				"Ports: 1..16 ports, cap 1..4096, slot 15..65536, slots <= cap, "
+				"bucket > 0");
+		return -1;
+	}
+	self->ready = 1;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		int fd;
+		unsigned plane;
+		double rate;
+		PyObject *eth, *via;
+		uint8_t e[MRC_ETH_LEN], v[16];
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iIOOd", &fd, &plane, &eth,
+				      &via, &rate) ||
+		    fixed_bytes(eth, e, MRC_ETH_LEN, "an Ethernet header") < 0 ||
+		    fixed_bytes(via, v, 16, "a port address") < 0) {
+			Py_DECREF(seq);
+			return -1;
+		}
+		if (mrc_port_setup(&self->ps, (size_t)i, fd, plane, e, v, rate, now) < 0) {
+			Py_DECREF(seq);
+			PyErr_Format(PyExc_ValueError, "port %zd: plane %u taken or over 15, or "
+				     "rate not positive", i, plane);
+			return -1;
+		}
+	}
+	Py_DECREF(seq);
+	return 0;
+}
+
+static void ports_dealloc(PortsObject *self)
+{
+	if (self->ready)
+		mrc_ports_free(&self->ps);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* queue(ev, frame) -> whether it was queued (after its Ethernet header, on the EV's
+ * plane's port) */
+static PyObject *ports_queue(PortsObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long ev;
+	Py_buffer b;
+	if (!PyArg_ParseTuple(args, "ky*", &ev, &b))
+		return NULL;
+	int ok = mrc_ports_put(&self->ps, (uint32_t)ev, b.buf, (size_t)b.len);
+	PyBuffer_Release(&b);
+	return PyBool_FromLong(ok);
+}
+
+static PyObject *ports_drain(PortsObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	double now = PyFloat_AsDouble(arg);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	return PyLong_FromSize_t(mrc_ports_drain(&self->ps, now));
+}
+
+static PyObject *ports_next_send(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	double t = mrc_ports_next_send(&self->ps);
+	if (isnan(t))
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(t);
+}
+
+static struct mrc_port *port_of(PortsObject *self, PyObject *plane_obj)
+{
+	long plane = PyLong_AsLong(plane_obj);
+	if (plane == -1 && PyErr_Occurred())
+		return NULL;
+	if (plane < 0 || plane >= MRC_PLANES || self->ps.by_plane[plane] < 0) {
+		PyErr_Format(PyExc_KeyError, "no port in plane %ld", plane);
+		return NULL;
+	}
+	return &self->ps.p[self->ps.by_plane[plane]];
+}
+
+/* Up to `max` waiting frames of one port, read in one recvmmsg without the GIL: -1
+ * with errno set, else how many (0 when none waits). */
+static int read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
+{
+	memset(msgs, 0, sizeof(msgs[0]) * (size_t)max);
+	for (int i = 0; i < max; i++) {
+		iov[i].iov_base = rx_buf[i];
+		iov[i].iov_len = RX_FRAME_MAX;
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	int n = recvmmsg(fd, msgs, (unsigned)max, MSG_DONTWAIT, NULL);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	return n;
+}
+
+/* receive(plane, max, now, responders: {qpn: Responder}) -> (frames read, payload bytes
+ * placed, [qpn of each responder that took a packet], [every other frame, whole]).
+ * An MRC data packet whose DQPN has a responder is handled here, with the port's own
+ * address as the only outer DA accepted; anything else (control packets, other
+ * transports, a new peer, what the responder would reject) goes back to the caller,
+ * unconsumed: the responder's rx changes nothing for a packet it does not take. */
+static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	NEED_READY(self);
+	if (nargs != 4 || !PyDict_Check(args[3])) {
+		PyErr_SetString(PyExc_TypeError, "receive(plane, max, now, responders: dict)");
+		return NULL;
+	}
+	struct mrc_port *pt = port_of(self, args[0]);
+	if (!pt)
+		return NULL;
+	long max = PyLong_AsLong(args[1]);
+	double now = PyFloat_AsDouble(args[2]);
+	if (PyErr_Occurred())
+		return NULL;
+	if (max < 1 || max > MRC_PORT_BURST)
+		return PyErr_Format(PyExc_ValueError, "max must be 1..%d", MRC_PORT_BURST);
+	struct mmsghdr msgs[MRC_PORT_BURST];
+	struct iovec iov[MRC_PORT_BURST];
+	int n, err;
+	Py_BEGIN_ALLOW_THREADS
+	n = read_burst(pt->fd, (int)max, msgs, iov);
+	err = errno;
+	Py_END_ALLOW_THREADS
+	if (n < 0) {
+		errno = err;
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	PyObject *touched = PyList_New(0), *rest = PyList_New(0);
+	if (!touched || !rest)
+		goto fail;
+	uint64_t placed = 0;
+	for (int i = 0; i < n; i++) {
+		const uint8_t *f = rx_buf[i];
+		size_t len = msgs[i].msg_len;
+		int handled = 0;
+		if (len >= MRC_ETH_LEN + MRC_IP6_LEN) {
+			long q = mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN);
+			PyObject *key = q >= 0 ? PyLong_FromLong(q) : NULL;
+			PyObject *r = key ? PyDict_GetItemWithError(args[3], key) : NULL;
+			Py_XDECREF(key);
+			if (PyErr_Occurred())
+				goto fail;
+			if (r && PyObject_TypeCheck(r, &ResponderType) &&
+			    ((ResponderObject *)r)->ready) {
+				struct mrc_responder *rs = &((ResponderObject *)r)->r;
+				struct mrc_parsed p;
+				enum mrc_error e;
+				uint64_t before = rs->rx_bytes;
+				if (mrc_resp_rx(rs, f + MRC_ETH_LEN, len - MRC_ETH_LEN, now, pt->via,
+						&p, &e) == MRC_RX_DONE) {
+					handled = 1;
+					placed += rs->rx_bytes - before;
+					PyObject *qo = PyLong_FromLong(q);
+					int have = qo ? PySequence_Contains(touched, qo) : -1;
+					if (have < 0 || (!have && PyList_Append(touched, qo) < 0)) {
+						Py_XDECREF(qo);
+						goto fail;
+					}
+					Py_DECREF(qo);
+				}
+			}
+		}
+		if (!handled) {
+			PyObject *b = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len);
+			if (!b || PyList_Append(rest, b) < 0) {
+				Py_XDECREF(b);
+				goto fail;
+			}
+			Py_DECREF(b);
+		}
+	}
+	return Py_BuildValue("(iKNN)", n, (unsigned long long)placed, touched, rest);
+fail:
+	Py_XDECREF(touched);
+	Py_XDECREF(rest);
+	return NULL;
+}
+
+static PyObject *ports_backlog(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *d = PyDict_New();
+	for (size_t i = 0; d && i < self->ps.n; i++) {
+		PyObject *k = PyLong_FromUnsignedLong(self->ps.p[i].plane);
+		PyObject *v = PyLong_FromSize_t(self->ps.p[i].n);
+		if (!k || !v || PyDict_SetItem(d, k, v) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
+}
+
+/* load() -> {plane: (seconds backlogged, bytes sent while backlogged)} since reset */
+static PyObject *ports_load(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *d = PyDict_New();
+	for (size_t i = 0; d && i < self->ps.n; i++) {
+		const struct mrc_port *pt = &self->ps.p[i];
+		PyObject *k = PyLong_FromUnsignedLong(pt->plane);
+		PyObject *v = Py_BuildValue("(dK)", pt->backlogged_s,
+					    (unsigned long long)pt->sent_backlogged);
+		if (!k || !v || PyDict_SetItem(d, k, v) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	return d;
+}
+
+/* send_late() -> ({bucket: count}, samples, max seconds): meter.py's Lateness */
+static PyObject *ports_send_late(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *d = PyDict_New();
+	for (int k = 0; d && k < MRC_LATE_BUCKETS; k++) {
+		if (!self->ps.late[k])
+			continue;
+		PyObject *key = PyLong_FromLong(k);
+		PyObject *v = PyLong_FromUnsignedLongLong(self->ps.late[k]);
+		if (!key || !v || PyDict_SetItem(d, key, v) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(key);
+		Py_XDECREF(v);
+	}
+	if (!d)
+		return NULL;
+	return Py_BuildValue("(NKd)", d, (unsigned long long)self->ps.late_n, self->ps.late_max);
+}
+
+static PyObject *ports_reset_meter(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	mrc_ports_reset_meter(&self->ps);
+	Py_RETURN_NONE;
+}
+
+static PyObject *ports_counters(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *per = PyDict_New();
+	for (size_t i = 0; per && i < self->ps.n; i++) {
+		const struct mrc_port *pt = &self->ps.p[i];
+		PyObject *k = PyLong_FromUnsignedLong(pt->plane);
+		PyObject *v = Py_BuildValue(
+			"{sKsKsKsK}", "tx_frames", (unsigned long long)pt->tx_frames, "tx_bytes",
+			(unsigned long long)pt->tx_bytes, "queue_full",
+			(unsigned long long)pt->queue_full, "send_errors",
+			(unsigned long long)pt->send_errors);
+		if (!k || !v || PyDict_SetItem(per, k, v) < 0)
+			Py_CLEAR(per);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	if (!per)
+		return NULL;
+	return Py_BuildValue("{sNsKsK}", "ports", per, "oversize",
+			     (unsigned long long)self->ps.oversize, "no_port",
+			     (unsigned long long)self->ps.no_port);
+}
+
+static PyObject *ports_get_budget(PortsObject *self, void *unused)
+{
+	NEED_READY(self);
+	return PyLong_FromSize_t(mrc_ports_budget(&self->ps));
+}
+
+static PyObject *ports_get_queued(PortsObject *self, void *unused)
+{
+	NEED_READY(self);
+	return PyLong_FromSize_t(mrc_ports_queued(&self->ps));
+}
+
+static PyObject *ports_late_bucket(PyObject *cls, PyObject *arg)
+{
+	double late = PyFloat_AsDouble(arg);
+	if (late == -1.0 && PyErr_Occurred())
+		return NULL;
+	return PyLong_FromLong(mrc_late_bucket(late));
+}
+
+static PyMethodDef ports_methods[] = {
+	{"queue", (PyCFunction)ports_queue, METH_VARARGS,
+	 "queue(ev, frame) -> whether it was queued on the EV's plane's port"},
+	{"drain", (PyCFunction)ports_drain, METH_O,
+	 "drain(now) -> frames sent: what each port's token bucket allows"},
+	{"next_send", (PyCFunction)ports_next_send, METH_NOARGS,
+	 "next_send() -> when a waiting port may send again, or None"},
+	{"receive", (PyCFunction)(void (*)(void))ports_receive, METH_FASTCALL,
+	 "receive(plane, max, now, responders) -> (read, placed bytes, [qpn], [frame])"},
+	{"backlog", (PyCFunction)ports_backlog, METH_NOARGS, "backlog() -> {plane: frames}"},
+	{"load", (PyCFunction)ports_load, METH_NOARGS,
+	 "load() -> {plane: (backlogged seconds, bytes sent meanwhile)}"},
+	{"send_late", (PyCFunction)ports_send_late, METH_NOARGS,
+	 "send_late() -> ({bucket: n}, samples, max): paced sends' lateness"},
+	{"reset_meter", (PyCFunction)ports_reset_meter, METH_NOARGS,
+	 "reset_meter(): zero the pacing measurements"},
+	{"counters", (PyCFunction)ports_counters, METH_NOARGS, "counters() -> dict"},
+	{"late_bucket", (PyCFunction)ports_late_bucket, METH_O | METH_STATIC,
+	 "late_bucket(seconds) -> the lateness histogram's bucket"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ports_getset[] = {
+	{"budget", (getter)ports_get_budget, NULL, "free slots the transport may fill", NULL},
+	{"queued", (getter)ports_get_queued, NULL, "frames waiting on all ports", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject PortsType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Ports",
+	.tp_basicsize = sizeof(PortsObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)ports_init,
+	.tp_dealloc = (destructor)ports_dealloc,
+	.tp_methods = ports_methods,
+	.tp_getset = ports_getset,
+	.tp_doc = "A NIC's plane ports: paced frame queues and burst socket I/O (ports.c).",
+};

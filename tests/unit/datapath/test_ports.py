@@ -1,0 +1,244 @@
+"""A NIC's compiled ports (mrcemu/datapath/ports.c) over AF_UNIX datagram socketpairs,
+with explicit `now`: token-bucket pacing and its measurements, queue limits, the
+requester and responder framing into the queues, and burst receive handing data for a
+known QP straight to its responder. No root, no namespaces."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mrcemu import datapath
+from mrcemu.nic.meter import Lateness
+from mrcemu.topology.addressing import host_address
+from mrcemu.topology.paths import make_ev
+from mrcemu.transport.simnet import SimNet
+from tests.unit.transport.helpers import pair, write
+
+ETH = bytes(range(12)) + b"\x86\xdd"
+PLANES = 8  # the default topology's
+
+
+class Rig:
+    """Ports on one socketpair per plane: the peer ends are the wire."""
+
+    def __init__(self, rate: float = 1e12, cap: int = 64, slot: int = 9014, slots: int = 2,
+                 bucket: float = 18028, planes: int = PLANES, host: int = 7) -> None:
+        self.pairs = {p: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+                      for p in range(planes)}
+        for a, b in self.pairs.values():
+            a.setblocking(False)
+            b.setblocking(False)
+            b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.ports = datapath.Ports(
+            [(a.fileno(), p, ETH, host_address(p, host).packed, rate)
+             for p, (a, _) in self.pairs.items()], 0.0, cap, slot, slots, bucket)
+
+    def send_all(self, now: float = 1.0) -> None:
+        """Drain until nothing waits (a second a round: every bucket refills)."""
+        while self.ports.queued:
+            self.ports.drain(now)
+            now += 1.0
+
+    def wire(self, plane: int) -> list[bytes]:
+        """What the port put on the wire (whole frames), in order."""
+        out = []
+        while True:
+            try:
+                out.append(self.pairs[plane][1].recv(65536))
+            except BlockingIOError:
+                return out
+
+    def inject(self, plane: int, frame: bytes) -> None:
+        """A frame arriving at the port."""
+        self.pairs[plane][1].send(frame)
+
+    def close(self) -> None:
+        for a, b in self.pairs.values():
+            a.close()
+            b.close()
+
+
+@pytest.fixture
+def rig():
+    r = Rig()
+    yield r
+    r.close()
+
+
+def ev(plane: int, index: int = 0) -> int:
+    return make_ev(plane, 0, index)
+
+
+def test_the_bucket_paces_sends_and_measures_how_late_they_ran():
+    r = Rig(rate=1e6, planes=1, slots=2, bucket=2000)
+    try:
+        p = r.ports
+        for i in range(3):
+            assert p.queue(ev(0), bytes([i]) * 986)  # 1000 bytes with the Ethernet header
+        assert p.budget == 0 and p.queued == 3
+        assert p.drain(0.0) == 1  # an empty bucket may borrow one frame
+        assert p.next_send() == pytest.approx(0.001)  # 1000 bytes owed at 1 MB/s
+        assert p.drain(0.0005) == 0  # still in debt
+        assert p.drain(0.001) == 1  # due now: 0 late
+        assert p.drain(0.0025) == 1  # due at 0.002: 0.5 ms late
+        assert p.next_send() is None and p.queued == 0 and p.budget == 2
+        frames = r.wire(0)
+        assert frames == [ETH + bytes([i]) * 986 for i in range(3)]
+        expect = Lateness()
+        for late in (0.0, 0.0005):
+            expect.add(late)
+        buckets, n, worst = p.send_late()
+        assert (buckets, n) == (expect.buckets, expect.n)
+        assert worst == pytest.approx(0.0005)
+        # Backlogged from the first drain that left frames to the last; the bytes sent
+        # meanwhile are the two frames that waited.
+        backlogged, sent = p.load()[0]
+        assert backlogged == pytest.approx(0.0025) and sent == 2000
+        p.reset_meter()
+        assert p.load()[0] == (0.0, 0) and p.send_late() == ({}, 0, 0.0)
+        assert p.counters()["ports"][0]["tx_frames"] == 3
+    finally:
+        r.close()
+
+
+@given(st.floats(min_value=0.0, max_value=100.0, allow_nan=False))
+def test_the_lateness_buckets_are_the_meters(late):
+    assert datapath.Ports.late_bucket(late) == Lateness.bucket(late)
+
+
+def test_queue_limits_are_counted_never_overrun(rig):
+    small = Rig(cap=2, slot=100, planes=1)
+    try:
+        p = small.ports
+        assert p.queue(ev(0), bytes(86))  # 100 with the header: fits exactly
+        assert not p.queue(ev(0), bytes(87))  # too long for a slot
+        assert p.queue(ev(0), bytes(10))
+        assert not p.queue(ev(0), bytes(10))  # the queue is full
+        assert not p.queue(ev(3), bytes(10))  # no port in plane 3
+        c = p.counters()
+        assert (c["oversize"], c["no_port"], c["ports"][0]["queue_full"]) == (1, 1, 1)
+        assert p.backlog() == {0: 2}
+    finally:
+        small.close()
+
+
+def test_a_port_whose_socket_fails_loses_its_queue_not_the_daemon():
+    r = Rig(planes=1)
+    p = r.ports
+    p.queue(ev(0), bytes(100))
+    r.pairs[0][1].close()  # the wire is gone: sends fail with ECONNREFUSED
+    assert p.drain(0.0) == 0
+    assert p.queued == 0 and p.counters()["ports"][0]["send_errors"] == 1
+    r.pairs[0][0].close()
+
+
+def test_bad_construction_is_refused():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    via = bytes(16)
+    with a, b:
+        with pytest.raises(ValueError):
+            datapath.Ports([(a.fileno(), 0, ETH, via, 1.0), (a.fileno(), 0, ETH, via, 1.0)],
+                           0.0, 4, 100, 2, 100.0)  # one plane twice
+        with pytest.raises(ValueError):
+            datapath.Ports([(a.fileno(), 0, ETH[:5], via, 1.0)], 0.0, 4, 100, 2, 100.0)
+        with pytest.raises(ValueError):
+            datapath.Ports([(a.fileno(), 0, ETH, via, 1.0)], 0.0, 4, 100, 5, 100.0)
+
+
+def _sent_by_plane(frames: list[tuple[int, bytes]]) -> dict[int, list[bytes]]:
+    out: dict[int, list[bytes]] = {}
+    for e, f in frames:
+        out.setdefault((e >> 26) & 0xF, []).append(ETH + f)
+    return out
+
+
+def test_the_requester_frames_into_the_queues_what_it_would_have_returned(rig):
+    # Two identical connections, one framing into a list, one into the ports.
+    _, ref, ref_peer = pair(seed=4)
+    _, ca, cb = pair(seed=4)
+    write(ref, ref_peer, 300_000)
+    write(ca, cb, 300_000)
+    want = ref.packets_to_send(0.001, 40)
+    n = ca.send_to(rig.ports, 0.001, 40)
+    assert n == len(want) > 0
+    rig.send_all()
+    got = {p: rig.wire(p) for p in range(PLANES)}
+    assert {p: f for p, f in got.items() if f} == _sent_by_plane(want)
+    assert (ca.tx.next_psn, ca.tx.inflight) == (ref.tx.next_psn, ref.tx.inflight)
+
+
+def test_the_responder_queues_its_control_frames_as_it_would_have_returned_them(rig):
+    _, ca, ref = pair(seed=5)
+    _, ca2, cb = pair(seed=5)
+    for c, peer in ((ca, ref), (ca2, cb)):
+        write(c, peer, 64 * 4096)
+    for sender, receiver in ((ca, ref), (ca2, cb)):
+        for _e, f in sender.packets_to_send(0.0, 9):
+            receiver.receive_frame(SimNet().deliver(f), 0.0)
+    want = ref.packets_to_send(0.0, 0)  # SACKs, control only
+    assert want
+    assert cb.send_to(rig.ports, 0.0, 0) == len(want)
+    rig.send_all()
+    got = {p: rig.wire(p) for p in range(PLANES)}
+    assert {p: f for p, f in got.items() if f} == _sent_by_plane(want)
+
+
+def test_receive_places_data_for_known_qps_and_hands_back_everything_else(rig):
+    _, ca, cb = pair(seed=6)
+    data, mr = write(ca, cb, 20 * 4096)
+    frames = ca.packets_to_send(0.0, 20)
+    assert len(frames) == 20
+    by_plane: dict[int, list[bytes]] = {}
+    for e, f in frames:
+        by_plane.setdefault((e >> 26) & 0xF, []).append(ETH + SimNet().deliver(f))
+    responders = {cb.local_qpn: cb.rx}
+    stranger = ETH + SimNet().deliver(frames[0][1])  # a QP nobody here has
+    stranger = bytearray(stranger)
+    plane0 = (frames[0][0] >> 26) & 0xF
+    first = by_plane[plane0][0]
+    # the same packet, its payload altered: the ICRC no longer matches
+    corrupt = bytearray(first)
+    corrupt[-100] ^= 0xFF
+    rig.inject(plane0, bytes(corrupt))
+    total_read = placed = 0
+    touched: set[int] = set()
+    rest: list[bytes] = []
+    for plane, fs in by_plane.items():
+        for f in fs:
+            rig.inject(plane, f)
+        while True:
+            n, b, qpns, others = rig.ports.receive(plane, 4, 0.01, responders)
+            if not n:
+                break
+            total_read += n
+            placed += b
+            touched.update(qpns)
+            rest.extend(others)
+    assert total_read == 21
+    assert placed == len(data) and cb.rx_bytes == len(data)
+    assert bytes(mr.buf) == data  # every byte in place, none from the corrupt copy
+    assert touched == {cb.local_qpn}
+    assert rest == [bytes(corrupt)]  # not ours to place: the caller counts it
+    # Unknown QP: handed back whole, nothing placed.
+    rig.inject(plane0, bytes(stranger))
+    n, b, qpns, others = rig.ports.receive(plane0, 4, 0.02, {})
+    assert (n, b, qpns, others) == (1, 0, [], [bytes(stranger)])
+
+
+def test_receive_accepts_only_the_ports_own_address_as_the_outer_destination():
+    r = Rig(host=3)  # the ports of h3, not of the receiver h7 the frames are for
+    try:
+        _, ca, cb = pair(seed=7)
+        write(ca, cb, 4096)
+        (e, f), = ca.packets_to_send(0.0, 1)
+        plane = (e >> 26) & 0xF
+        r.inject(plane, ETH + SimNet().deliver(f))
+        n, b, qpns, others = r.ports.receive(plane, 4, 0.0, {cb.local_qpn: cb.rx})
+        assert (n, b, qpns) == (1, 0, []) and len(others) == 1
+        assert cb.rx_bytes == 0
+    finally:
+        r.close()
