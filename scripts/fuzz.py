@@ -19,7 +19,8 @@ from mrcemu.wire import codec
 from mrcemu.wire.constants import Dscp, Opcode
 
 HERE = Path(__file__).resolve().parents[1] / "mrcemu" / "datapath"
-SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c", HERE / "sender.c")
+SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c", HERE / "sender.c",
+           HERE / "nscc.c")
 REGION = 4096  # the harness's memory region (fuzz.c REGION)
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 
@@ -43,7 +44,7 @@ def build(out: Path, wire_c: Path = SOURCES[1], responder_c: Path = SOURCES[2]) 
         raise FuzzError("clang is not installed: run `make install`")
     exe = out / "fuzz-parse"
     r = subprocess.run([clang, *FLAGS, f"-I{HERE}", str(SOURCES[0]), str(wire_c),
-                        str(responder_c), str(SOURCES[3]), "-o", str(exe)],
+                        str(responder_c), *map(str, SOURCES[3:]), "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         hint = (" (libFuzzer comes with libclang-rt-14-dev: run `make install`)"

@@ -28,9 +28,12 @@ Responder = _datapath.Responder
 # the policy's Ev (evs.py).
 Sender = _datapath.Sender
 EvSlot = _datapath.EvSlot
+# transport/nscc.py's congestion window, compiled (nscc.c): the Sender's SACK path moves it
+# without a Python call; the Python class stays the reference it is tested against.
+Nscc = _datapath.Nscc
 # A NIC's plane ports (ports.c): paced frame queues the requester and the responder
-# frame into, burst sends, and burst reads that hand data for a known QP straight to
-# its responder.
+# frame into, burst sends, and burst reads that hand an attached QP's data straight to
+# its responder and its unmarked SACKs to its sender.
 Ports = _datapath.Ports
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the

@@ -7,6 +7,7 @@
 
 #include <structmember.h>
 
+#include "nscc_type.h"
 #include "portio.h"
 #include "ports_type.h"
 #include "responder.h"
@@ -164,8 +165,8 @@ static PyObject *raise_decode_error(enum mrc_error e)
 	return NULL;
 }
 
-/* The codec's Decoded for a parsed packet. */
-static PyObject *make_decoded(const uint8_t *buf, const struct mrc_parsed *pp)
+/* The codec's Decoded for a parsed packet (responder_type.h). */
+PyObject *make_decoded(const uint8_t *buf, const struct mrc_parsed *pp)
 {
 	const struct mrc_parsed p = *pp;
 	PyObject *r = NULL, *bth = NULL, *headers = NULL, *payload = NULL, *src = NULL,
@@ -800,7 +801,7 @@ PyMODINIT_FUNC PyInit__datapath(void)
 					    want[i].name);
 	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0 ||
 	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0 ||
-	    PyType_Ready(&PortsType) < 0)
+	    PyType_Ready(&PortsType) < 0 || PyType_Ready(&NsccType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
@@ -810,7 +811,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0 ||
 	    PyModule_AddObjectRef(m, "EvSlot", (PyObject *)&EvSlotType) < 0 ||
 	    PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0 ||
-	    PyModule_AddObjectRef(m, "Ports", (PyObject *)&PortsType) < 0) {
+	    PyModule_AddObjectRef(m, "Ports", (PyObject *)&PortsType) < 0 ||
+	    PyModule_AddObjectRef(m, "Nscc", (PyObject *)&NsccType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

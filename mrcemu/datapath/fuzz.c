@@ -49,6 +49,7 @@ static void responder_setup(void)
 
 static struct mrc_sender snd;
 static struct mrc_evslot slots[2];
+static struct mrc_nscc cc;
 static uint8_t source[40 * 256];
 
 static int rotate(void *ctx)
@@ -78,8 +79,12 @@ static void sender_setup(void)
 	}
 	struct mrc_txpath p[2] = {{.ev = 5, .fb = &slots[0]}, {.ev = 6, .fb = &slots[1]}};
 	for (int i = 0; i < 2; i++)
-		slots[i] = (struct mrc_evslot){-1.0, NAN, -1.0, 0, 0, 0, 1};
+		slots[i] = (struct mrc_evslot){.last_feedback = -1.0, .silent_since = NAN,
+					       .heard_sent = -1.0, .skip_len = 4, .usable = 1,
+					       .good = 1};
 	mrc_tx_set_paths(&snd, p, 2);
+	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3);
+	mrc_tx_use_cc(&snd, &cc, 1e-3, 1e-3);
 	snd.rotate = rotate;
 	mrc_tx_post(&snd, 0, 0, 1, source, sizeof(source), 0, 0, NULL);
 	mrc_tx_post(&snd, 1, 0, 1, source, 300, 1, 7, NULL);
@@ -94,12 +99,12 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 	int s = p->nheaders ? p->header[0] : -1;
 #define F(hd, name) mrc_field(h, mrc_find_field(hd, name))
 #define FS(hd, name) mrc_field_signed(h, mrc_find_field(hd, name))
-	if (p->opcode == MRC_OP_RELIABILITY_SACK && s == MRC_H_SETH) {
-		mrc_tx_ack(&snd, (uint32_t)F(s, "cack_psn"), (int32_t)FS(s, "sack_offset"),
-			   F(s, "sack_bitmap"), !F(s, "pr"), (int32_t)FS(s, "ack_psn_offset"), now,
-			   1e-3, &r);
-		if (r.latest >= 0)
-			mrc_tx_rack(&snd, r.latest, 1e-3);
+	struct mrc_sack k;
+	if (mrc_read_sack(pkt, p, &k) == 0) {
+		if (mrc_tx_sack(&snd, &k, now) < 0)
+			abort(); /* set up with a window: only out of memory fails */
+		if (!(cc.cwnd >= cc.min_cwnd && cc.cwnd <= cc.max_cwnd) || snd.srtt < 0)
+			abort(); /* the window or the RTT estimate left their bounds */
 	} else if (p->opcode == MRC_OP_RELIABILITY_NACK && s == MRC_H_NETH) {
 		mrc_tx_nack(&snd, (uint32_t)F(s, "nack_psn"), (int32_t)(F(s, "entropy") % 3) - 1,
 			    now, F(s, "nack_reason") & 1);

@@ -12,6 +12,7 @@
 
 #include "ports_type.h"
 #include "responder_type.h"
+#include "sender_type.h"
 #include "wire.h"
 
 #define RX_FRAME_MAX 65536 /* as socket.recv(65536) did: larger frames arrive cut */
@@ -104,11 +105,97 @@ static int ports_init(PortsObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+static int ports_traverse(PortsObject *self, visitproc visit, void *arg)
+{
+	for (size_t i = 0; i < self->nqps; i++) {
+		Py_VISIT(self->qps[i].rx);
+		Py_VISIT(self->qps[i].tx);
+	}
+	return 0;
+}
+
+static int ports_clear(PortsObject *self)
+{
+	for (size_t i = 0; i < self->nqps; i++) {
+		Py_CLEAR(self->qps[i].rx);
+		Py_CLEAR(self->qps[i].tx);
+	}
+	self->nqps = 0;
+	PyMem_Free(self->qps);
+	PyMem_Free(self->by_qpn);
+	self->qps = NULL;
+	self->by_qpn = NULL;
+	self->by_qpn_mask = 0;
+	return 0;
+}
+
 static void ports_dealloc(PortsObject *self)
 {
+	PyObject_GC_UnTrack(self);
+	ports_clear(self);
 	if (self->ready)
 		mrc_ports_free(&self->ps);
 	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static size_t qpn_hash(uint32_t qpn, size_t mask) { return (qpn * 2654435761u) & mask; }
+
+static struct ports_qp *qp_find(const PortsObject *self, long qpn)
+{
+	if (qpn < 0 || !self->by_qpn)
+		return NULL;
+	for (size_t h = qpn_hash((uint32_t)qpn, self->by_qpn_mask);;
+	     h = (h + 1) & self->by_qpn_mask) {
+		int32_t i = self->by_qpn[h];
+		if (i < 0)
+			return NULL;
+		if (self->qps[i].qpn == (uint32_t)qpn)
+			return &self->qps[i];
+	}
+}
+
+/* attach(qpn, responder, sender or None): packets for `qpn` go to them from now on */
+static PyObject *ports_attach(PortsObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long qpn;
+	PyObject *rx, *tx;
+	if (!PyArg_ParseTuple(args, "kO!O", &qpn, &ResponderType, &rx, &tx))
+		return NULL;
+	if (tx != Py_None && !PyObject_TypeCheck(tx, &SenderType))
+		return PyErr_Format(PyExc_TypeError, "attach: a Sender or None, not %s",
+				    Py_TYPE(tx)->tp_name);
+	if (qpn > 0xFFFFFF)
+		return PyErr_Format(PyExc_ValueError, "a QPN has 24 bits: %lu", qpn);
+	struct ports_qp *q = qp_find(self, (long)qpn);
+	if (q) { /* attached again: the new pair replaces the old */
+		Py_SETREF(q->rx, Py_NewRef(rx));
+		Py_SETREF(q->tx, Py_NewRef(tx));
+		Py_RETURN_NONE;
+	}
+	size_t n = self->nqps + 1, cap = 16;
+	while (cap < 2 * n)
+		cap <<= 1;
+	struct ports_qp *qps = PyMem_Realloc(self->qps, n * sizeof(*qps));
+	if (!qps)
+		return PyErr_NoMemory();
+	self->qps = qps;
+	int32_t *by = PyMem_Malloc(cap * sizeof(*by));
+	if (!by)
+		return PyErr_NoMemory();
+	qps[n - 1] = (struct ports_qp){(uint32_t)qpn, Py_NewRef(rx), Py_NewRef(tx), 0};
+	self->nqps = n;
+	memset(by, 0xFF, cap * sizeof(*by));
+	for (size_t i = 0; i < n; i++) {
+		size_t h = qpn_hash(qps[i].qpn, cap - 1);
+		while (by[h] >= 0)
+			h = (h + 1) & (cap - 1);
+		by[h] = (int32_t)i;
+	}
+	PyMem_Free(self->by_qpn);
+	self->by_qpn = by;
+	self->by_qpn_mask = cap - 1;
+	Py_RETURN_NONE;
 }
 
 /* queue(ev, frame) -> whether it was queued (after its Ethernet header, on the EV's
@@ -172,17 +259,19 @@ static int read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
 	return n;
 }
 
-/* receive(plane, max, now, responders: {qpn: Responder}) -> (frames read, payload bytes
- * placed, [qpn of each responder that took a packet], [every other frame, whole]).
- * An MRC data packet whose DQPN has a responder is handled here, with the port's own
- * address as the only outer DA accepted; anything else (control packets, other
- * transports, a new peer, what the responder would reject) goes back to the caller,
- * unconsumed: the responder's rx changes nothing for a packet it does not take. */
+/* receive(plane, max, now) -> (frames read, payload bytes placed, [qpn of each attached
+ * QP that took a packet], [every other frame]). For an attached QP, an MRC data packet
+ * goes to its responder (the port's own address the only outer DA accepted), and an
+ * unmarked SACK (no probe answer) to its sender, whole: what the policy core would have
+ * done with it is done in C (mrc_tx_sack). Its other valid packets come back parsed once,
+ * as the codec's Decoded; anything else (other transports, a new peer, what the
+ * responder would reject) comes back as the frame's bytes, unconsumed: the responder's
+ * rx changes nothing for a packet it does not take. */
 static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	NEED_READY(self);
-	if (nargs != 4 || !PyDict_Check(args[3])) {
-		PyErr_SetString(PyExc_TypeError, "receive(plane, max, now, responders: dict)");
+	if (nargs != 3) {
+		PyErr_SetString(PyExc_TypeError, "receive(plane, max, now)");
 		return NULL;
 	}
 	struct mrc_port *pt = port_of(self, args[0]);
@@ -205,54 +294,72 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 		errno = err;
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
-	PyObject *touched = PyList_New(0), *rest = PyList_New(0);
-	if (!touched || !rest)
-		goto fail;
+	PyObject *touched = NULL, *rest = PyList_New(0);
+	if (!rest)
+		return NULL;
 	uint64_t placed = 0;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *f = rx_buf[i];
 		size_t len = msgs[i].msg_len;
-		int handled = 0;
-		if (len >= MRC_ETH_LEN + MRC_IP6_LEN) {
-			long q = mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN);
-			PyObject *key = q >= 0 ? PyLong_FromLong(q) : NULL;
-			PyObject *r = key ? PyDict_GetItemWithError(args[3], key) : NULL;
-			Py_XDECREF(key);
-			if (PyErr_Occurred())
-				goto fail;
-			if (r && PyObject_TypeCheck(r, &ResponderType) &&
-			    ((ResponderObject *)r)->ready) {
-				struct mrc_responder *rs = &((ResponderObject *)r)->r;
-				struct mrc_parsed p;
-				enum mrc_error e;
-				uint64_t before = rs->rx_bytes;
-				if (mrc_resp_rx(rs, f + MRC_ETH_LEN, len - MRC_ETH_LEN, now, pt->via,
-						&p, &e) == MRC_RX_DONE) {
-					handled = 1;
-					placed += rs->rx_bytes - before;
-					PyObject *qo = PyLong_FromLong(q);
-					int have = qo ? PySequence_Contains(touched, qo) : -1;
-					if (have < 0 || (!have && PyList_Append(touched, qo) < 0)) {
-						Py_XDECREF(qo);
+		PyObject *item = NULL; /* what goes back for this frame; NULL: nothing */
+		struct ports_qp *q = NULL;
+		if (len >= MRC_ETH_LEN + MRC_IP6_LEN)
+			q = qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
+		if (q && !((ResponderObject *)q->rx)->ready)
+			q = NULL;
+		if (q) {
+			const uint8_t *pkt = f + MRC_ETH_LEN;
+			struct mrc_responder *rs = &((ResponderObject *)q->rx)->r;
+			struct mrc_parsed p;
+			struct mrc_sack k;
+			enum mrc_error e;
+			uint64_t before = rs->rx_bytes;
+			switch (mrc_resp_rx(rs, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
+			case MRC_RX_DONE:
+				placed += rs->rx_bytes - before;
+				q->touched = 1;
+				break;
+			case MRC_RX_POLICY:
+				if (q->tx != Py_None && mrc_read_sack(pkt, &p, &k) == 0 &&
+				    k.m == MRC_SACK_M_NONE && !k.pr) {
+					if (sender_take_sack(q->tx, &k, now) < 0)
 						goto fail;
-					}
-					Py_DECREF(qo);
+					q->touched = 1;
+				} else if (!(item = make_decoded(pkt, &p))) {
+					goto fail;
 				}
+				break;
+			default:
+				q = NULL;
 			}
 		}
-		if (!handled) {
-			PyObject *b = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len);
-			if (!b || PyList_Append(rest, b) < 0) {
-				Py_XDECREF(b);
+		if (!q && !(item = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len)))
+			goto fail;
+		if (item) {
+			int bad = PyList_Append(rest, item);
+			Py_DECREF(item);
+			if (bad < 0)
 				goto fail;
-			}
-			Py_DECREF(b);
 		}
+	}
+	if (!(touched = PyList_New(0)))
+		goto fail;
+	for (size_t i = 0; i < self->nqps; i++) {
+		if (!self->qps[i].touched)
+			continue;
+		self->qps[i].touched = 0;
+		PyObject *qo = PyLong_FromUnsignedLong(self->qps[i].qpn);
+		int bad = !qo || PyList_Append(touched, qo) < 0;
+		Py_XDECREF(qo);
+		if (bad)
+			goto fail;
 	}
 	return Py_BuildValue("(iKNN)", n, (unsigned long long)placed, touched, rest);
 fail:
+	for (size_t i = 0; i < self->nqps; i++)
+		self->qps[i].touched = 0;
 	Py_XDECREF(touched);
-	Py_XDECREF(rest);
+	Py_DECREF(rest);
 	return NULL;
 }
 
@@ -367,8 +474,10 @@ static PyMethodDef ports_methods[] = {
 	 "drain(now) -> frames sent: what each port's token bucket allows"},
 	{"next_send", (PyCFunction)ports_next_send, METH_NOARGS,
 	 "next_send() -> when a waiting port may send again, or None"},
+	{"attach", (PyCFunction)ports_attach, METH_VARARGS,
+	 "attach(qpn, responder, sender or None): packets for qpn go to them"},
 	{"receive", (PyCFunction)(void (*)(void))ports_receive, METH_FASTCALL,
-	 "receive(plane, max, now, responders) -> (read, placed bytes, [qpn], [frame])"},
+	 "receive(plane, max, now) -> (read, placed bytes, [qpn], [frame or Decoded])"},
 	{"backlog", (PyCFunction)ports_backlog, METH_NOARGS, "backlog() -> {plane: frames}"},
 	{"load", (PyCFunction)ports_load, METH_NOARGS,
 	 "load() -> {plane: (backlogged seconds, bytes sent meanwhile)}"},
@@ -391,10 +500,12 @@ static PyGetSetDef ports_getset[] = {
 PyTypeObject PortsType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Ports",
 	.tp_basicsize = sizeof(PortsObject),
-	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
 	.tp_new = PyType_GenericNew,
 	.tp_init = (initproc)ports_init,
 	.tp_dealloc = (destructor)ports_dealloc,
+	.tp_traverse = (traverseproc)ports_traverse,
+	.tp_clear = (inquiry)ports_clear,
 	.tp_methods = ports_methods,
 	.tp_getset = ports_getset,
 	.tp_doc = "A NIC's plane ports: paced frame queues and burst socket I/O (ports.c).",

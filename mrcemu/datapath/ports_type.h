@@ -6,10 +6,22 @@
 
 #include "ports.h"
 
+/* A QP the ports hand packets to without Python: its responder, and its requester for
+ * the SACKs it can take whole (Py_None: none). */
+struct ports_qp {
+	uint32_t qpn;
+	PyObject *rx, *tx;
+	uint8_t touched; /* scratch of one receive burst */
+};
+
 typedef struct {
 	PyObject_HEAD
 	struct mrc_ports ps;
 	int ready;
+	struct ports_qp *qps;
+	size_t nqps;
+	int32_t *by_qpn; /* qpn -> index in qps (open addressing, -1: empty) */
+	size_t by_qpn_mask;
 } PortsObject;
 
 extern PyTypeObject PortsType;

@@ -16,4 +16,8 @@ typedef struct {
 
 extern PyTypeObject ResponderType;
 
+/* The codec's Decoded for a packet mrc_parse (or mrc_resp_rx) took: a new reference, or
+ * NULL with an exception set. */
+PyObject *make_decoded(const uint8_t *buf, const struct mrc_parsed *p);
+
 #endif

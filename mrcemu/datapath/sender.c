@@ -94,6 +94,8 @@ int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,
 	s->head = s->tail = -1;
 	s->latest_acked_sent = -1.0;
 	s->tr_limit = 2000000;
+	s->srtt = NAN;
+	s->backoff = 1;
 	return 0;
 }
 
@@ -114,6 +116,7 @@ void mrc_tx_free(struct mrc_sender *s)
 	free(s->loss);
 	free(s->newly);
 	free(s->mark);
+	free(s->by_ev);
 	free(s->tr_t);
 	free(s->tr_ev);
 	free(s->tr_rtx);
@@ -156,6 +159,25 @@ int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_
 		free(mark);
 		return -1;
 	}
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap <<= 1;
+	int32_t *by_ev = malloc(cap * sizeof(*by_ev));
+	if (!by_ev) {
+		free(p);
+		free(mark);
+		return -1;
+	}
+	memset(by_ev, 0xFF, cap * sizeof(*by_ev));
+	for (size_t i = 0; i < n; i++) {
+		size_t h = (paths[i].ev * 2654435761u) & (cap - 1);
+		while (by_ev[h] >= 0 && paths[by_ev[h]].ev != paths[i].ev)
+			h = (h + 1) & (cap - 1);
+		by_ev[h] = (int32_t)i; /* an EV named twice: the later path, as a dict has it */
+	}
+	free(s->by_ev);
+	s->by_ev = by_ev;
+	s->by_ev_mask = cap - 1;
 	memcpy(p, paths, n * sizeof(*p));
 	free(s->paths);
 	free(s->mark);
@@ -674,4 +696,111 @@ uint64_t mrc_tx_acked_of(const struct mrc_sender *s, uint64_t msn, int *found)
 		}
 	*found = 0;
 	return 0;
+}
+
+/* ---- the SACK path ------------------------------------------------------------------- */
+int32_t mrc_tx_path_of(const struct mrc_sender *s, uint32_t ev)
+{
+	if (!s->by_ev)
+		return -1;
+	for (size_t h = (ev * 2654435761u) & s->by_ev_mask;; h = (h + 1) & s->by_ev_mask) {
+		int32_t i = s->by_ev[h];
+		if (i < 0 || s->paths[i].ev == ev)
+			return i;
+	}
+}
+
+void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double reorder)
+{
+	s->cc = cc;
+	s->min_rto = min_rto;
+	s->reorder = reorder;
+}
+
+static const struct mrc_field *F_S_M, *F_S_PR, *F_S_ACKOFF, *F_S_ENTROPY, *F_S_CACK,
+	*F_S_SACKOFF, *F_S_BITMAP;
+
+int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sack *k)
+{
+	if (!F_S_BITMAP) {
+		F_S_M = mrc_find_field(MRC_H_SETH, "m");
+		F_S_PR = mrc_find_field(MRC_H_SETH, "pr");
+		F_S_ACKOFF = mrc_find_field(MRC_H_SETH, "ack_psn_offset");
+		F_S_ENTROPY = mrc_find_field(MRC_H_SETH, "entropy");
+		F_S_CACK = mrc_find_field(MRC_H_SETH, "cack_psn");
+		F_S_SACKOFF = mrc_find_field(MRC_H_SETH, "sack_offset");
+		F_S_BITMAP = mrc_find_field(MRC_H_SETH, "sack_bitmap");
+	}
+	if (p->opcode != MRC_OP_RELIABILITY_SACK)
+		return -1;
+	for (int i = 0; i < p->nheaders; i++) {
+		if (p->header[i] != MRC_H_SETH)
+			continue;
+		const uint8_t *h = pkt + p->header_at[i];
+		k->m = (uint8_t)mrc_field(h, F_S_M);
+		k->pr = (uint8_t)mrc_field(h, F_S_PR);
+		k->ack_off = (int32_t)mrc_field_signed(h, F_S_ACKOFF);
+		k->entropy = (uint32_t)mrc_field(h, F_S_ENTROPY);
+		k->cack = (uint32_t)mrc_field(h, F_S_CACK);
+		k->sack_offset = (int32_t)mrc_field_signed(h, F_S_SACKOFF);
+		k->bitmap = mrc_field(h, F_S_BITMAP);
+		return 0;
+	}
+	return -1;
+}
+
+/* Python's `x or y` on a float: 0.0 and "none" (NaN) alike give the default. */
+static double srtt_or(const struct mrc_sender *s, double dflt)
+{
+	return isnan(s->srtt) || s->srtt == 0.0 ? dflt : s->srtt;
+}
+
+int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
+{
+	if (!s->cc)
+		return -1;
+	struct mrc_ack_result r;
+	/* With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN. */
+	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now,
+		   0.8 * s->cc->base_rtt, &r);
+	if (!s->newly)
+		return -1;
+	s->sacks_rx++;
+	if (r.rtt >= 0) {
+		if (isnan(s->srtt)) {
+			s->srtt = r.rtt;
+			s->rttvar = r.rtt / 2;
+		} else {
+			s->rttvar = 0.75 * s->rttvar + 0.25 * fabs(s->srtt - r.rtt);
+			s->srtt = 0.875 * s->srtt + 0.125 * r.rtt;
+		}
+	}
+	if (r.newly)
+		s->backoff = 1;
+	int32_t path = mrc_tx_path_of(s, k->entropy);
+	if (path >= 0 && !k->pr && k->m == MRC_SACK_M_NONE) {
+		/* An unmarked SACK: the EV's next SKIP gets shorter (halving, so a path that
+		 * cools only between marks does not snap back to a full share). */
+		struct mrc_evslot *fb = s->paths[path].fb;
+		if (fb->good)
+			fb->skip_len = fb->skip_len / 2 > 1 ? fb->skip_len / 2 : 1;
+	}
+	/* The SACK's reflected EV carried the packet that triggered it: proof of life. */
+	mrc_tx_heard(s, path, now);
+	if (!s->outstanding)
+		mrc_tx_quiet_all(s);
+	if (r.acked_bytes)
+		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, k->m == MRC_SACK_M_SKIP_ONCE, now,
+				srtt_or(s, s->min_rto));
+	uint64_t lost = 0;
+	if (r.newly && r.latest >= 0) {
+		/* RACK: anything sent well before a packet that has arrived is lost. Spraying
+		 * reorders by up to a queue's depth, and trims (not timers) are how MRC learns
+		 * of congestion losses: be patient before calling a packet lost. */
+		double srtt = srtt_or(s, 0.0);
+		lost = mrc_tx_rack(s, r.latest, s->reorder > srtt ? s->reorder : srtt);
+		if (lost)
+			mrc_nscc_on_loss(s->cc, now, srtt_or(s, s->min_rto));
+	}
+	return (int64_t)lost;
 }

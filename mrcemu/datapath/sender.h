@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nscc.h"
 #include "wire.h"
 
 /* What the data path knows of one EV, shared with the policy (the Python EvSlot object
@@ -27,7 +28,9 @@ struct mrc_evslot {
 	double heard_sent;     /* send time of the latest packet on this EV known to arrive */
 	uint64_t sent, sent_bytes;
 	uint32_t unanswered;   /* packets sent since the last feedback */
+	uint32_t skip_len;     /* rotations the EV's next SKIP lasts (evs.py) */
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
+	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
 };
 
 /* The path of one EV and its facts. */
@@ -133,6 +136,26 @@ struct mrc_sender {
 	uint64_t tr_overflow;
 
 	uint64_t tx_data, tx_bytes, retransmits, acks_credited_to_original;
+
+	/* What a SACK moves besides the records (mrc_tx_sack): the RTT estimate, the RTO
+	 * backoff and the congestion window, with the knobs they read. */
+	struct mrc_nscc *cc; /* NULL until mrc_tx_use_cc: no SACK is taken before */
+	double srtt, rttvar; /* srtt NAN: no sample yet */
+	uint32_t backoff;    /* the RTO multiplier: doubles per RTO round, 1 on progress */
+	double min_rto, reorder;
+	uint64_t sacks_rx;
+	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
+	size_t by_ev_mask;
+};
+
+/* A SACK's fields (SETH), as the wire has them. */
+struct mrc_sack {
+	uint32_t cack;       /* 24 bits */
+	int32_t sack_offset; /* the bitmap's first PSN, from cack */
+	uint64_t bitmap;
+	int32_t ack_off;     /* the triggering PSN from cack; with pr, a probe_id */
+	uint32_t entropy;    /* the EV the trigger came on */
+	uint8_t m, pr;
 };
 
 /* A packet chosen to go: mrc_tx_pick fills it, mrc_tx_frame writes it. */
@@ -189,6 +212,19 @@ int mrc_tx_first_live(const struct mrc_sender *s, double *sent);
 void mrc_tx_heard(struct mrc_sender *s, int32_t path, double now);
 /* Nothing outstanding: no path is silent. */
 void mrc_tx_quiet_all(struct mrc_sender *s);
+/* The congestion window the SACK path moves, and the RTO floor and reorder window it
+ * reads: set once before the first SACK. */
+void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double reorder);
+/* Read an MRC SACK's fields from a packet mrc_parse took: 0, or -1 if it is no SACK. */
+int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sack *k);
+/* Everything a SACK does to the requester but the verdicts on paths (transport/mrc.py's
+ * _on_sack keeps those): resolve it against the records, the RTT estimate and backoff,
+ * the EV's proof of life (and, unmarked, its shorter next SKIP), the window, and RACK.
+ * Completed messages and confirmed losses queue as ever. Returns what RACK called lost,
+ * or -1 (out of memory, or no mrc_tx_use_cc yet: nothing was changed). */
+int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now);
+/* The path index of EV `ev`, or -1. */
+int32_t mrc_tx_path_of(const struct mrc_sender *s, uint32_t ev);
 uint64_t mrc_tx_acked_of(const struct mrc_sender *s, uint64_t msn, int *found);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "nscc_type.h"
 #include "ports_type.h"
 #include "sender.h"
 #include "sender_type.h"
@@ -24,6 +25,8 @@ static PyObject *evslot_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		self->s.last_feedback = -1.0;
 		self->s.silent_since = NAN;
 		self->s.heard_sent = -1.0;
+		self->s.skip_len = 1;
+		self->s.good = 1;
 		self->index = -1;
 	}
 	return (PyObject *)self;
@@ -41,6 +44,9 @@ static PyMemberDef evslot_members[] = {
 	{"unanswered", T_UINT, offsetof(EvSlotObject, s.unanswered), 0,
 	 "packets sent since the last feedback"},
 	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},
+	{"good", T_BOOL, offsetof(EvSlotObject, s.good), 0, "its state is GOOD"},
+	{"skip_len", T_UINT, offsetof(EvSlotObject, s.skip_len), 0,
+	 "rotations its next SKIP lasts"},
 	{"index", T_INT, offsetof(EvSlotObject, index), READONLY, "its index in the Sender"},
 	{NULL, 0, 0, 0, NULL},
 };
@@ -60,6 +66,7 @@ typedef struct {
 	struct mrc_sender s;
 	PyObject *rotate;  /* the policy's next rotation */
 	PyObject *slots;   /* the EvSlots the paths point into (kept alive here) */
+	PyObject *cc;      /* the Nscc its SACKs move (kept alive here) */
 	int ready;
 } SenderObject;
 
@@ -130,6 +137,7 @@ static int sender_traverse(SenderObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(self->rotate);
 	Py_VISIT(self->slots);
+	Py_VISIT(self->cc);
 	return 0;
 }
 
@@ -147,6 +155,7 @@ static void sender_dealloc(SenderObject *self)
 		mrc_tx_free(&self->s);
 	Py_CLEAR(self->rotate);
 	Py_CLEAR(self->slots);
+	Py_CLEAR(self->cc);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -370,6 +379,54 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 			     opt_float(r.newly ? r.latest : -1.0));
 }
 
+/* use_cc(nscc, min_rto, reorder_window): what SACKs move and read */
+static PyObject *sender_use_cc(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	PyObject *cc;
+	double min_rto, reorder;
+	if (!PyArg_ParseTuple(args, "O!dd", &NsccType, &cc, &min_rto, &reorder))
+		return NULL;
+	Py_XSETREF(self->cc, Py_NewRef(cc));
+	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, reorder);
+	Py_RETURN_NONE;
+}
+
+int sender_take_sack(PyObject *sender, const struct mrc_sack *k, double now)
+{
+	SenderObject *self = (SenderObject *)sender;
+	if (!self->ready || !self->rotate || !self->cc) {
+		PyErr_SetString(PyExc_RuntimeError, "Sender: no use_cc() before a SACK");
+		return -1;
+	}
+	if (mrc_tx_sack(&self->s, k, now) < 0) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	return 0;
+}
+
+/* sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now): a SACK's
+ * whole effect on the requester but the verdicts on paths (mrc_tx_sack) */
+static PyObject *sender_sack(SenderObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	struct mrc_sack k;
+	unsigned long cack, entropy;
+	int off, ackoff;
+	unsigned long long bitmap;
+	unsigned char m, pr;
+	double now;
+	if (!PyArg_ParseTuple(args, "kiKikbbd", &cack, &off, &bitmap, &ackoff, &entropy, &m, &pr,
+			      &now))
+		return NULL;
+	k = (struct mrc_sack){(uint32_t)cack & 0xFFFFFF, off, bitmap, ackoff, (uint32_t)entropy,
+			      m, pr};
+	if (sender_take_sack((PyObject *)self, &k, now) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 static PyObject *sender_rack(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
@@ -531,10 +588,11 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	const struct mrc_sender *s = &self->s;
-	return Py_BuildValue("{sKsKsKsK}", "tx_data", (unsigned long long)s->tx_data, "tx_bytes",
-			     (unsigned long long)s->tx_bytes, "retransmits",
+	return Py_BuildValue("{sKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
+			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
 			     (unsigned long long)s->retransmits, "acks_credited_to_original",
-			     (unsigned long long)s->acks_credited_to_original);
+			     (unsigned long long)s->acks_credited_to_original, "sacks_rx",
+			     (unsigned long long)s->sacks_rx);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)
@@ -562,6 +620,10 @@ static PyMethodDef sender_methods[] = {
 	 "send(out, now, budget, cwnd, silent_window) -> data packets appended"},
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
 	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now, credit_below)"},
+	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
+	 "use_cc(nscc, min_rto, reorder_window): the window SACKs move"},
+	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
+	 "sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now)"},
 	{"rack", (PyCFunction)sender_rack, METH_VARARGS, "rack(latest, reorder) -> lost"},
 	{"rack_timer", (PyCFunction)sender_rack_timer, METH_VARARGS,
 	 "rack_timer(now, srtt, reorder) -> lost"},
@@ -586,6 +648,11 @@ static PyMemberDef sender_members[] = {
 	 "the next PSN a posted message takes"},
 	{"outstanding", T_ULONGLONG, offsetof(SenderObject, s.outstanding), READONLY,
 	 "PSNs sent and not acked"},
+	{"srtt_raw", T_DOUBLE, offsetof(SenderObject, s.srtt), 0,
+	 "the smoothed RTT (NaN: no sample yet)"},
+	{"rttvar", T_DOUBLE, offsetof(SenderObject, s.rttvar), 0, "the RTT's mean deviation"},
+	{"backoff", T_UINT, offsetof(SenderObject, s.backoff), 0,
+	 "the RTO multiplier: doubles per RTO round, 1 again on progress"},
 	{"pending", T_ULONGLONG, offsetof(SenderObject, s.pending_pkts), READONLY,
 	 "packets posted and never sent"},
 	{NULL, 0, 0, 0, NULL},

@@ -111,7 +111,6 @@ class Nic:
              for i in self.layout.interfaces[self.name]],
             time.monotonic(), PORT_QUEUE, 14 + self.topo.mtu,
             port_slots(min(self.rate.values()), self.topo.mtu), BUCKET)
-        self.responders: dict[int, datapath.Responder] = {}  # by local QPN (MRC)
         self.ctl_path = socket_path(self.name)
         self.poller = select.epoll()
         self.control = ControlServer(self.ctl_path, self._try, self.poller)
@@ -148,8 +147,7 @@ class Nic:
             self.conns[key] = c
             self.keys[c] = key
             self.by_qpn[c.local_qpn] = c
-            if isinstance(rx := getattr(c, "rx", None), datapath.Responder):
-                self.responders[c.local_qpn] = rx
+            c.attach(self.tx_ports)
             self.history[key] = History()
         return c
 
@@ -209,10 +207,10 @@ class Nic:
             self.malformed[reason] = self.malformed.get(reason, 0) + 1
 
     def receive(self, plane: int, now: float) -> int:
-        """Read a burst from a port: the compiled path places data for known QPs; the
-        rest comes here. Returns how many frames were read."""
-        read, placed, qpns, rest = self.tx_ports.receive(plane, READ_BURST, now,
-                                                         self.responders)
+        """Read a burst from a port: the compiled path places data for attached QPs and
+        takes their unmarked SACKs; their other packets come here parsed, and the rest
+        as frames. Returns how many frames were read."""
+        read, placed, qpns, rest = self.tx_ports.receive(plane, READ_BURST, now)
         if placed:  # new payload placed in memory: goodput
             b = self.rx_bins[plane]
             k = int(now / RX_BIN)
@@ -221,8 +219,13 @@ class Nic:
             c = self.by_qpn[q]
             c.received(now)
             self.touched.add(c)
-        for frame in rest:
-            self.on_frame(frame, plane)
+        for item in rest:
+            if type(item) is bytes:
+                self.on_frame(item, plane)
+            else:  # a Decoded for an attached QP (Ports.attach): by its DQPN
+                c = self.by_qpn[item.bth["dqpn"]]
+                c.receive_decoded(item, now)
+                self.touched.add(c)
         return read
 
     def on_frame(self, frame: bytes, plane: int) -> None:

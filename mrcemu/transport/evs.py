@@ -55,7 +55,6 @@ class Ev:
     state: EvState = EvState.GOOD
     active: bool = True
     skip_until_rotation: int = 0
-    skip_len: int = 1  # rotations the next SKIP lasts: doubles while marks keep coming
     last_congested: float = -1.0  # a switch on this path trimmed or ECN-marked our packet
     last_probe: float = -1.0
     probe_seq: int = 0
@@ -69,6 +68,9 @@ class Ev:
                              "send time of the latest packet on this EV known to arrive")
     sent = _slot_field("sent", "data packets sent on this EV")
     sent_bytes = _slot_field("sent_bytes", "their bytes")
+    # The data path halves it on an unmarked SACK (sender.c: mrc_tx_sack).
+    skip_len = _slot_field("skip_len",
+                           "rotations the next SKIP lasts: doubles while marks keep coming")
 
     @property
     def silent_since(self) -> float | None:
@@ -126,8 +128,10 @@ class EvProfile:
                      or (e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation)))
 
     def _sync(self, e: Ev) -> None:
-        """The data path's copy of `usable`: set wherever what it depends on changes."""
+        """The data path's copies of `usable` and of the state being GOOD: set wherever
+        what they depend on changes."""
         e.fb.usable = self.usable(e)
+        e.fb.good = e.state is EvState.GOOD
 
     def _sync_all(self) -> None:
         for e in self.evs.values():
@@ -194,13 +198,6 @@ class EvProfile:
         e.skip_until_rotation = self.rotation + e.skip_len
         e.skip_len = min(e.skip_len * 2, 16)
         self._set(e, EvState.SKIP, now, why)
-
-    def clean_feedback(self, ev: int) -> None:
-        """An unmarked SACK reflected this EV: its next SKIP gets shorter (halving, so a
-        path that cools only between marks does not snap back to a full share)."""
-        e = self.evs.get(ev)
-        if e is not None and e.state is EvState.GOOD:
-            e.skip_len = max(1, e.skip_len // 2)
 
     def assume_bad(self, ev: int, now: float, why: str) -> None:
         e = self.evs.get(ev)

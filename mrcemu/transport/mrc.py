@@ -25,7 +25,6 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
-from mrcemu.transport.nscc import Nscc
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
 from mrcemu.wire.constants import (
@@ -87,11 +86,11 @@ class MrcConnection(ConnectionBase):
         self.tx.set_paths([(e.fb, e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
                             e.path.container) for e in self._evs])
         self.profile.on_rotation = self._spray_order
-        self.cc = Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd, cfg.target_delay)
-        self.srtt: float | None = None
-        self.last_sack = -1.0
-        self.backoff = 1  # RTO multiplier: doubles on each RTO round, reset by progress
-        self.rttvar = 0.0
+        # The window, the RTT estimate and the RTO backoff live in the compiled sender:
+        # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
+        self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
+                                cfg.target_delay)
+        self.tx.use_cc(self.cc, cfg.min_rto, cfg.reorder_window)
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
         self.suspects: list[tuple[int, float, float]] = []  # (EV, sent, when): for timer()
         # EVs with enough packets unanswered to be judged silent: the timer looks at these
@@ -166,6 +165,24 @@ class MrcConnection(ConnectionBase):
         return self._trace
 
     @property
+    def srtt(self) -> float | None:
+        t = self.tx.srtt_raw
+        return None if t != t else t  # NaN: no sample yet
+
+    @property
+    def rttvar(self) -> float:
+        return self.tx.rttvar
+
+    @property
+    def backoff(self) -> int:
+        """The RTO multiplier: doubles on each RTO round, 1 again on progress."""
+        return self.tx.backoff
+
+    @backoff.setter
+    def backoff(self, b: int) -> None:
+        self.tx.backoff = b
+
+    @property
     def rto(self) -> float:
         base = self.cfg.min_rto if self.srtt is None else max(
             self.cfg.min_rto, self.srtt + 4 * self.rttvar)
@@ -198,9 +215,16 @@ class MrcConnection(ConnectionBase):
             n += self.tx.send(ports, now, budget, float(self.cc.cwnd), self.rto / self.backoff)
         return n
 
+    def attach(self, ports: datapath.Ports) -> None:
+        """Data for this QP goes to the compiled responder, and its unmarked SACKs to the
+        compiled sender, inside Ports.receive."""
+        ports.attach(self.local_qpn, self.rx, self.tx)
+
     def received(self, now: float) -> None:
-        """Data the NIC's ports gave the responder directly may have completed messages."""
+        """The NIC's ports gave this QP's responder data, or its sender SACKs, directly:
+        messages may have completed, and losses been confirmed."""
         self._completions(now)
+        self._completed(now)
 
     def _completed(self, now: float) -> None:
         """Messages the sender saw fully acknowledged, and first copies it learnt were
@@ -214,22 +238,13 @@ class MrcConnection(ConnectionBase):
             self._blame_loss(self._evs[index].ev, sent, now)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
-        self._stats.sacks_rx += 1
-        self.last_sack = now
-        # With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN.
-        newly, acked_bytes, rtt, latest = self.tx.ack(
-            s["cack_psn"], s["sack_offset"], s["sack_bitmap"],
-            None if s["pr"] else s["ack_psn_offset"], now, 0.8 * self.cc.base_rtt)
-        if rtt is not None:
-            if self.srtt is None:
-                self.srtt, self.rttvar = rtt, rtt / 2
-            else:
-                self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-                self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        if newly:
-            self.backoff = 1
-        self._completed(now)
+        """A SACK the ports did not take whole: a marked one, or a probe's answer. The
+        compiled sender does what any SACK does to the requester (records, RTT, window,
+        RACK, the EV's proof of life); the verdicts on the EV are made here."""
         m, ev = s["m"], s["entropy"]
+        self.tx.sack(s["cack_psn"], s["sack_offset"], s["sack_bitmap"], s["ack_psn_offset"],
+                     ev, m, s["pr"], now)
+        self._completed(now)
         if s["pr"]:
             self._stats.probes_answered += 1
             self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
@@ -237,25 +252,8 @@ class MrcConnection(ConnectionBase):
             self.profile.skip(ev, now, "ECN echoed")
             if (marked := self.profile.evs.get(ev)) is not None:
                 marked.last_congested = now
-        elif m == SackMark.NONE:
-            self.profile.clean_feedback(ev)
         elif m == SackMark.ALWAYS_SKIP:
             self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
-        # The SACK's reflected EV carried the packet that triggered it: proof of life.
-        r = self.profile.evs.get(ev)
-        if r is not None:
-            self.tx.heard(r.fb.index, now)
-        if not self.tx.outstanding:
-            self.tx.quiet_all()
-        if acked_bytes:
-            self.cc.on_ack(acked_bytes, rtt, m == SackMark.SKIP_ONCE, now,
-                           self.srtt or self.cfg.min_rto)
-        if latest is not None:
-            # RACK: anything sent well before a packet that has arrived is lost.
-            # Spraying reorders by up to a queue's depth, and trims (not timers) are how
-            # MRC learns of congestion losses: be patient before calling a packet lost.
-            if self.tx.rack(latest, max(self.cfg.reorder_window, self.srtt or 0.0)):
-                self.cc.on_loss(now, self.srtt or self.cfg.min_rto)
 
     def _silent_too_long(self, e: Ev) -> float | None:
         """When EV `e` earns the "timeout with no SACK": several packets went out on it,
@@ -460,6 +458,8 @@ class MrcConnection(ConnectionBase):
 
     # ---- entry points ------------------------------------------------------
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
+        if self._paths_dirty:  # a probe's answer or an endpoint response goes out now
+            self._control_paths()
         op = d.opcode
         # Endpoint requests are connectionless: the NIC hands them to the connection
         # with the sender, whose address it knows them by.

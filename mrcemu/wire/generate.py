@@ -31,6 +31,7 @@ from mrcemu.wire.constants import (
     ROCE_UDP_PORT,
     Dscp,
     Opcode,
+    SackMark,
 )
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -61,6 +62,8 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
         out.append(f"#define MRC_OP_{op.name} 0x{op.value:02X}")
     out.append(f"#define MRC_OP_DATA_MIN 0x{min(MRC_DATA):02X}")
     out.append(f"#define MRC_OP_DATA_MAX 0x{max(MRC_DATA):02X}")
+    for mark in SackMark:  # SETH.m: what the receiver asks of the EV a SACK reflects
+        out.append(f"#define MRC_SACK_M_{mark.name} {mark.value}")
     out.append("")
     for d in Dscp:
         out.append(f"#define MRC_DSCP_{d.name} {d.value}")

@@ -1,7 +1,8 @@
 """A NIC's compiled ports (mrcemu/datapath/ports.c) over AF_UNIX datagram socketpairs,
 with explicit `now`: token-bucket pacing and its measurements, queue limits, the
-requester and responder framing into the queues, and burst receive handing data for a
-known QP straight to its responder. No root, no namespaces."""
+requester and responder framing into the queues, and burst receive handing an attached
+QP's data straight to its responder and its unmarked SACKs to its sender. No root, no
+namespaces."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from mrcemu import datapath
 from mrcemu.nic.meter import Lateness
 from mrcemu.topology.addressing import host_address
 from mrcemu.topology.paths import make_ev
+from mrcemu.transport.evs import EvState
 from mrcemu.transport.simnet import SimNet
+from mrcemu.wire import codec
+from mrcemu.wire.constants import SackMark
 from tests.unit.transport.helpers import pair, write
 
 ETH = bytes(range(12)) + b"\x86\xdd"
@@ -195,9 +199,7 @@ def test_receive_places_data_for_known_qps_and_hands_back_everything_else(rig):
     by_plane: dict[int, list[bytes]] = {}
     for e, f in frames:
         by_plane.setdefault((e >> 26) & 0xF, []).append(ETH + SimNet().deliver(f))
-    responders = {cb.local_qpn: cb.rx}
-    stranger = ETH + SimNet().deliver(frames[0][1])  # a QP nobody here has
-    stranger = bytearray(stranger)
+    cb.attach(rig.ports)
     plane0 = (frames[0][0] >> 26) & 0xF
     first = by_plane[plane0][0]
     # the same packet, its payload altered: the ICRC no longer matches
@@ -211,7 +213,7 @@ def test_receive_places_data_for_known_qps_and_hands_back_everything_else(rig):
         for f in fs:
             rig.inject(plane, f)
         while True:
-            n, b, qpns, others = rig.ports.receive(plane, 4, 0.01, responders)
+            n, b, qpns, others = rig.ports.receive(plane, 4, 0.01)
             if not n:
                 break
             total_read += n
@@ -223,10 +225,17 @@ def test_receive_places_data_for_known_qps_and_hands_back_everything_else(rig):
     assert bytes(mr.buf) == data  # every byte in place, none from the corrupt copy
     assert touched == {cb.local_qpn}
     assert rest == [bytes(corrupt)]  # not ours to place: the caller counts it
-    # Unknown QP: handed back whole, nothing placed.
-    rig.inject(plane0, bytes(stranger))
-    n, b, qpns, others = rig.ports.receive(plane0, 4, 0.02, {})
-    assert (n, b, qpns, others) == (1, 0, [], [bytes(stranger)])
+
+
+def test_receive_hands_back_whole_what_no_attached_qp_takes(rig):
+    _, ca, cb = pair(seed=6)
+    write(ca, cb, 4096)
+    (e, f), = ca.packets_to_send(0.0, 1)
+    plane = (e >> 26) & 0xF
+    frame = ETH + SimNet().deliver(f)
+    rig.inject(plane, frame)
+    assert rig.ports.receive(plane, 4, 0.0) == (1, 0, [], [frame])
+    assert cb.rx_bytes == 0
 
 
 def test_receive_accepts_only_the_ports_own_address_as_the_outer_destination():
@@ -237,8 +246,85 @@ def test_receive_accepts_only_the_ports_own_address_as_the_outer_destination():
         (e, f), = ca.packets_to_send(0.0, 1)
         plane = (e >> 26) & 0xF
         r.inject(plane, ETH + SimNet().deliver(f))
-        n, b, qpns, others = r.ports.receive(plane, 4, 0.0, {cb.local_qpn: cb.rx})
+        cb.attach(r.ports)
+        n, b, qpns, others = r.ports.receive(plane, 4, 0.0)
         assert (n, b, qpns) == (1, 0, []) and len(others) == 1
         assert cb.rx_bytes == 0
     finally:
         r.close()
+
+
+def _acks(sender, receiver, pkts: int, now: float, ce: bool = False) -> list[tuple[int, bytes]]:
+    """The receiver's SACKs for the sender's next `pkts` data packets (CE-marked on the
+    way if `ce`: a switch's ECN mark)."""
+    for _e, f in sender.packets_to_send(0.0, pkts):
+        pkt = bytearray(SimNet().deliver(f))
+        if ce:
+            pkt[1] |= 0x30  # the outer header's ECN bits: CE
+        receiver.receive_frame(bytes(pkt), now)
+    return receiver.packets_to_send(now, 0)
+
+
+@pytest.fixture
+def rig0():
+    r = Rig(host=0)  # the requester's NIC: pair() writes from h0 to h7
+    yield r
+    r.close()
+
+
+def test_unmarked_sacks_go_to_the_sender_whole_and_do_what_the_policy_path_does(rig0):
+    rig = rig0
+    # Two identical pairs: one requester takes its SACKs through receive_frame (decoded
+    # for the policy core), the other through the ports, whole, with no Python call.
+    _, ref, ref_peer = pair(seed=8)
+    _, ca, cb = pair(seed=8)
+    write(ref, ref_peer, 64 * 4096)
+    write(ca, cb, 64 * 4096)
+    ca.attach(rig.ports)
+    want = _acks(ref, ref_peer, 32, 0.001)
+    acks = _acks(ca, cb, 32, 0.001)
+    assert acks == want and len(acks) > 1
+    for i, ((e, f), (_, g)) in enumerate(zip(acks, want, strict=True)):
+        now = 0.002 + i * 1e-4
+        ref.receive_frame(SimNet().deliver(g), now)
+        plane = (e >> 26) & 0xF
+        rig.inject(plane, ETH + SimNet().deliver(f))
+        assert rig.ports.receive(plane, 4, now) == (1, 0, [ca.local_qpn], [])
+        ca.received(now)
+    assert ca.stats.sacks_rx == ref.stats.sacks_rx == len(acks)
+    assert ca.tx.una == ref.tx.una > 0 and ca.tx.inflight == ref.tx.inflight
+    assert (ca.srtt, ca.rttvar, ca.backoff, ca.cc.cwnd, ca.cc.base_rtt) == (
+        ref.srtt, ref.rttvar, ref.backoff, ref.cc.cwnd, ref.cc.base_rtt)
+    assert ca.srtt is not None and ca.cc.cwnd > ca.cfg.init_cwnd  # the window grew
+    assert [(e.last_feedback, e.skip_len) for e in ca.profile.evs.values()] == [
+        (e.last_feedback, e.skip_len) for e in ref.profile.evs.values()]
+
+
+def test_a_marked_sack_comes_back_parsed_for_the_policy_core(rig0):
+    rig = rig0
+    _, ca, cb = pair(seed=9)
+    write(ca, cb, 8 * 4096)
+    ca.attach(rig.ports)
+    acks = _acks(ca, cb, 8, 0.001, ce=True)
+    assert acks
+    e, f = acks[0]
+    plane = (e >> 26) & 0xF
+    rig.inject(plane, ETH + SimNet().deliver(f))
+    n, placed, qpns, rest = rig.ports.receive(plane, 4, 0.002)
+    assert (n, placed, qpns, ca.stats.sacks_rx) == (1, 0, [], 0)  # nothing done in C
+    (d,) = rest
+    assert isinstance(d, codec.Decoded) and d.headers["SETH"]["m"] == SackMark.SKIP_ONCE
+    ca.receive_decoded(d, 0.002)
+    assert ca.stats.sacks_rx == 1 and ca.tx.una > 0
+    reflected = ca.profile.evs[d.headers["SETH"]["entropy"]]
+    assert reflected.state is EvState.SKIP and reflected.last_congested == 0.002
+
+
+def test_attach_refuses_what_is_not_a_responder_and_a_sender(rig):
+    _, ca, _cb = pair(seed=10)
+    with pytest.raises(TypeError):
+        rig.ports.attach(ca.local_qpn, ca.tx, ca.tx)
+    with pytest.raises(TypeError):
+        rig.ports.attach(ca.local_qpn, ca.rx, ca.rx)
+    with pytest.raises(ValueError, match="24 bits"):
+        rig.ports.attach(1 << 24, ca.rx, None)
