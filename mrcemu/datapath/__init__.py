@@ -40,11 +40,7 @@ peek_dqpn = _datapath.peek_dqpn
 # per-packet fields zero): the requester's framing in one call.
 frame_data = _datapath.frame_data
 udp_checksum = _datapath.udp_checksum
-# The NIC daemon's port I/O in bursts (portio.c): recv_burst(fd, max) -> [frame, ...] and
-# send_burst(fd, frames, n) -> how many went, with socket.recv/send's errors; and
-# fill(buffer, seed), the seeded bytes a write sends.
-recv_burst = _datapath.recv_burst
-send_burst = _datapath.send_burst
+# fill(buffer, seed): the seeded bytes a write sends (fill.c).
 fill = _datapath.fill
 _finish = _datapath.finish
 

@@ -7,8 +7,8 @@
 
 #include <structmember.h>
 
+#include "fill.h"
 #include "nscc_type.h"
-#include "portio.h"
 #include "ports_type.h"
 #include "responder.h"
 #include "responder_type.h"
@@ -806,7 +806,7 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
-	if (PyModule_AddFunctions(m, mrc_portio_methods) < 0 ||
+	if (PyModule_AddFunctions(m, mrc_fill_methods) < 0 ||
 	    PyModule_AddObjectRef(m, "Regions", (PyObject *)&RegionsType) < 0 ||
 	    PyModule_AddObjectRef(m, "Responder", (PyObject *)&ResponderType) < 0 ||
 	    PyModule_AddObjectRef(m, "EvSlot", (PyObject *)&EvSlotType) < 0 ||

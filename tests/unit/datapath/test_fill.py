@@ -1,4 +1,4 @@
-"""datapath.fill (portio.c): the bytes a write sends, byte-identical to splitmix64 as
+"""datapath.fill (fill.c): the bytes a write sends, byte-identical to splitmix64 as
 written out below, so that a reader can regenerate any write from its seed."""
 
 from __future__ import annotations
