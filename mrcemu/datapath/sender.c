@@ -710,11 +710,24 @@ int32_t mrc_tx_path_of(const struct mrc_sender *s, uint32_t ev)
 	}
 }
 
-void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double reorder)
+void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
+		   double reorder)
 {
 	s->cc = cc;
 	s->min_rto = min_rto;
+	s->max_rto = max_rto;
 	s->reorder = reorder;
+}
+
+double mrc_tx_rto_value(const struct mrc_sender *s)
+{
+	double base = s->min_rto;
+	if (!isnan(s->srtt)) {
+		double v = s->srtt + 4 * s->rttvar;
+		base = v > s->min_rto ? v : s->min_rto;
+	}
+	double r = base * s->backoff;
+	return r < s->max_rto ? r : s->max_rto;
 }
 
 static const struct mrc_field *F_S_M, *F_S_PR, *F_S_ACKOFF, *F_S_ENTROPY, *F_S_CACK,

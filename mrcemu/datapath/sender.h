@@ -142,7 +142,7 @@ struct mrc_sender {
 	struct mrc_nscc *cc; /* NULL until mrc_tx_use_cc: no SACK is taken before */
 	double srtt, rttvar; /* srtt NAN: no sample yet */
 	uint32_t backoff;    /* the RTO multiplier: doubles per RTO round, 1 on progress */
-	double min_rto, reorder;
+	double min_rto, max_rto, reorder;
 	uint64_t sacks_rx;
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
@@ -212,9 +212,13 @@ int mrc_tx_first_live(const struct mrc_sender *s, double *sent);
 void mrc_tx_heard(struct mrc_sender *s, int32_t path, double now);
 /* Nothing outstanding: no path is silent. */
 void mrc_tx_quiet_all(struct mrc_sender *s);
-/* The congestion window the SACK path moves, and the RTO floor and reorder window it
+/* The congestion window the SACK path moves, and the RTO bounds and reorder window it
  * reads: set once before the first SACK. */
-void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double reorder);
+void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
+		   double reorder);
+/* The retransmission timeout: max(min_rto, srtt + 4 rttvar) (min_rto with no sample)
+ * times the backoff, at most max_rto. */
+double mrc_tx_rto_value(const struct mrc_sender *s);
 /* Read an MRC SACK's fields from a packet mrc_parse took: 0, or -1 if it is no SACK. */
 int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sack *k);
 /* Everything a SACK does to the requester but the verdicts on paths (transport/mrc.py's

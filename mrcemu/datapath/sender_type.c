@@ -379,16 +379,19 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 			     opt_float(r.newly ? r.latest : -1.0));
 }
 
-/* use_cc(nscc, min_rto, reorder_window): what SACKs move and read */
+/* use_cc(nscc, min_rto, max_rto, reorder_window): what SACKs move and read */
 static PyObject *sender_use_cc(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
 	PyObject *cc;
-	double min_rto, reorder;
-	if (!PyArg_ParseTuple(args, "O!dd", &NsccType, &cc, &min_rto, &reorder))
+	double min_rto, max_rto, reorder;
+	if (!PyArg_ParseTuple(args, "O!ddd", &NsccType, &cc, &min_rto, &max_rto, &reorder))
 		return NULL;
+	if (!(min_rto > 0 && max_rto >= min_rto && reorder >= 0))
+		return PyErr_Format(PyExc_ValueError,
+				    "use_cc: need 0 < min_rto <= max_rto and reorder >= 0");
 	Py_XSETREF(self->cc, Py_NewRef(cc));
-	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, reorder);
+	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, max_rto, reorder);
 	Py_RETURN_NONE;
 }
 
@@ -600,6 +603,15 @@ static PyObject *sender_get_latest(SenderObject *self, void *unused)
 	return PyFloat_FromDouble(self->s.latest_acked_sent);
 }
 
+static PyObject *sender_get_rto(SenderObject *self, void *unused)
+{
+	if (!self->ready || !self->s.cc) {
+		PyErr_SetString(PyExc_RuntimeError, "Sender: no use_cc() yet");
+		return NULL;
+	}
+	return PyFloat_FromDouble(mrc_tx_rto_value(&self->s));
+}
+
 static PyObject *sender_get_rtx_queued(SenderObject *self, void *unused)
 {
 	return PyLong_FromSize_t(self->s.rtxq.n);
@@ -621,7 +633,7 @@ static PyMethodDef sender_methods[] = {
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
 	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now, credit_below)"},
 	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
-	 "use_cc(nscc, min_rto, reorder_window): the window SACKs move"},
+	 "use_cc(nscc, min_rto, max_rto, reorder_window): the window SACKs move"},
 	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
 	 "sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now)"},
 	{"rack", (PyCFunction)sender_rack, METH_VARARGS, "rack(latest, reorder) -> lost"},
@@ -662,6 +674,8 @@ static PyGetSetDef sender_getset[] = {
 	{"latest_acked_sent", (getter)sender_get_latest, NULL,
 	 "send time of the latest-sent packet acked so far (-1: none)", NULL},
 	{"rtx_queued", (getter)sender_get_rtx_queued, NULL, "PSNs queued to retransmit", NULL},
+	{"timeout", (getter)sender_get_rto, NULL,
+	 "the retransmission timeout, backoff included (rto() is the scan that uses it)", NULL},
 	{"inflight", (getter)sender_get_inflight, NULL, "bytes sent, not acked, not lost", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };

@@ -105,6 +105,14 @@ class EvProfile:
     bad: dict[int, Ev] = field(default_factory=dict)
     # Told each new rotation's order (the compiled sender sprays by it).
     on_rotation: Callable[[list[int]], None] = field(default=lambda _o: None, repr=False)
+    # The EVs in SKIP: a rotation ends the skips of these, not a scan of every EV.
+    skipping: dict[int, Ev] = field(default_factory=dict)
+    # Each plane's usable EVs in profile order (before shuffling): what a rotation
+    # orders, kept until an EV's usability changes. Between rotations an EV's
+    # `fb.usable` is its usable() (a SKIP ends only at a rotation), so _sync sees every
+    # change. The compiled sender asks for a rotation as often as every packet when a
+    # profile has one EV a plane.
+    _usable_by_plane: dict[int, list[int]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._sync_all()
@@ -130,10 +138,14 @@ class EvProfile:
     def _sync(self, e: Ev) -> None:
         """The data path's copies of `usable` and of the state being GOOD: set wherever
         what they depend on changes."""
-        e.fb.usable = self.usable(e)
+        u = self.usable(e)
+        if e.fb.usable != u:
+            e.fb.usable = u
+            self._usable_by_plane = None
         e.fb.good = e.state is EvState.GOOD
 
     def _sync_all(self) -> None:
+        self._usable_by_plane = None
         for e in self.evs.values():
             self._sync(e)
 
@@ -142,16 +154,23 @@ class EvProfile:
         each plane's EVs in a fresh pseudo-random order. next_ev calls it at the end of
         a rotation, and so does the compiled sender (through `on_rotation`'s owner)."""
         self.rotation += 1
-        for e in self.evs.values():
-            if e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation:
+        if self.skipping:
+            over = [e for e in self.skipping.values() if e.skip_until_rotation <= self.rotation]
+            if len(over) > 1:  # their events go out in profile order
+                rank = {ev: i for i, ev in enumerate(self.evs)}
+                over.sort(key=lambda e: rank[e.ev])
+            for e in over:
                 self._set(e, EvState.GOOD, -1.0, "skip over")
-        # One pass over the EVs, not one per plane: a rotation is as long as the profile,
-        # so this is a per-packet cost amortised.
-        per_plane: dict[int, list[int]] = {plane: [] for plane in self.planes}
-        for e in self.evs.values():
-            ids = per_plane.get(e.path.plane)
-            if ids is not None and self.usable(e):
-                ids.append(e.ev)
+        usable = self._usable_by_plane
+        if usable is None:
+            # One pass over the EVs, not one per plane.
+            usable = {plane: [] for plane in self.planes}
+            for e in self.evs.values():
+                ids = usable.get(e.path.plane)
+                if ids is not None and self.usable(e):
+                    ids.append(e.ev)
+            self._usable_by_plane = usable
+        per_plane = {plane: usable[plane][:] for plane in self.planes}
         for plane in self.planes:  # shuffled in plane order: the seeded order is unchanged
             self._rng.shuffle(per_plane[plane])
         order: list[int] = []
@@ -179,10 +198,11 @@ class EvProfile:
     def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
         if e.state is not state:
             self.emit(EvStateChanged(now, e.ev, e.state.value, state.value, why))
-            if state is EvState.ASSUMED_BAD:
-                self.bad[e.ev] = e
-            else:
-                self.bad.pop(e.ev, None)
+            for held, kind in ((self.bad, EvState.ASSUMED_BAD), (self.skipping, EvState.SKIP)):
+                if state is kind:
+                    held[e.ev] = e
+                else:
+                    held.pop(e.ev, None)
             e.state = state
             self._sync(e)
 

@@ -90,7 +90,7 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay)
-        self.tx.use_cc(self.cc, cfg.min_rto, cfg.reorder_window)
+        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.reorder_window)
         self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
         self.suspects: list[tuple[int, float, float]] = []  # (EV, sent, when): for timer()
         # EVs with enough packets unanswered to be judged silent: the timer looks at these
@@ -184,9 +184,9 @@ class MrcConnection(ConnectionBase):
 
     @property
     def rto(self) -> float:
-        base = self.cfg.min_rto if self.srtt is None else max(
-            self.cfg.min_rto, self.srtt + 4 * self.rttvar)
-        return min(self.cfg.max_rto, base * self.backoff)
+        """max(min RTO, srtt + 4 rttvar), the minimum with no sample, times the backoff,
+        capped at the maximum: computed by the sender, which holds all three."""
+        return self.tx.timeout
 
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
         """Control packets, then retransmissions, then new data: at most `budget` data

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from mrcemu import datapath
 from mrcemu.wire import codec
 from mrcemu.wire.constants import TIMESTAMP_UNIT, Dscp, Opcode
+from tests.unit.transport.helpers import pair
 
 DQPN = 0x123456
 PMTU = 256
@@ -222,3 +223,29 @@ def test_bad_set_up_is_refused():
         datapath.Sender(0, PMTU, (b"",) * 6, (0, 0, 1.0, 3), lambda: None)
     with pytest.raises(ValueError):
         rig.tx.set_paths([(rig.slots[0], 1, 2, 3, b"short", addr(1), addr(2))])
+
+
+def _rto_reference(srtt: float | None, rttvar: float, backoff: int, lo: float,
+                   hi: float) -> float:
+    """The RTO as the Python core computed it before the sender held the estimate."""
+    base = lo if srtt is None else max(lo, srtt + 4 * rttvar)
+    return min(hi, base * backoff)
+
+
+@settings(max_examples=300, deadline=None)
+@given(srtt=st.one_of(st.none(), st.floats(0.0, 2.0)), rttvar=st.floats(0.0, 1.0),
+       backoff=st.integers(1, 64))
+def test_the_senders_rto_is_the_references(srtt, rttvar, backoff):
+    _, ca, _ = pair()
+    ca.tx.srtt_raw = float("nan") if srtt is None else srtt
+    ca.tx.rttvar, ca.backoff = rttvar, backoff
+    assert ca.srtt == srtt
+    assert ca.rto == _rto_reference(srtt, rttvar, backoff, ca.cfg.min_rto, ca.cfg.max_rto)
+
+
+def test_use_cc_refuses_bounds_that_cannot_be():
+    _, ca, _ = pair()
+    with pytest.raises(ValueError, match="min_rto"):
+        ca.tx.use_cc(ca.cc, 0.2, 0.1, 0.0)
+    with pytest.raises(TypeError):
+        ca.tx.use_cc(object(), 0.1, 0.2, 0.0)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
@@ -77,3 +80,35 @@ def test_a_rotation_holds_every_usable_ev_once_with_the_planes_interleaved():
     assert sorted(order) == sorted(usable) and bad.ev not in order
     planes = [prof.evs[ev].path.plane for ev in order]
     assert planes[:len(prof.planes)] == list(prof.planes)  # one of each plane in turn
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["skip", "bad", "probe", "plane", "rotate"]),
+                              st.integers(0, 10_000), st.booleans()), max_size=80))
+def test_the_cached_rotation_orders_exactly_what_a_fresh_scan_orders(ops):
+    """new_rotation keeps each plane's usable EVs until one's usability changes: a
+    profile whose cache is dropped before every rotation must spray identically."""
+    topo = load("default")
+    cfg = TransportConfig(seed=2)
+    cached, fresh = profile(topo, 0, 7, cfg), profile(topo, 0, 7, cfg)
+    seen: list[tuple[list[int], dict[str, str]]] = []
+    for p in (cached, fresh):
+        evs = list(p.evs)
+        out = []
+        for i, (op, k, flag) in enumerate(ops):
+            now, ev = i * 1e-3, evs[k % len(evs)]
+            if op == "skip":
+                p.skip(ev, now, "test")
+            elif op == "bad":
+                p.assume_bad(ev, now, "test")
+            elif op == "probe":
+                p.probe_answered(ev, now, marked=flag)
+            elif op == "plane":
+                p.set_plane(p.planes[k % len(p.planes)], flag, now)
+            else:
+                if p is fresh:
+                    p._usable_by_plane = None
+                p.new_rotation()
+                out.append(list(p._order))
+        seen.append((out, p.states()))
+    assert seen[0] == seen[1]
