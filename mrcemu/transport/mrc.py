@@ -23,7 +23,7 @@ from mrcemu import datapath
 from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
-from mrcemu.transport.evs import Ev, EvProfile
+from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
@@ -390,10 +390,20 @@ class MrcConnection(ConnectionBase):
 
     def _control_paths(self) -> None:
         """Hand the responder the EVs its SACK/NACK/ACKs go on, taken in turn: the
-        usable ones, or, with none usable, any in a live plane (anything beats silence)."""
-        evs = [e for e in self.profile.evs.values() if self.profile.usable(e)] or [
-            e for e in self.profile.evs.values()
-            if e.path.plane not in self.profile.planes_down]
+        usable ones and those in SKIP, or, with none, any in a live plane (anything beats
+        silence).
+
+        SKIP is how data sheds a marked (congested) path, and it ends only as data
+        rotates: a connection that has stopped sending keeps its SKIPs. Its acks, small
+        and in the control class, still need every path it has no reason to distrust;
+        with the SKIPs left out, the one EV a peer had left could be the one through a
+        gray link it never sent data over, and every ack was lost (a stall the gray-link
+        scenario found: RTOs up to the maximum, for as long as the fault lasted)."""
+        prof = self.profile
+        evs = [e for e in prof.evs.values()
+               if prof.usable(e) or (e.state is EvState.SKIP and e.active
+                                     and e.path.plane not in prof.planes_down)] or [
+            e for e in prof.evs.values() if e.path.plane not in prof.planes_down]
         self.rx.set_paths([(e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
                             e.path.container) for e in evs])
         self._paths_dirty = False

@@ -222,3 +222,24 @@ def test_a_stale_backlog_read_out_of_send_order_blames_no_path():
     assert not ca.tx.outstanding
     ca.timer(0.3)
     assert [e for e in drain(ca, EvStateChanged) if e.new == "ASSUMED_BAD"] == []
+
+
+def test_acks_keep_every_path_in_skip_not_only_the_last_usable_one():
+    # The receiver marked all but one of its EVs SKIP while it sent, then stopped
+    # sending: its SKIPs never end (they end as data rotates). Its acks must still take
+    # those paths too: the one left may be broken (a gray link it never sent data over).
+    _, ca, cb = pair("small", a=0, b=3)
+    active = [e for e in cb.profile.evs.values() if e.active]
+    for e in active[1:]:
+        cb.profile.skip(e.ev, 0.0, "test")
+    assert [e.state for e in active[1:]] == [EvState.SKIP] * (len(active) - 1)
+    assert cb.profile.count_usable() == 1
+    write(ca, cb, 64 * 4096)
+    used = set()
+    for step in range(8):
+        now = 0.001 * (step + 1)
+        for _ev, f in ca.packets_to_send(now, 8):
+            cb.receive(f, now)
+        cb.timer(now + 0.003)
+        used |= {ev for ev, _f in cb.packets_to_send(now + 0.003, 0)}
+    assert used == {e.ev for e in active}  # the SKIP ones carried acks as well
