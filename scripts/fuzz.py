@@ -20,7 +20,7 @@ from mrcemu.wire.constants import Dscp, Opcode
 
 HERE = Path(__file__).resolve().parents[1] / "mrcemu" / "datapath"
 SOURCES = (HERE / "fuzz.c", HERE / "wire.c", HERE / "responder.c", HERE / "sender.c",
-           HERE / "nscc.c")
+           HERE / "nscc.c", HERE / "roce.c", HERE / "ports.c")
 REGION = 4096  # the harness's memory region (fuzz.c REGION)
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 
@@ -85,6 +85,18 @@ def seeds(corpus: Path) -> int:
                 (corpus / f"seed-{op:02x}-trimmed-{v is not None}").write_bytes(
                     b"\x00" + codec.trim(pkt, Dscp.TRIMMED))
                 n += 1
+    # RoCE go-back-N (the harness's RoCE QP is 0, its region R_Key 0 at VA 0): a FIRST
+    # for the next PSN, the MIDDLE and LAST_IMM after it, the last ending at the region's
+    # end; an ACK for the requester.
+    for psn, op, hdr in ((0, Opcode.RC_WRITE_FIRST, {"RETH": {"va": REGION - 192, "dmalen": 192}}),
+                         (1, Opcode.RC_WRITE_MIDDLE, {}),
+                         (2, Opcode.RC_WRITE_LAST_IMM, {"ImmDt": {"imm": 1}}),
+                         (0, Opcode.RC_ACK, {"AETH": {"syndrome": 0x60}})):
+        pkt = codec.encode(src, dst, sport=0xC000, flow_label=5, dscp=Dscp.NO_TRIM, ecn=0,
+                           bth={"opcode": op, "psn": psn}, headers=hdr,
+                           payload=bytes(64) if op != Opcode.RC_ACK else b"")
+        (corpus / f"seed-roce-{op:02x}-{psn}").write_bytes(b"\x00" + pkt)
+        n += 1
     return n
 
 

@@ -35,6 +35,10 @@ Nscc = _datapath.Nscc
 # frame into, burst sends, and burst reads that hand an attached QP's data straight to
 # its responder and its unmarked SACKs to its sender.
 Ports = _datapath.Ports
+# One RoCE RC QP's per-packet work (roce.c): its requester frames from the posted source
+# buffers into the ports, its responder places in-order data and queues ACK/NAKs, both on
+# the QP's one ECMP path; transport/roce.py keeps the go-back-N policy.
+RoceQp = _datapath.RoceQp
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the
 # per-packet fields zero): the requester's framing in one call.

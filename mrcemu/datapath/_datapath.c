@@ -12,10 +12,12 @@
 #include "ports_type.h"
 #include "responder.h"
 #include "responder_type.h"
+#include "roce_type.h"
 #include "sender_type.h"
 #include "wire.h"
 
 static PyObject *Decoded, *DecodeError;
+static PyObject *not_our_usid;
 static PyObject *field_names[MRC_NHEADERS][64];
 static PyObject *header_names[MRC_NHEADERS];
 static PyObject *error_names[6];
@@ -155,9 +157,20 @@ static PyObject *header_dict(int h, const uint8_t *at)
 }
 
 /* A codec.DecodeError for `e`, raised; returns NULL. */
-static PyObject *raise_decode_error(enum mrc_error e)
+PyObject *raise_decode_error(enum mrc_error e)
 {
 	PyObject *exc = PyObject_CallOneArg(DecodeError, error_names[e]);
+	if (exc) {
+		PyErr_SetObject(DecodeError, exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+/* DecodeError("not_our_usid"): an encapsulated packet for another address. */
+PyObject *raise_not_ours(void)
+{
+	PyObject *exc = PyObject_CallOneArg(DecodeError, not_our_usid);
 	if (exc) {
 		PyErr_SetObject(DecodeError, exc);
 		Py_DECREF(exc);
@@ -335,12 +348,7 @@ static PyObject *py_peek_dqpn(PyObject *self, PyObject *arg)
 }
 
 /* ---- Regions: the NIC's registered memory, shared by its responders ------------------ */
-typedef struct {
-	PyObject_HEAD
-	struct mrc_regions t;
-} RegionsObject;
-
-static void release_owner(void *owner)
+void release_owner(void *owner)
 {
 	if (owner) {
 		PyBuffer_Release((Py_buffer *)owner);
@@ -395,7 +403,7 @@ static PyMethodDef regions_methods[] = {
 	{NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject RegionsType = {
+PyTypeObject RegionsType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.Regions",
 	.tp_basicsize = sizeof(RegionsObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
@@ -406,7 +414,6 @@ static PyTypeObject RegionsType = {
 };
 
 /* ---- Responder --------------------------------------------------------------------- */
-static PyObject *not_our_usid;
 
 static int copy_template(PyObject *obj, uint8_t *dst, size_t cap, size_t *len, size_t want)
 {
@@ -519,14 +526,9 @@ static PyObject *responder_rx(ResponderObject *self, PyObject *const *args, Py_s
 	case MRC_RX_MALFORMED:
 		r = raise_decode_error(e);
 		break;
-	case MRC_RX_NOT_OURS: {
-		PyObject *exc = PyObject_CallOneArg(DecodeError, not_our_usid);
-		if (exc) {
-			PyErr_SetObject(DecodeError, exc);
-			Py_DECREF(exc);
-		}
+	case MRC_RX_NOT_OURS:
+		raise_not_ours();
 		break;
-	}
 	}
 out:
 	PyBuffer_Release(&b);
@@ -557,13 +559,13 @@ static PyObject *responder_timer(ResponderObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
-static PyObject *ctl_item(const void *q, size_t i)
+PyObject *ctl_item(const void *q, size_t i)
 {
 	const struct mrc_ctl_frame *f = &((const struct mrc_ctl_frame *)q)[i];
 	return Py_BuildValue("(ky#)", (unsigned long)f->ev, f->buf, (Py_ssize_t)f->len);
 }
 
-static PyObject *done_item(const void *q, size_t i)
+PyObject *done_item(const void *q, size_t i)
 {
 	const struct mrc_completion *c = &((const struct mrc_completion *)q)[i];
 	PyObject *imm = c->has_imm ? PyLong_FromUnsignedLong(c->imm) : Py_NewRef(Py_None);
@@ -571,7 +573,7 @@ static PyObject *done_item(const void *q, size_t i)
 }
 
 /* One of the responder's output queues as a list (each entry through `item`), emptied. */
-static PyObject *drain(const void *q, size_t *n, PyObject *(*item)(const void *, size_t))
+PyObject *drain_queue(const void *q, size_t *n, PyObject *(*item)(const void *, size_t))
 {
 	PyObject *out = PyList_New((Py_ssize_t)*n);
 	if (!out)
@@ -599,7 +601,7 @@ static PyObject *responder_take_control(ResponderObject *self, PyObject *const *
 		return NULL;
 	}
 	if (n == 0 || args[0] == Py_None)
-		return drain(self->r.ctl, &self->r.nctl, ctl_item);
+		return drain_queue(self->r.ctl, &self->r.nctl, ctl_item);
 	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
 		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
 		return NULL;
@@ -616,29 +618,28 @@ static PyObject *responder_take_control(ResponderObject *self, PyObject *const *
 static PyObject *responder_take_completions(ResponderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	return drain(self->r.done, &self->r.ndone, done_item);
+	return drain_queue(self->r.done, &self->r.ndone, done_item);
 }
 
-/* set_paths([(ev, sport, flow_label, src, delivered, container), ...]) */
-static PyObject *responder_set_paths(ResponderObject *self, PyObject *arg)
+/* [(ev, sport, flow_label, src, delivered, container), ...] as paths: a PyMem block
+ * (NULL for none) and its length, or -1 with an exception set. */
+int paths_from_seq(PyObject *arg, struct mrc_path **out, size_t *count)
 {
-	NEED_READY(self);
 	PyObject *seq = PySequence_Fast(arg, "set_paths takes a sequence of paths");
 	if (!seq)
-		return NULL;
+		return -1;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
 	struct mrc_path *paths = n ? PyMem_Calloc((size_t)n, sizeof(*paths)) : NULL;
-	PyObject *r = NULL;
 	if (n && !paths) {
 		PyErr_NoMemory();
-		goto out;
+		goto fail;
 	}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		unsigned long ev, sport, flow;
 		Py_buffer a[3];
 		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "kkky*y*y*", &ev, &sport,
 				      &flow, &a[0], &a[1], &a[2]))
-			goto out;
+			goto fail;
 		int bad = a[0].len != 16 || a[1].len != 16 || a[2].len != 16;
 		if (!bad) {
 			paths[i].ev = (uint32_t)ev;
@@ -652,18 +653,32 @@ static PyObject *responder_set_paths(ResponderObject *self, PyObject *arg)
 			PyBuffer_Release(&a[j]);
 		if (bad) {
 			PyErr_SetString(PyExc_ValueError, "path addresses are 16 bytes");
-			goto out;
+			goto fail;
 		}
 	}
-	if (mrc_resp_set_paths(&self->r, paths, (size_t)n) < 0) {
-		PyErr_NoMemory();
-		goto out;
-	}
-	r = Py_NewRef(Py_None);
-out:
+	Py_DECREF(seq);
+	*out = paths;
+	*count = (size_t)n;
+	return 0;
+fail:
 	PyMem_Free(paths);
 	Py_DECREF(seq);
-	return r;
+	return -1;
+}
+
+/* set_paths([(ev, sport, flow_label, src, delivered, container), ...]) */
+static PyObject *responder_set_paths(ResponderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	struct mrc_path *paths;
+	size_t n;
+	if (paths_from_seq(arg, &paths, &n) < 0)
+		return NULL;
+	int bad = mrc_resp_set_paths(&self->r, paths, n) < 0;
+	PyMem_Free(paths);
+	if (bad)
+		return PyErr_NoMemory();
+	Py_RETURN_NONE;
 }
 
 static PyObject *responder_counters(ResponderObject *self, PyObject *unused)
@@ -801,7 +816,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 					    want[i].name);
 	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0 ||
 	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0 ||
-	    PyType_Ready(&PortsType) < 0 || PyType_Ready(&NsccType) < 0)
+	    PyType_Ready(&PortsType) < 0 || PyType_Ready(&NsccType) < 0 ||
+	    PyType_Ready(&RoceQpType) < 0)
 		return NULL;
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
@@ -812,7 +828,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyModule_AddObjectRef(m, "EvSlot", (PyObject *)&EvSlotType) < 0 ||
 	    PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0 ||
 	    PyModule_AddObjectRef(m, "Ports", (PyObject *)&PortsType) < 0 ||
-	    PyModule_AddObjectRef(m, "Nscc", (PyObject *)&NsccType) < 0) {
+	    PyModule_AddObjectRef(m, "Nscc", (PyObject *)&NsccType) < 0 ||
+	    PyModule_AddObjectRef(m, "RoceQp", (PyObject *)&RoceQpType) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

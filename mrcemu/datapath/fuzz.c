@@ -8,12 +8,15 @@
  * heap-buffer-overflow. A SACK, NACK or ACK that parses also goes to one sender (sender.c)
  * with packets outstanding, which then frames what it may send into heap blocks of
  * exactly the frame's length and runs its timers: hostile acknowledgements must leave
- * its records within their bounds. */
+ * its records within their bounds. The same input also goes to one RoCE QP (roce.c):
+ * its go-back-N responder places into its own exact-size region, and its requester
+ * frames from a posted message into a one-port queue after each input. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "responder.h"
+#include "roce.h"
 #include "sender.h"
 #include "wire.h"
 
@@ -130,6 +133,75 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 	snd.tr_n = 0;
 }
 
+/* ---- the RoCE QP ----------------------------------------------------------------- */
+static struct mrc_regions roce_regions;
+static struct roce_route route;
+static struct roce_rx rrx;
+static struct roce_tx rtx;
+static struct mrc_ports rports;
+
+static void roce_setup(void)
+{
+	static uint8_t *region;
+	if ((inputs - 1) % 8 != 0)
+		return;
+	if (region) {
+		roce_rx_free(&rrx);
+		roce_tx_free(&rtx);
+		roce_route_free(&route);
+		mrc_ports_free(&rports);
+		mrc_regions_remove(&roce_regions, 0);
+		free(region);
+	}
+	region = malloc(REGION);
+	mrc_regions_add(&roce_regions, 0, 0, region, REGION, NULL);
+	struct mrc_path path[2] = {{.ev = 0xC0000005, .sport = 0xC000, .flow_label = 5},
+				   {.ev = 0xC0000006, .sport = 0xC000, .flow_label = 6}};
+	if (roce_route_set(&route, path, 2, 0) < 0)
+		abort();
+	uint8_t ack[MRC_BTH_LEN + 4] = {MRC_OP_RC_ACK};
+	if (roce_rx_init(&rrx, 0, 1, 4, 1e-3, 0, 0x60, ack, sizeof(ack), &roce_regions,
+			 &route) < 0 ||
+	    roce_tx_init(&rtx, 256, 0, NULL) < 0)
+		abort();
+	static const uint8_t ops[ROCE_T_N] = {MRC_OP_RC_WRITE_ONLY, MRC_OP_RC_WRITE_FIRST,
+					      MRC_OP_RC_WRITE_MIDDLE, MRC_OP_RC_WRITE_LAST,
+					      MRC_OP_RC_WRITE_LAST_IMM};
+	for (int t = 0; t < ROCE_T_N; t++) {
+		uint8_t body[MRC_BTH_LEN + 32] = {ops[t]};
+		size_t n = MRC_BTH_LEN;
+		if (t == ROCE_T_ONLY || t == ROCE_T_FIRST)
+			n += MRC_HEADERS[MRC_H_RETH].len;
+		if (t == ROCE_T_LAST_IMM)
+			n += MRC_HEADERS[MRC_H_IMMDT].len;
+		if (roce_tx_template(&rtx, t, body, n) < 0)
+			abort();
+	}
+	static const uint8_t eth[MRC_ETH_LEN], via[16];
+	if (mrc_ports_init(&rports, 1, 2, 2048, 2, 1.0) < 0 ||
+	    mrc_port_setup(&rports, 0, -1, mrc_ev_plane(path[0].ev), eth, via, 1.0, 0.0) < 0)
+		abort();
+	if (roce_tx_post(&rtx, source, 1000, 0, 0, 1, 9, NULL) < 0)
+		abort();
+}
+
+static void roce_feed(const uint8_t *pkt, size_t len, uint8_t mode, double now)
+{
+	struct mrc_parsed p;
+	enum mrc_error err;
+	rrx.verify_icrc = mode & 1;
+	roce_rx_packet(&rrx, pkt, len, now, NULL, &p, &err);
+	if (rrx.nctl > MRC_CTL_MAX || rrx.rx_got > rrx.rx_len)
+		abort(); /* the control queue or the message being placed left its bounds */
+	rrx.nctl = rrx.ndone = 0;
+	route.nrehash = 0;
+	/* The requester frames one PSN of its message (a hostile ack moved nothing here). */
+	uint64_t psn = (mode >> 1) % 4;
+	if (roce_tx_frame(&rtx, &rports, &route.paths[route.index], psn) != 1)
+		abort();
+	rports.p[0].n = 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -159,6 +231,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	responder_setup();
 	sender_setup();
+	roce_setup();
+	roce_feed(pkt, len, mode, inputs * 1e-4);
 	if (mrc_parse(pkt, len, 0, 0, &p) == MRC_OK)
 		sender_feed(pkt, &p, inputs * 1e-4);
 	resp.verify_icrc = mode & 1;

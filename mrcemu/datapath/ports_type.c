@@ -12,6 +12,7 @@
 
 #include "ports_type.h"
 #include "responder_type.h"
+#include "roce_type.h"
 #include "sender_type.h"
 #include "wire.h"
 
@@ -154,14 +155,21 @@ static struct ports_qp *qp_find(const PortsObject *self, long qpn)
 	}
 }
 
-/* attach(qpn, responder, sender or None): packets for `qpn` go to them from now on */
+/* attach(qpn, responder, sender or None): packets for `qpn` go to them from now on. The
+ * responder is an MRC Responder (with its Sender, or None) or a RoceQp (with None). */
 static PyObject *ports_attach(PortsObject *self, PyObject *args)
 {
 	NEED_READY(self);
 	unsigned long qpn;
 	PyObject *rx, *tx;
-	if (!PyArg_ParseTuple(args, "kO!O", &qpn, &ResponderType, &rx, &tx))
+	if (!PyArg_ParseTuple(args, "kOO", &qpn, &rx, &tx))
 		return NULL;
+	int roce = PyObject_TypeCheck(rx, &RoceQpType);
+	if (!roce && !PyObject_TypeCheck(rx, &ResponderType))
+		return PyErr_Format(PyExc_TypeError, "attach: a Responder or RoceQp, not %s",
+				    Py_TYPE(rx)->tp_name);
+	if (roce && tx != Py_None)
+		return PyErr_Format(PyExc_TypeError, "attach: a RoceQp takes its ACKs itself");
 	if (tx != Py_None && !PyObject_TypeCheck(tx, &SenderType))
 		return PyErr_Format(PyExc_TypeError, "attach: a Sender or None, not %s",
 				    Py_TYPE(tx)->tp_name);
@@ -305,9 +313,31 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 		struct ports_qp *q = NULL;
 		if (len >= MRC_ETH_LEN + MRC_IP6_LEN)
 			q = qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
-		if (q && !((ResponderObject *)q->rx)->ready)
+		if (q && (PyObject_TypeCheck(q->rx, &RoceQpType)
+				  ? !((RoceQpObject *)q->rx)->ready
+				  : !((ResponderObject *)q->rx)->ready))
 			q = NULL;
-		if (q) {
+		if (q && PyObject_TypeCheck(q->rx, &RoceQpType)) {
+			/* RoCE: data placed in order and ACKed in C; its ACK/NAKs, parsed once, go
+			 * to the go-back-N policy. */
+			const uint8_t *pkt = f + MRC_ETH_LEN;
+			struct roce_rx *rr = &((RoceQpObject *)q->rx)->rx;
+			struct mrc_parsed p;
+			enum mrc_error e;
+			uint64_t before = rr->rx_bytes;
+			switch (roce_rx_packet(rr, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
+			case MRC_RX_DONE:
+				placed += rr->rx_bytes - before;
+				q->touched = 1;
+				break;
+			case MRC_RX_POLICY:
+				if (!(item = make_decoded(pkt, &p)))
+					goto fail;
+				break;
+			default:
+				q = NULL;
+			}
+		} else if (q) {
 			const uint8_t *pkt = f + MRC_ETH_LEN;
 			struct mrc_responder *rs = &((ResponderObject *)q->rx)->r;
 			struct mrc_parsed p;

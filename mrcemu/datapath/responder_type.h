@@ -16,6 +16,31 @@ typedef struct {
 
 extern PyTypeObject ResponderType;
 
+/* The NIC's registered memory regions (Regions), shared by its responders. */
+typedef struct {
+	PyObject_HEAD
+	struct mrc_regions t;
+} RegionsObject;
+
+extern PyTypeObject RegionsType;
+
+/* Releases a source buffer the data path held (a PyMem-allocated Py_buffer). */
+void release_owner(void *owner);
+
+/* DecodeError(reason) raised for `e`, and DecodeError("not_our_usid"): NULL. */
+PyObject *raise_decode_error(enum mrc_error e);
+PyObject *raise_not_ours(void);
+
+/* One output queue (control frames: ctl_item; completions: done_item) as a list, each
+ * entry through `item`; the queue is emptied. */
+PyObject *drain_queue(const void *q, size_t *n, PyObject *(*item)(const void *, size_t));
+PyObject *ctl_item(const void *q, size_t i);
+PyObject *done_item(const void *q, size_t i);
+
+/* [(ev, sport, flow_label, src, delivered, container), ...] as a PyMem block of paths
+ * (NULL when empty): 0, or -1 with an exception set. */
+int paths_from_seq(PyObject *arg, struct mrc_path **out, size_t *count);
+
 /* The codec's Decoded for a packet mrc_parse (or mrc_resp_rx) took: a new reference, or
  * NULL with an exception set. */
 PyObject *make_decoded(const uint8_t *buf, const struct mrc_parsed *p);

@@ -1,7 +1,11 @@
 """The RoCEv2 RC baseline, sans-IO: one ECMP-hashed path per QP, go-back-N.
 
 It exists so every comparison with MRC runs on the same fabric in the same
-run. On a dead path it keeps retrying the same path (with exponential backoff,
+run, on the same data path: the per-packet work (framing from the source buffers,
+in-order placement, ACK/NAK framing) is compiled (`datapath.RoceQp`, roce.c) and this
+module keeps the go-back-N policy at event granularity.
+
+On a dead path it keeps retrying the same path (with exponential backoff,
 like an RC QP's local ACK timeout) until an emulated routing reconvergence
 delay has passed, then re-hashes; after `roce_retry_count` retries without a
 reconvergence it fails the QP.
@@ -13,11 +17,12 @@ import zlib
 from collections import deque
 from collections.abc import Iterable
 
-from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, unwrap
+from mrcemu import datapath
+from mrcemu.transport.base import ConnectionBase, Message, Stats, unwrap
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import ConnectionFailed, MessageReceived, PathRehashed
 from mrcemu.transport.evs import Ev, EvProfile
-from mrcemu.transport.memory import MemoryRegion, MemoryTable
+from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
@@ -34,21 +39,34 @@ class RoceConnection(ConnectionBase):
         self.profile = profile
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
         self.memory = memory or MemoryTable()
-        self.stats = Stats()
+        self._stats = Stats()
         self.tx_trace = TxTrace()
         super().__init__()
         base = sorted(e.ev for e in profile.evs.values() if e.active)
         self.paths = base
         h = zlib.crc32(flow_key + local_qpn.to_bytes(4, "big") + remote_qpn.to_bytes(4, "big"))
-        self.path_index = h % len(base)
+        # The compiled data path, framing from the codec's bodies with every per-packet
+        # field zero (it writes those by name).
+        bodies = tuple(
+            codec.body({"opcode": op, "dqpn": remote_qpn},
+                       {"RETH": {}} if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY)
+                       else {})
+            for op in (Opcode.RC_WRITE_ONLY, Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_MIDDLE,
+                       Opcode.RC_WRITE_LAST, Opcode.RC_WRITE_LAST_IMM))
+        self.dp = datapath.RoceQp(
+            local_qpn, remote_qpn, cfg.pmtu, cfg.roce_ack_every, cfg.roce_reconvergence,
+            self.memory.native,
+            codec.body({"opcode": Opcode.RC_ACK, "dqpn": remote_qpn}, {"AETH": {}}),
+            (SYNDROME_ACK, SYNDROME_NAK_PSN), Dscp.NO_TRIM << 2, bodies)
+        # One ECMP-hashed path for data and ACKs alike: the data path holds it, since
+        # its responder moves it too (lost ACKs, after a reconvergence).
+        self.dp.set_route([(ev, ev >> 16, ev & 0xFFFF, p.src, p.delivered, p.container)
+                           for ev in base for p in (profile.evs[ev].path,)], h % len(base))
         self.srtt: float | None = None  # go-back-N keeps no RTT estimate
         # requester
         self.next_psn = 0  # next new PSN to assign
         self.send_psn = 0  # next PSN to (re)send: go-back-N rewinds this
         self.una = 0
-        # Segments from PSN `first_unacked` on; acknowledged ones are let go.
-        self.packets: deque[tuple[Message, int, int]] = deque()
-        self.first_unacked = 0
         self.messages: deque[Message] = deque()  # posted and not yet complete, in order
         self.next_msn = 0
         self.last_progress = 0.0
@@ -56,34 +74,26 @@ class RoceConnection(ConnectionBase):
         self.failing_since: float | None = None
         self._failed = False
         self.timeout_at: float | None = None
-        # responder
-        self.rx_expected = 0
-        self.rx_mr: MemoryRegion | None = None
-        self.rx_va = 0
-        self.rx_len = 0
-        self.rx_got = 0
-        self.rx_msn = 0
-        self.nak_sent_for: int | None = None
-        self.ack_failing_since: float | None = None
-        self.unacked = 0
-        self.control: deque[tuple[int, bytes]] = deque()
         self.max_sent = 0
 
     @property
+    def path_index(self) -> int:
+        return self.dp.path_index
+
+    @property
     def ev(self) -> Ev:
-        return self.profile.evs[self.paths[self.path_index]]
+        return self.profile.evs[self.dp.ev]
 
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
                    now: float, imm: int | None = None) -> int:
         mv = memoryview(data)
-        pmtu = self.cfg.pmtu
-        n = max(1, -(-len(mv) // pmtu))
+        n = max(1, -(-len(mv) // self.cfg.pmtu))
         msg = Message(self.next_msn, remote_va, rkey, mv, self.next_psn, n, imm,
                       posted_at=now)
+        first = self.dp.post(mv, remote_va, rkey, imm)
+        assert first == self.next_psn, (first, self.next_psn)  # one PSN space, two keepers
         self.next_msn += 1
         self.messages.append(msg)
-        for i in range(n):
-            self.packets.append((msg, i * pmtu, min(pmtu, len(mv) - i * pmtu)))
         self.next_psn += n
         if self.timeout_at is None:
             self.last_progress = now
@@ -94,61 +104,63 @@ class RoceConnection(ConnectionBase):
         """The local ACK timeout, doubled on each retry."""
         return min(self.cfg.max_rto * 8, self.cfg.roce_timeout * (2 ** self.retries))
 
-    def _opcode(self, msg: Message, offset: int) -> int:
-        first, last = offset == 0, offset + self.cfg.pmtu >= msg.size
-        if first and last:
-            return Opcode.RC_WRITE_ONLY
-        if first:
-            return Opcode.RC_WRITE_FIRST
-        if last:
-            return Opcode.RC_WRITE_LAST_IMM if msg.imm is not None else Opcode.RC_WRITE_LAST
-        return Opcode.RC_WRITE_MIDDLE
+    def _window(self, budget: int | None) -> int:
+        """How many PSNs go-back-N may send now, from send_psn."""
+        if self._failed:
+            return 0
+        n = min(self.next_psn, self.una + self.cfg.roce_window) - self.send_psn
+        return max(0, n if budget is None else min(n, budget))
+
+    def _sent(self, n: int, now: float) -> None:
+        """n data packets from send_psn went out on the current path: the bookkeeping."""
+        if not n:
+            return
+        ev = self.dp.ev
+        rtx = max(0, min(self.send_psn + n, self.max_sent) - self.send_psn)
+        self._stats.per_ev[ev] += n
+        self._stats.retransmits += rtx
+        self.tx_trace.record_run(now, ev, rtx, n)
+        self.send_psn += n
+        self.max_sent = max(self.max_sent, self.send_psn)
+        if self.timeout_at is None:
+            self.timeout_at = now + self.rto
 
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
-        out = list(self.control)
-        self.control.clear()
-        if self._failed:
-            return out
-        e = self.ev
-        p = e.path
-        left = 1 << 30 if budget is None else budget
-        while (self.send_psn < self.next_psn and self.send_psn < self.una + self.cfg.roce_window
-               and left > 0):
-            left -= 1
-            msg, offset, length = self.packets[self.send_psn - self.first_unacked]
-            op = self._opcode(msg, offset)
-            headers: dict[str, dict[str, int]] = {}
-            if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY):
-                headers["RETH"] = {"va": msg.va, "rkey": msg.rkey, "dmalen": msg.size}
-            if op == Opcode.RC_WRITE_LAST_IMM:
-                headers["ImmDt"] = {"imm": msg.imm or 0}
-            last = offset + length >= msg.size
-            pkt = self.wire.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                               flow_label=e.ev & 0xFFFF, dscp=Dscp.NO_TRIM, ecn=0,
-                               bth={"opcode": op, "dqpn": self.remote_qpn,
-                                    "psn": self.send_psn & PSN_MASK, "ackreq": int(last)},
-                               headers=headers, payload=bytes(msg.data[offset:offset + length]))
-            out.append((e.ev, pkt))
-            self.stats.per_ev[e.ev] += 1
-            self.stats.tx_data += 1
-            self.stats.tx_bytes += length
-            self.tx_trace.record(now, e.ev, self.send_psn < self.max_sent)
-            if self.send_psn < self.max_sent:
-                self.stats.retransmits += 1
-            self.send_psn += 1
-            self.max_sent = max(self.max_sent, self.send_psn)
-            if self.timeout_at is None:
-                self.timeout_at = now + self.rto
+        out = self.dp.take_control()
+        n = self._window(budget)
+        if n:
+            out += self.dp.frames(self.send_psn, n)
+            self._sent(n, now)
         return out
+
+    def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
+        """ACK/NAKs, then data, framed straight into the NIC's ports."""
+        sent = self.dp.take_control(ports)
+        n = self._window(max(0, budget - sent))
+        if n:
+            n = self.dp.send(ports, self.send_psn, n)
+            self._sent(n, now)
+        return sent + n
+
+    def attach(self, ports: datapath.Ports) -> None:
+        ports.attach(self.local_qpn, self.dp, None)
+
+    def received(self, now: float) -> None:
+        """The data path placed (or dropped) packets for this QP: its completions and
+        path changes become events."""
+        for msn, imm in self.dp.take_completions():
+            self._events.append(MessageReceived(msn, imm, now))
+        for t, old, new in self.dp.take_rehashes():
+            self._events.append(PathRehashed(t, old, new))
 
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
         a = d.headers["AETH"]
         psn = unwrap(d.psn, self.una)
         if a["syndrome"] == SYNDROME_NAK_PSN:
-            self.stats.nacks_rx += 1
+            self._stats.nacks_rx += 1
             self.send_psn = max(self.una, min(psn, self.send_psn))  # go back N
             return
-        self.stats.sacks_rx += 1
+        self._stats.sacks_rx += 1
         if psn + 1 > self.una:
             self.una = min(psn + 1, self.next_psn)
             self.send_psn = max(self.send_psn, self.una)
@@ -158,85 +170,34 @@ class RoceConnection(ConnectionBase):
             self.timeout_at = now + self.rto if self.una < self.send_psn else None
             while self.messages and (m := self.messages[0]).first_psn + m.npkts <= self.una:
                 self._events.append(self.messages.popleft().complete(now))
-            while self.first_unacked < self.una:
-                self.packets.popleft()
-                self.first_unacked += 1
+            self.dp.release(self.una)
 
-    def _ack(self, syndrome: int, psn: int) -> None:
-        e = self.ev
-        p = e.path
-        pkt = self.wire.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                           flow_label=e.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
-                           bth={"opcode": Opcode.RC_ACK, "dqpn": self.remote_qpn,
-                                "psn": psn & PSN_MASK},
-                           headers={"AETH": {"syndrome": syndrome, "msn": self.rx_msn}})
-        self.control.append((e.ev, pkt))
-        if syndrome == SYNDROME_ACK:
-            self.stats.sacks_tx += 1
-        else:
-            self.stats.nacks_tx += 1
-
-    def _on_data(self, d: codec.Decoded, now: float) -> None:
-        psn = unwrap(d.psn, self.rx_expected)
-        if psn < self.rx_expected:
-            self.stats.rx_dup += 1
-            # The requester keeps resending what we acknowledged: our ACKs are lost on
-            # our own hashed path. Routing reconverges for this direction too.
-            if self.ack_failing_since is None:
-                self.ack_failing_since = now
-            elif now - self.ack_failing_since >= self.cfg.roce_reconvergence:
-                self._rehash(now)
-                self.ack_failing_since = None
-            self._ack(SYNDROME_ACK, self.rx_expected - 1)
-            return
-        self.ack_failing_since = None
-        if psn > self.rx_expected:
-            self.stats.dropped["out_of_order"] += 1
-            if self.nak_sent_for != self.rx_expected:
-                self.nak_sent_for = self.rx_expected
-                self._ack(SYNDROME_NAK_PSN, self.rx_expected)
-            return
-        op = d.opcode
-        if "RETH" in d.headers:
-            r = d.headers["RETH"]
-            mr = self.memory.check(r["rkey"], r["va"], r["dmalen"])
-            if isinstance(mr, str):
-                self.stats.dropped[mr] += 1
-                return
-            self.rx_mr, self.rx_va, self.rx_len, self.rx_got = mr, r["va"], r["dmalen"], 0
-        if self.rx_mr is None or self.rx_got + len(d.payload) > self.rx_len:
-            self.stats.dropped["no_message"] += 1
-            return
-        self.rx_mr.write(self.rx_va + self.rx_got, d.payload)
-        self.rx_got += len(d.payload)
-        self.rx_expected += 1
-        self.stats.rx_data += 1
-        self.stats.rx_bytes += len(d.payload)
-        self.unacked += 1
-        done = op in (Opcode.RC_WRITE_LAST, Opcode.RC_WRITE_LAST_IMM, Opcode.RC_WRITE_ONLY)
-        if done:
-            imm = d.headers.get("ImmDt", {}).get("imm")
-            self._events.append(MessageReceived(self.rx_msn, imm, now))
-            self.rx_msn += 1
-            self.rx_mr = None
-        if done or self.unacked >= self.cfg.roce_ack_every:
-            self.unacked = 0
-            self._ack(SYNDROME_ACK, self.rx_expected - 1)
+    def receive_frame(self, pkt: bytes | memoryview, now: float,
+                      via: bytes | None = None) -> None:
+        """One packet as it arrived: data is the compiled responder's alone, an ACK/NAK
+        comes back decoded for the go-back-N policy. Raises DecodeError for what is not
+        a packet we accept."""
+        d = self.dp.rx(pkt, now, via)
+        if d is not None:
+            self.receive_decoded(d, now)
+        self.received(now)
 
     def receive_decoded(self, d: codec.Decoded, now: float) -> None:
         if d.bth["dqpn"] != self.local_qpn:
-            self.stats.dropped["wrong_qp"] += 1
+            self._stats.dropped["wrong_qp"] += 1
         elif d.opcode in ROCE_DATA:
-            self._on_data(d, now)
+            # Data is placed by the compiled responder from the packet's bytes, which a
+            # Decoded no longer is: only receive()/receive_frame() take data.
+            self._stats.dropped["data_without_frame"] += 1
         elif d.opcode == Opcode.RC_ACK:
             self._on_ack(d, now)
         else:
-            self.stats.dropped["unexpected_opcode"] += 1
+            self._stats.dropped["unexpected_opcode"] += 1
 
     def timer(self, now: float) -> None:
         if self.timeout_at is None or now < self.timeout_at or self._failed:
             return
-        self.stats.rtos += 1
+        self._stats.rtos += 1
         if self.failing_since is None:
             self.failing_since = now - self.rto
         if now - self.failing_since >= self.cfg.roce_reconvergence:
@@ -256,9 +217,8 @@ class RoceConnection(ConnectionBase):
 
     def _rehash(self, now: float) -> None:
         """Routing has reconverged around the failure: ECMP now hashes elsewhere."""
-        old = self.paths[self.path_index]
-        self.path_index = (self.path_index + 1) % len(self.paths)
-        self._events.append(PathRehashed(now, old, self.paths[self.path_index]))
+        self.dp.rehash(now)
+        self.received(now)  # the rehash's event, in order
 
     def next_timer(self) -> float | None:
         return None if self._failed else self.timeout_at
@@ -268,8 +228,25 @@ class RoceConnection(ConnectionBase):
         timeout and is moved by routing reconvergence."""
 
     @property
+    def stats(self) -> Stats:
+        """The policy's counters and the compiled data path's, read now."""
+        s, c = self._stats, self.dp.counters()
+        s.tx_data, s.tx_bytes = c["tx_data"], c["tx_bytes"]
+        s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
+        s.sacks_tx, s.nacks_tx = c["sacks_tx"], c["nacks_tx"]
+        for reason, n in c["dropped"].items():  # the data path's own count, not a sum
+            s.dropped[reason] = n
+        if c["ctl_overflow"]:
+            s.dropped["control_queue_full"] = c["ctl_overflow"]
+        return s
+
+    @property
+    def rx_bytes(self) -> int:
+        return self.dp.rx_bytes
+
+    @property
     def busy(self) -> bool:
-        return bool(self.control) or (not self._failed and self.una < self.next_psn)
+        return self.dp.pending or (not self._failed and self.una < self.next_psn)
 
     @property
     def idle(self) -> bool:
@@ -292,6 +269,5 @@ class RoceConnection(ConnectionBase):
     def snapshot(self, now: float) -> dict:
         return {"una": self.una, "send_psn": self.send_psn, "next_psn": self.next_psn,
                 "retries": self.retries, "rto": self.rto, "failed": self._failed,
-                "path": f"0x{self.paths[self.path_index]:08x}",
-                "next_timer_in": (self.next_timer() or now) - now,
-                "control": len(self.control)}
+                "path": f"0x{self.dp.ev:08x}", "expected": self.dp.expected,
+                "next_timer_in": (self.next_timer() or now) - now}

@@ -29,6 +29,18 @@ class TxTrace:
         self.ev.append(ev & 0xFFFFFFFF)
         self.rtx.append(1 if rtx else 0)
 
+    def record_run(self, now: float, ev: int, rtx: int, n: int) -> None:
+        """n packets sent at once on one EV, the first `rtx` of them retransmissions
+        (go-back-N resends from its oldest PSN up)."""
+        room = max(0, self.LIMIT - len(self.t))
+        take = min(n, room)
+        if take:
+            self.t.extend([now] * take)
+            self.ev.extend([ev & 0xFFFFFFFF] * take)
+            r = min(rtx, take)
+            self.rtx.frombytes(b"\x01" * r + b"\x00" * (take - r))
+        self.overflow += n - take
+
     def extend_raw(self, t: bytes, ev: bytes, rtx: bytes, overflow: int = 0) -> None:
         """Records as the compiled sender keeps them (float64, uint32 and uint8 arrays
         of the same length), up to LIMIT."""

@@ -1,0 +1,454 @@
+/* RoceQp: one RoCE RC QP's compiled data path (roce.c) as a Python type. Its requester
+ * frames data from the posted source buffers into the NIC's ports; its responder places
+ * in-order data and queues ACK/NAKs; both go on the QP's one ECMP path (the route). The
+ * go-back-N policy stays in transport/roce.py. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <string.h>
+
+#include "ports_type.h"
+#include "responder_type.h"
+#include "roce_type.h"
+
+#define NEED_READY(self)                                                               \
+	do {                                                                           \
+		if (!(self)->ready) {                                                  \
+			PyErr_SetString(PyExc_RuntimeError, "RoceQp not initialised"); \
+			return NULL;                                                   \
+		}                                                                      \
+	} while (0)
+
+/* RoceQp(local_qpn, remote_qpn, pmtu, ack_every, reconvergence, regions, ack_body,
+ *        (syndrome_ack, syndrome_nak), data_tclass,
+ *        (only, first, middle, last, last_imm) data body templates) */
+static int roceqp_init(RoceQpObject *self, PyObject *args, PyObject *kw)
+{
+	unsigned long lq, rq, pmtu, every;
+	double reconv;
+	PyObject *regions, *templates;
+	Py_buffer ack;
+	unsigned char syn_ack, syn_nak, tclass;
+	if (!PyArg_ParseTuple(args, "kkkkdO!y*(bb)bO", &lq, &rq, &pmtu, &every, &reconv,
+			      &RegionsType, &regions, &ack, &syn_ack, &syn_nak, &tclass,
+			      &templates))
+		return -1;
+	int bad = 0;
+	if (self->ready) {
+		PyErr_SetString(PyExc_RuntimeError, "a RoceQp is initialised once");
+		bad = 1;
+	} else if (lq > 0xFFFFFF || rq > 0xFFFFFF || pmtu == 0 || pmtu > 65000) {
+		PyErr_SetString(PyExc_ValueError, "RoceQp: QPNs have 24 bits, pmtu 1..65000");
+		bad = 1;
+	} else if (roce_rx_init(&self->rx, (uint32_t)lq, (uint32_t)rq, (uint32_t)every, reconv,
+				syn_ack, syn_nak, ack.buf, (size_t)ack.len,
+				&((RegionsObject *)regions)->t, &self->route) < 0) {
+		PyErr_SetString(PyExc_ValueError, "RoceQp: the ACK body is BTH + AETH");
+		bad = 1;
+	} else if (roce_tx_init(&self->tx, (uint32_t)pmtu, tclass, release_owner) < 0) {
+		roce_rx_free(&self->rx);
+		PyErr_NoMemory();
+		bad = 1;
+	}
+	PyBuffer_Release(&ack);
+	if (bad)
+		return -1;
+	PyObject *seq = PySequence_Fast(templates, "templates: a sequence of five bodies");
+	if (!seq || PySequence_Fast_GET_SIZE(seq) != ROCE_T_N) {
+		if (seq)
+			PyErr_SetString(PyExc_ValueError, "templates: five bodies");
+		Py_XDECREF(seq);
+		goto fail;
+	}
+	for (int k = 0; k < ROCE_T_N; k++) {
+		Py_buffer b;
+		if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, k), &b, PyBUF_SIMPLE) < 0) {
+			Py_DECREF(seq);
+			goto fail;
+		}
+		int no = roce_tx_template(&self->tx, k, b.buf, (size_t)b.len) < 0;
+		PyBuffer_Release(&b);
+		if (no) {
+			Py_DECREF(seq);
+			PyErr_Format(PyExc_ValueError, "template %d is not a RoCE data body", k);
+			goto fail;
+		}
+	}
+	Py_DECREF(seq);
+	self->regions = Py_NewRef(regions);
+	self->ready = 1;
+	return 0;
+fail:
+	roce_rx_free(&self->rx);
+	roce_tx_free(&self->tx);
+	return -1;
+}
+
+static void roceqp_dealloc(RoceQpObject *self)
+{
+	if (self->ready) {
+		roce_rx_free(&self->rx);
+		roce_tx_free(&self->tx);
+		roce_route_free(&self->route);
+	}
+	Py_XDECREF(self->regions);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* set_route([(ev, sport, flow_label, src, delivered, container)], index) */
+static PyObject *roceqp_set_route(RoceQpObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	PyObject *seq;
+	Py_ssize_t index;
+	if (!PyArg_ParseTuple(args, "On", &seq, &index))
+		return NULL;
+	if (index < 0)
+		return PyErr_Format(PyExc_ValueError, "a path index is not negative");
+	struct mrc_path *paths;
+	size_t n;
+	if (paths_from_seq(seq, &paths, &n) < 0)
+		return NULL;
+	int bad = roce_route_set(&self->route, paths, n, (size_t)index) < 0;
+	PyMem_Free(paths);
+	if (bad)
+		return PyErr_NoMemory();
+	Py_RETURN_NONE;
+}
+
+static PyObject *roceqp_rehash(RoceQpObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	double now = PyFloat_AsDouble(arg);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	roce_route_rehash(&self->route, now);
+	Py_RETURN_NONE;
+}
+
+static PyObject *roceqp_take_rehashes(RoceQpObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	struct roce_route *rt = &self->route;
+	PyObject *out = PyList_New((Py_ssize_t)rt->nrehash);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < rt->nrehash; i++) {
+		PyObject *t = Py_BuildValue("(dkk)", rt->rehash[i].t,
+					    (unsigned long)rt->rehash[i].old_ev,
+					    (unsigned long)rt->rehash[i].new_ev);
+		if (!t) {
+			Py_DECREF(out);
+			return NULL;
+		}
+		PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+	}
+	rt->nrehash = 0;
+	return out;
+}
+
+/* rx(pkt, now, via=None): None (handled here: placed, dropped or acknowledged), or a
+ * Decoded ACK/NAK for the requester's policy. Raises DecodeError for what is not a
+ * packet we accept. */
+static PyObject *roceqp_rx(RoceQpObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	NEED_READY(self);
+	if (n < 2 || n > 3) {
+		PyErr_SetString(PyExc_TypeError, "rx(pkt, now, via=None)");
+		return NULL;
+	}
+	double now = PyFloat_AsDouble(args[1]);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	Py_buffer b, v = {0};
+	int have_via = n == 3 && args[2] != Py_None;
+	if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	if (have_via && PyObject_GetBuffer(args[2], &v, PyBUF_SIMPLE) < 0) {
+		PyBuffer_Release(&b);
+		return NULL;
+	}
+	PyObject *r = NULL;
+	if (have_via && v.len != 16) {
+		PyErr_SetString(PyExc_ValueError, "via is a 16-byte address");
+		goto out;
+	}
+	struct mrc_parsed p;
+	enum mrc_error e;
+	switch (roce_rx_packet(&self->rx, b.buf, (size_t)b.len, now, have_via ? v.buf : NULL,
+			       &p, &e)) {
+	case MRC_RX_DONE:
+		r = Py_NewRef(Py_None);
+		break;
+	case MRC_RX_POLICY:
+		r = make_decoded(b.buf, &p);
+		break;
+	case MRC_RX_MALFORMED:
+		r = raise_decode_error(e);
+		break;
+	case MRC_RX_NOT_OURS:
+		raise_not_ours();
+		break;
+	}
+out:
+	PyBuffer_Release(&b);
+	if (have_via)
+		PyBuffer_Release(&v);
+	return r;
+}
+
+/* take_control(ports=None): the ACK/NAKs as [(ev, frame)], or queued on the ports ->
+ * how many were queued. */
+static PyObject *roceqp_take_control(RoceQpObject *self, PyObject *const *args,
+				     Py_ssize_t n)
+{
+	NEED_READY(self);
+	if (n > 1) {
+		PyErr_SetString(PyExc_TypeError, "take_control(ports=None)");
+		return NULL;
+	}
+	if (n == 0 || args[0] == Py_None)
+		return drain_queue(self->rx.ctl, &self->rx.nctl, ctl_item);
+	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
+		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
+		return NULL;
+	}
+	struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
+	long queued = 0;
+	for (size_t i = 0; i < self->rx.nctl; i++)
+		queued += mrc_ports_put(ps, self->rx.ctl[i].ev, self->rx.ctl[i].buf,
+					self->rx.ctl[i].len);
+	self->rx.nctl = 0;
+	return PyLong_FromLong(queued);
+}
+
+static PyObject *roceqp_take_completions(RoceQpObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return drain_queue(self->rx.done, &self->rx.ndone, done_item);
+}
+
+/* post(data, va, rkey, imm or None) -> the message's first PSN. The buffer is held (not
+ * copied) until release() passes the message. */
+static PyObject *roceqp_post(RoceQpObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	PyObject *data, *imm_obj;
+	unsigned long long va;
+	unsigned long rkey;
+	if (!PyArg_ParseTuple(args, "OKkO", &data, &va, &rkey, &imm_obj))
+		return NULL;
+	unsigned long imm = 0;
+	if (imm_obj != Py_None) {
+		imm = PyLong_AsUnsignedLong(imm_obj);
+		if (PyErr_Occurred())
+			return NULL;
+	}
+	Py_buffer *b = PyMem_Malloc(sizeof(*b));
+	if (!b)
+		return PyErr_NoMemory();
+	if (PyObject_GetBuffer(data, b, PyBUF_SIMPLE) < 0) {
+		PyMem_Free(b);
+		return NULL;
+	}
+	int64_t first = roce_tx_post(&self->tx, b->buf, (uint64_t)b->len, va, (uint32_t)rkey,
+				     imm_obj != Py_None, (uint32_t)imm, b);
+	if (first < 0) {
+		release_owner(b);
+		return PyErr_NoMemory();
+	}
+	return PyLong_FromLongLong(first);
+}
+
+static PyObject *roceqp_release(RoceQpObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	unsigned long long una = PyLong_AsUnsignedLongLong(arg);
+	if (una == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	roce_tx_release(&self->tx, una);
+	Py_RETURN_NONE;
+}
+
+static const struct mrc_path *current(RoceQpObject *self)
+{
+	if (!self->route.npaths) {
+		PyErr_SetString(PyExc_RuntimeError, "RoceQp has no route");
+		return NULL;
+	}
+	return &self->route.paths[self->route.index];
+}
+
+/* send(ports, psn, count) -> frames queued: PSNs psn.. on the route's path, straight
+ * into the ports, stopping where the port has no room. */
+static PyObject *roceqp_send(RoceQpObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	PyObject *ports;
+	unsigned long long psn;
+	Py_ssize_t count;
+	if (!PyArg_ParseTuple(args, "O!Kn", &PortsType, &ports, &psn, &count))
+		return NULL;
+	if (!((PortsObject *)ports)->ready)
+		return PyErr_Format(PyExc_RuntimeError, "send: the ports are not set up");
+	const struct mrc_path *p = current(self);
+	if (!p)
+		return NULL;
+	Py_ssize_t k = 0;
+	for (; k < count; k++) {
+		int r = roce_tx_frame(&self->tx, &((PortsObject *)ports)->ps, p, psn + (uint64_t)k);
+		if (r < 0)
+			return PyErr_Format(PyExc_ValueError, "PSN %llu is not posted or was acked",
+					    psn + (unsigned long long)k);
+		if (r == 0)
+			break;
+	}
+	return PyLong_FromSsize_t(k);
+}
+
+/* frames(psn, count) -> [(ev, frame)]: the same frames as bytes (simulated networks). */
+static PyObject *roceqp_frames(RoceQpObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long long psn;
+	Py_ssize_t count;
+	if (!PyArg_ParseTuple(args, "Kn", &psn, &count))
+		return NULL;
+	const struct mrc_path *p = current(self);
+	if (!p)
+		return NULL;
+	/* A one-port, one-slot queue per frame: the framing code is the ports' own. */
+	PyObject *out = PyList_New(0);
+	if (!out)
+		return NULL;
+	struct mrc_ports ps;
+	if (mrc_ports_init(&ps, 1, 1, 65536, 1, 1.0) < 0) {
+		Py_DECREF(out);
+		return PyErr_NoMemory();
+	}
+	static const uint8_t eth[MRC_ETH_LEN] = {0}, via[16] = {0};
+	mrc_port_setup(&ps, 0, -1, mrc_ev_plane(p->ev), eth, via, 1.0, 0.0);
+	for (Py_ssize_t k = 0; k < count; k++) {
+		int r = roce_tx_frame(&self->tx, &ps, p, psn + (uint64_t)k);
+		if (r <= 0) {
+			PyErr_Format(PyExc_ValueError, "PSN %llu is not posted or was acked",
+				     psn + (unsigned long long)k);
+			goto fail;
+		}
+		struct mrc_port *pt = &ps.p[0];
+		PyObject *t = Py_BuildValue("(ky#)", (unsigned long)p->ev, pt->buf + MRC_ETH_LEN,
+					    (Py_ssize_t)(pt->len[pt->head] - MRC_ETH_LEN));
+		pt->n = 0;
+		if (!t || PyList_Append(out, t) < 0) {
+			Py_XDECREF(t);
+			goto fail;
+		}
+		Py_DECREF(t);
+	}
+	mrc_ports_free(&ps);
+	return out;
+fail:
+	mrc_ports_free(&ps);
+	Py_DECREF(out);
+	return NULL;
+}
+
+static PyObject *roceqp_counters(RoceQpObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	PyObject *dropped = PyDict_New();
+	if (!dropped)
+		return NULL;
+	for (int i = 0; i < ROCE_D_N; i++) {
+		if (!self->rx.dropped[i])
+			continue;
+		PyObject *v = PyLong_FromUnsignedLongLong(self->rx.dropped[i]);
+		if (!v || PyDict_SetItemString(dropped, roce_drop_names[i], v) < 0) {
+			Py_XDECREF(v);
+			Py_DECREF(dropped);
+			return NULL;
+		}
+		Py_DECREF(v);
+	}
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsN}", "rx_data", self->rx.rx_data, "rx_bytes",
+			     self->rx.rx_bytes, "rx_dup", self->rx.rx_dup, "sacks_tx",
+			     self->rx.sacks_tx, "nacks_tx", self->rx.nacks_tx, "ctl_overflow",
+			     self->rx.ctl_overflow, "tx_data", self->tx.tx_data, "tx_bytes",
+			     self->tx.tx_bytes, "rehash_overflow",
+			     (unsigned long long)self->route.rehash_overflow, "dropped", dropped);
+}
+
+static PyObject *roceqp_get_ev(RoceQpObject *self, void *unused)
+{
+	NEED_READY(self);
+	const struct mrc_path *p = current(self);
+	return p ? PyLong_FromUnsignedLong(p->ev) : NULL;
+}
+
+static PyObject *roceqp_get_index(RoceQpObject *self, void *unused)
+{
+	NEED_READY(self);
+	return PyLong_FromSize_t(self->route.index);
+}
+
+static PyObject *roceqp_get_pending(RoceQpObject *self, void *unused)
+{
+	return PyBool_FromLong(self->ready && (self->rx.nctl || self->rx.ndone ||
+					       self->route.nrehash));
+}
+
+static PyMethodDef roceqp_methods[] = {
+	{"set_route", (PyCFunction)roceqp_set_route, METH_VARARGS,
+	 "set_route([(ev, sport, flow_label, src, delivered, container)], index)"},
+	{"rehash", (PyCFunction)roceqp_rehash, METH_O, "rehash(now): the next path"},
+	{"take_rehashes", (PyCFunction)roceqp_take_rehashes, METH_NOARGS,
+	 "take_rehashes() -> [(t, old_ev, new_ev)]"},
+	{"rx", (PyCFunction)(void (*)(void))roceqp_rx, METH_FASTCALL,
+	 "rx(pkt, now, via=None) -> None | Decoded ACK/NAK for the requester"},
+	{"take_control", (PyCFunction)(void (*)(void))roceqp_take_control, METH_FASTCALL,
+	 "take_control(ports=None) -> [(ev, frame)] | frames queued"},
+	{"take_completions", (PyCFunction)roceqp_take_completions, METH_NOARGS,
+	 "take_completions() -> [(msn, imm or None)]"},
+	{"post", (PyCFunction)roceqp_post, METH_VARARGS,
+	 "post(data, va, rkey, imm or None) -> first PSN"},
+	{"release", (PyCFunction)roceqp_release, METH_O,
+	 "release(una): let go of the messages wholly below una"},
+	{"send", (PyCFunction)roceqp_send, METH_VARARGS,
+	 "send(ports, psn, count) -> frames queued on the ports"},
+	{"frames", (PyCFunction)roceqp_frames, METH_VARARGS,
+	 "frames(psn, count) -> [(ev, frame)]"},
+	{"counters", (PyCFunction)roceqp_counters, METH_NOARGS, "counters() -> dict"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef roceqp_members[] = {
+	{"rx_bytes", T_ULONGLONG, offsetof(RoceQpObject, rx.rx_bytes), READONLY,
+	 "payload bytes placed"},
+	{"expected", T_LONGLONG, offsetof(RoceQpObject, rx.expected), READONLY,
+	 "the next PSN the responder takes"},
+	{"next_psn", T_ULONGLONG, offsetof(RoceQpObject, tx.next_psn), READONLY,
+	 "the PSN after the last posted"},
+	{NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef roceqp_getset[] = {
+	{"ev", (getter)roceqp_get_ev, NULL, "the EV of the route's path", NULL},
+	{"path_index", (getter)roceqp_get_index, NULL, "the route's path, by index", NULL},
+	{"pending", (getter)roceqp_get_pending, NULL,
+	 "control frames, completions or rehashes wait", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject RoceQpType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.RoceQp",
+	.tp_basicsize = sizeof(RoceQpObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)roceqp_init,
+	.tp_dealloc = (destructor)roceqp_dealloc,
+	.tp_methods = roceqp_methods,
+	.tp_members = roceqp_members,
+	.tp_getset = roceqp_getset,
+	.tp_doc = "One RoCE RC QP's compiled data path (roce.c).",
+};
