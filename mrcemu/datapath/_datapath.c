@@ -486,12 +486,10 @@ static void responder_dealloc(ResponderObject *self)
 		}                                                                        \
 	} while (0)
 
-/* rx(pkt, now, via=None): None (a data packet handled here), the number of messages
- * it completed (take_completions), or a Decoded for the policy core. Raises
- * DecodeError for what is not a packet we accept ("not_our_usid": wrong outer DA). */
-static PyObject *responder_rx(ResponderObject *self, PyObject *const *args, Py_ssize_t n)
+/* The shared half of Responder.rx and RoceQp.rx (responder_type.h). */
+PyObject *rx_call(PyObject *const *args, Py_ssize_t n, rx_fn fn, void *ctx, int *done)
 {
-	NEED_READY(self);
+	*done = 0;
 	if (n < 2 || n > 3) {
 		PyErr_SetString(PyExc_TypeError, "rx(pkt, now, via=None)");
 		return NULL;
@@ -514,11 +512,10 @@ static PyObject *responder_rx(ResponderObject *self, PyObject *const *args, Py_s
 	}
 	struct mrc_parsed p;
 	enum mrc_error e;
-	size_t before = self->r.ndone;
-	switch (mrc_resp_rx(&self->r, b.buf, (size_t)b.len, now, have_via ? v.buf : NULL, &p,
-			    &e)) {
+	switch (fn(ctx, b.buf, (size_t)b.len, now, have_via ? v.buf : NULL, &p, &e)) {
 	case MRC_RX_DONE:
-		r = self->r.ndone != before ? PyLong_FromSize_t(self->r.ndone) : Py_NewRef(Py_None);
+		*done = 1;
+		r = Py_NewRef(Py_None);
 		break;
 	case MRC_RX_POLICY:
 		r = make_decoded(b.buf, &p);
@@ -534,6 +531,27 @@ out:
 	PyBuffer_Release(&b);
 	if (have_via)
 		PyBuffer_Release(&v);
+	return r;
+}
+
+static enum mrc_rx_result responder_rx_fn(void *ctx, const uint8_t *pkt, size_t len,
+					  double now, const uint8_t *via,
+					  struct mrc_parsed *p, enum mrc_error *e)
+{
+	return mrc_resp_rx(ctx, pkt, len, now, via, p, e);
+}
+
+/* rx(pkt, now, via=None): None (a data packet handled here), the number of messages
+ * it completed (take_completions), or a Decoded for the policy core. Raises
+ * DecodeError for what is not a packet we accept ("not_our_usid": wrong outer DA). */
+static PyObject *responder_rx(ResponderObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	NEED_READY(self);
+	size_t before = self->r.ndone;
+	int done;
+	PyObject *r = rx_call(args, n, responder_rx_fn, &self->r, &done);
+	if (r && done && self->r.ndone != before)
+		Py_SETREF(r, PyLong_FromSize_t(self->r.ndone));
 	return r;
 }
 
@@ -590,29 +608,35 @@ PyObject *drain_queue(const void *q, size_t *n, PyObject *(*item)(const void *, 
 	return out;
 }
 
-/* take_control(ports=None): the control frames as [(ev, frame)], or, given Ports,
- * queued on them (what no port took is counted there) -> how many were queued. */
-static PyObject *responder_take_control(ResponderObject *self, PyObject *const *args,
-					Py_ssize_t n)
+/* The shared take_control (responder_type.h). */
+PyObject *take_control(struct mrc_ctl_frame *ctl, size_t *nctl, PyObject *const *args,
+		       Py_ssize_t n)
 {
-	NEED_READY(self);
 	if (n > 1) {
 		PyErr_SetString(PyExc_TypeError, "take_control(ports=None)");
 		return NULL;
 	}
 	if (n == 0 || args[0] == Py_None)
-		return drain_queue(self->r.ctl, &self->r.nctl, ctl_item);
+		return drain_queue(ctl, nctl, ctl_item);
 	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
 		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
 		return NULL;
 	}
 	struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
 	long queued = 0;
-	for (size_t i = 0; i < self->r.nctl; i++)
-		queued += mrc_ports_put(ps, self->r.ctl[i].ev, self->r.ctl[i].buf,
-					self->r.ctl[i].len);
-	self->r.nctl = 0;
+	for (size_t i = 0; i < *nctl; i++)
+		queued += mrc_ports_put(ps, ctl[i].ev, ctl[i].buf, ctl[i].len);
+	*nctl = 0;
 	return PyLong_FromLong(queued);
+}
+
+/* take_control(ports=None): the control frames as [(ev, frame)], or, given Ports,
+ * queued on them (what no port took is counted there) -> how many were queued. */
+static PyObject *responder_take_control(ResponderObject *self, PyObject *const *args,
+					Py_ssize_t n)
+{
+	NEED_READY(self);
+	return take_control(self->r.ctl, &self->r.nctl, args, n);
 }
 
 static PyObject *responder_take_completions(ResponderObject *self, PyObject *unused)
@@ -681,23 +705,32 @@ static PyObject *responder_set_paths(ResponderObject *self, PyObject *arg)
 	Py_RETURN_NONE;
 }
 
+/* {name: count} of the counts that are not zero (responder_type.h). */
+PyObject *named_counts(const char *const *names, const uint64_t *v, int n)
+{
+	PyObject *d = PyDict_New();
+	if (!d)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+		if (!x || PyDict_SetItemString(d, names[i], x) < 0) {
+			Py_XDECREF(x);
+			Py_DECREF(d);
+			return NULL;
+		}
+		Py_DECREF(x);
+	}
+	return d;
+}
+
 static PyObject *responder_counters(ResponderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	PyObject *dropped = PyDict_New();
+	PyObject *dropped = named_counts(mrc_drop_names, self->r.dropped, MRC_D_N);
 	if (!dropped)
 		return NULL;
-	for (int i = 0; i < MRC_D_N; i++) {
-		if (!self->r.dropped[i])
-			continue;
-		PyObject *v = PyLong_FromUnsignedLongLong(self->r.dropped[i]);
-		if (!v || PyDict_SetItemString(dropped, mrc_drop_names[i], v) < 0) {
-			Py_XDECREF(v);
-			Py_DECREF(dropped);
-			return NULL;
-		}
-		Py_DECREF(v);
-	}
 	return Py_BuildValue("{sKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
 			     self->r.rx_bytes, "rx_dup", self->r.rx_dup, "sacks_tx",
 			     self->r.sacks_tx, "nacks_tx", self->r.nacks_tx, "acks_tx",

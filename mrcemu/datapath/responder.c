@@ -162,7 +162,7 @@ void mrc_resp_free(struct mrc_responder *r)
 	r->paths = NULL;
 }
 
-int mrc_resp_set_paths(struct mrc_responder *r, const struct mrc_path *p, size_t n)
+int mrc_paths_copy(const struct mrc_path *p, size_t n, struct mrc_path **out)
 {
 	struct mrc_path *copy = NULL;
 	if (n) {
@@ -171,6 +171,15 @@ int mrc_resp_set_paths(struct mrc_responder *r, const struct mrc_path *p, size_t
 			return -1;
 		memcpy(copy, p, n * sizeof(*copy));
 	}
+	*out = copy;
+	return 0;
+}
+
+int mrc_resp_set_paths(struct mrc_responder *r, const struct mrc_path *p, size_t n)
+{
+	struct mrc_path *copy;
+	if (mrc_paths_copy(p, n, &copy) < 0)
+		return -1;
 	free(r->paths);
 	r->paths = copy;
 	r->npaths = n;
@@ -191,13 +200,6 @@ static inline void set_bit(struct mrc_responder *r, int64_t psn, int on)
 		r->bits[i / 64] |= 1ULL << (i % 64);
 	else
 		r->bits[i / 64] &= ~(1ULL << (i % 64));
-}
-
-/* The full PSN nearest to `ref` whose low 24 bits are psn24 (transport/base.unwrap). */
-static inline int64_t unwrap(uint32_t psn24, int64_t ref)
-{
-	int64_t base = ref - (1 << 23);
-	return base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & PSN_MASK);
 }
 
 /* A control frame around `body` on the next control EV; 0 if none could carry it. */
@@ -289,17 +291,24 @@ static void ack(struct mrc_responder *r)
 	r->acks_tx++;
 }
 
-static int push_done(struct mrc_responder *r, uint64_t msn, const struct mrc_rxmsg *m)
+int mrc_push_completion(struct mrc_completion **q, size_t *n, size_t *cap,
+			struct mrc_completion c)
 {
-	if (r->ndone == r->done_cap) {
-		struct mrc_completion *d = realloc(r->done, 2 * r->done_cap * sizeof(*d));
+	if (*n == *cap) {
+		struct mrc_completion *d = realloc(*q, 2 * *cap * sizeof(*d));
 		if (!d)
 			return -1;
-		r->done = d;
-		r->done_cap *= 2;
+		*q = d;
+		*cap *= 2;
 	}
-	r->done[r->ndone++] = (struct mrc_completion){msn, m->imm, m->has_imm};
+	(*q)[(*n)++] = c;
 	return 0;
+}
+
+static int push_done(struct mrc_responder *r, uint64_t msn, const struct mrc_rxmsg *m)
+{
+	return mrc_push_completion(&r->done, &r->ndone, &r->done_cap,
+				   (struct mrc_completion){msn, m->imm, m->has_imm});
 }
 
 enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size_t len,
@@ -327,7 +336,7 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 	}
 	if (!meth || !reth) /* the table gives every MRC data opcode both */
 		return MRC_RX_POLICY;
-	int64_t psn = unwrap((uint32_t)mrc_field(bth, F_BTH_PSN), r->cack);
+	int64_t psn = mrc_unwrap((uint32_t)mrc_field(bth, F_BTH_PSN), r->cack);
 	uint32_t ev = r->k.ev_high_in_sport
 			      ? (uint32_t)p->sport << 16 | (p->flow_label & 0xFFFF)
 			      : (p->flow_label & 0xFFFF) << 16 | p->sport;

@@ -140,6 +140,14 @@ int mrc_resp_init(struct mrc_responder *r, uint32_t local_qpn, uint32_t remote_q
 		  const struct mrc_resp_consts *k, const struct mrc_regions *regions);
 void mrc_resp_free(struct mrc_responder *r);
 
+/* Append to a completion queue of *cap entries (malloc'd), doubling it when full: 0, or
+ * -1 out of memory (nothing appended). */
+int mrc_push_completion(struct mrc_completion **q, size_t *n, size_t *cap,
+			struct mrc_completion c);
+
+/* A malloc'd copy of n paths (NULL for none) in *out: 0, or -1 out of memory. */
+int mrc_paths_copy(const struct mrc_path *p, size_t n, struct mrc_path **out);
+
 /* Control packets go on these EVs in turn (copied); 0 paths: none can be sent. */
 int mrc_resp_set_paths(struct mrc_responder *r, const struct mrc_path *p, size_t n);
 

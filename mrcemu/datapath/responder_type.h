@@ -37,6 +37,22 @@ PyObject *drain_queue(const void *q, size_t *n, PyObject *(*item)(const void *, 
 PyObject *ctl_item(const void *q, size_t i);
 PyObject *done_item(const void *q, size_t i);
 
+/* Responder.rx and RoceQp.rx: (pkt, now, via=None) taken from args and given to `fn`;
+ * a new reference (the Decoded of a policy packet, or None with *done set), or NULL
+ * with an exception (DecodeError for what is not a packet we accept). */
+typedef enum mrc_rx_result (*rx_fn)(void *ctx, const uint8_t *pkt, size_t len, double now,
+				    const uint8_t *via, struct mrc_parsed *p,
+				    enum mrc_error *e);
+PyObject *rx_call(PyObject *const *args, Py_ssize_t n, rx_fn fn, void *ctx, int *done);
+
+/* take_control(ports=None) of a control queue: its frames as [(ev, frame)], or queued
+ * on the ports -> how many were. The queue is emptied. */
+PyObject *take_control(struct mrc_ctl_frame *ctl, size_t *nctl, PyObject *const *args,
+		       Py_ssize_t n);
+
+/* {name: count} of the counts that are not zero. */
+PyObject *named_counts(const char *const *names, const uint64_t *v, int n);
+
 /* [(ev, sport, flow_label, src, delivered, container), ...] as a PyMem block of paths
  * (NULL when empty): 0, or -1 with an exception set. */
 int paths_from_seq(PyObject *arg, struct mrc_path **out, size_t *count);

@@ -37,23 +37,12 @@ static int resolve(void)
 	return 0;
 }
 
-/* The full PSN nearest to `ref` whose low 24 bits are psn24 (transport/base.unwrap). */
-static inline int64_t unwrap(uint32_t psn24, int64_t ref)
-{
-	int64_t base = ref - (1 << 23);
-	return base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & PSN_MASK);
-}
-
 /* ---- the route ----------------------------------------------------------------------- */
 int roce_route_set(struct roce_route *rt, const struct mrc_path *p, size_t n, size_t index)
 {
-	struct mrc_path *copy = NULL;
-	if (n) {
-		copy = malloc(n * sizeof(*copy));
-		if (!copy)
-			return -1;
-		memcpy(copy, p, n * sizeof(*copy));
-	}
+	struct mrc_path *copy;
+	if (mrc_paths_copy(p, n, &copy) < 0)
+		return -1;
 	free(rt->paths);
 	rt->paths = copy;
 	rt->npaths = n;
@@ -152,19 +141,6 @@ static void ack(struct roce_rx *r, uint8_t syndrome, int64_t psn)
 		r->nacks_tx++;
 }
 
-static int push_done(struct roce_rx *r, uint64_t msn, int has_imm, uint32_t imm)
-{
-	if (r->ndone == r->done_cap) {
-		struct mrc_completion *d = realloc(r->done, 2 * r->done_cap * sizeof(*d));
-		if (!d)
-			return -1;
-		r->done = d;
-		r->done_cap *= 2;
-	}
-	r->done[r->ndone++] = (struct mrc_completion){msn, imm, has_imm};
-	return 0;
-}
-
 static int is_data(uint8_t op)
 {
 	return op == MRC_OP_RC_WRITE_FIRST || op == MRC_OP_RC_WRITE_MIDDLE ||
@@ -199,7 +175,7 @@ enum mrc_rx_result roce_rx_packet(struct roce_rx *r, const uint8_t *pkt, size_t 
 		else if (p->header[i] == MRC_H_IMMDT)
 			imm = pkt + p->header_at[i];
 	}
-	int64_t psn = unwrap((uint32_t)mrc_field(bth, F_PSN), r->expected);
+	int64_t psn = mrc_unwrap((uint32_t)mrc_field(bth, F_PSN), r->expected);
 	if (psn < r->expected) {
 		r->rx_dup++;
 		/* The requester keeps resending what we acknowledged: our ACKs are lost on our
@@ -260,8 +236,9 @@ enum mrc_rx_result roce_rx_packet(struct roce_rx *r, const uint8_t *pkt, size_t 
 	int done = p->opcode == MRC_OP_RC_WRITE_LAST || p->opcode == MRC_OP_RC_WRITE_LAST_IMM ||
 		   p->opcode == MRC_OP_RC_WRITE_ONLY;
 	if (done) {
-		if (push_done(r, r->rx_msn, imm != NULL,
-			      imm ? (uint32_t)mrc_field(imm, F_IMM) : 0) < 0)
+		struct mrc_completion m = {r->rx_msn, imm ? (uint32_t)mrc_field(imm, F_IMM) : 0,
+					   imm != NULL};
+		if (mrc_push_completion(&r->done, &r->ndone, &r->done_cap, m) < 0)
 			r->ctl_overflow++; /* out of memory: the completion is lost, counted */
 		r->rx_msn++;
 		r->rx_active = 0;

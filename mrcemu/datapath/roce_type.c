@@ -148,54 +148,21 @@ static PyObject *roceqp_take_rehashes(RoceQpObject *self, PyObject *unused)
 	return out;
 }
 
+static enum mrc_rx_result roce_rx_fn(void *ctx, const uint8_t *pkt, size_t len,
+				     double now, const uint8_t *via, struct mrc_parsed *p,
+				     enum mrc_error *e)
+{
+	return roce_rx_packet(ctx, pkt, len, now, via, p, e);
+}
+
 /* rx(pkt, now, via=None): None (handled here: placed, dropped or acknowledged), or a
  * Decoded ACK/NAK for the requester's policy. Raises DecodeError for what is not a
  * packet we accept. */
 static PyObject *roceqp_rx(RoceQpObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	NEED_READY(self);
-	if (n < 2 || n > 3) {
-		PyErr_SetString(PyExc_TypeError, "rx(pkt, now, via=None)");
-		return NULL;
-	}
-	double now = PyFloat_AsDouble(args[1]);
-	if (now == -1.0 && PyErr_Occurred())
-		return NULL;
-	Py_buffer b, v = {0};
-	int have_via = n == 3 && args[2] != Py_None;
-	if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0)
-		return NULL;
-	if (have_via && PyObject_GetBuffer(args[2], &v, PyBUF_SIMPLE) < 0) {
-		PyBuffer_Release(&b);
-		return NULL;
-	}
-	PyObject *r = NULL;
-	if (have_via && v.len != 16) {
-		PyErr_SetString(PyExc_ValueError, "via is a 16-byte address");
-		goto out;
-	}
-	struct mrc_parsed p;
-	enum mrc_error e;
-	switch (roce_rx_packet(&self->rx, b.buf, (size_t)b.len, now, have_via ? v.buf : NULL,
-			       &p, &e)) {
-	case MRC_RX_DONE:
-		r = Py_NewRef(Py_None);
-		break;
-	case MRC_RX_POLICY:
-		r = make_decoded(b.buf, &p);
-		break;
-	case MRC_RX_MALFORMED:
-		r = raise_decode_error(e);
-		break;
-	case MRC_RX_NOT_OURS:
-		raise_not_ours();
-		break;
-	}
-out:
-	PyBuffer_Release(&b);
-	if (have_via)
-		PyBuffer_Release(&v);
-	return r;
+	int done;
+	return rx_call(args, n, roce_rx_fn, &self->rx, &done);
 }
 
 /* take_control(ports=None): the ACK/NAKs as [(ev, frame)], or queued on the ports ->
@@ -204,23 +171,7 @@ static PyObject *roceqp_take_control(RoceQpObject *self, PyObject *const *args,
 				     Py_ssize_t n)
 {
 	NEED_READY(self);
-	if (n > 1) {
-		PyErr_SetString(PyExc_TypeError, "take_control(ports=None)");
-		return NULL;
-	}
-	if (n == 0 || args[0] == Py_None)
-		return drain_queue(self->rx.ctl, &self->rx.nctl, ctl_item);
-	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
-		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
-		return NULL;
-	}
-	struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
-	long queued = 0;
-	for (size_t i = 0; i < self->rx.nctl; i++)
-		queued += mrc_ports_put(ps, self->rx.ctl[i].ev, self->rx.ctl[i].buf,
-					self->rx.ctl[i].len);
-	self->rx.nctl = 0;
-	return PyLong_FromLong(queued);
+	return take_control(self->rx.ctl, &self->rx.nctl, args, n);
 }
 
 static PyObject *roceqp_take_completions(RoceQpObject *self, PyObject *unused)
@@ -357,20 +308,9 @@ fail:
 static PyObject *roceqp_counters(RoceQpObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	PyObject *dropped = PyDict_New();
+	PyObject *dropped = named_counts(roce_drop_names, self->rx.dropped, ROCE_D_N);
 	if (!dropped)
 		return NULL;
-	for (int i = 0; i < ROCE_D_N; i++) {
-		if (!self->rx.dropped[i])
-			continue;
-		PyObject *v = PyLong_FromUnsignedLongLong(self->rx.dropped[i]);
-		if (!v || PyDict_SetItemString(dropped, roce_drop_names[i], v) < 0) {
-			Py_XDECREF(v);
-			Py_DECREF(dropped);
-			return NULL;
-		}
-		Py_DECREF(v);
-	}
 	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsN}", "rx_data", self->rx.rx_data, "rx_bytes",
 			     self->rx.rx_bytes, "rx_dup", self->rx.rx_dup, "sacks_tx",
 			     self->rx.sacks_tx, "nacks_tx", self->rx.nacks_tx, "ctl_overflow",

@@ -45,6 +45,13 @@ struct mrc_parsed {
 	int icrc_checked;    /* verified and good (only ever set with MRC_OK) */
 };
 
+/* The full PSN nearest to `ref` whose low 24 bits are psn24 (transport/base.unwrap). */
+static inline int64_t mrc_unwrap(uint32_t psn24, int64_t ref)
+{
+	int64_t base = ref - (1 << 23);
+	return base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & 0xFFFFFFu);
+}
+
 /* zlib's CRC-32 (reflected 0xEDB88320), continuing from `crc` (0 to start). */
 uint32_t mrc_crc32(uint32_t crc, const uint8_t *p, size_t n);
 
