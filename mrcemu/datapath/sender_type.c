@@ -9,6 +9,7 @@
 #include "nscc_type.h"
 #include "ports_type.h"
 #include "sender.h"
+#include "responder_type.h"
 #include "sender_type.h"
 
 /* ---- EvSlot ------------------------------------------------------------------------ */
@@ -70,20 +71,16 @@ typedef struct {
 	int ready;
 } SenderObject;
 
-static void release_owner(void *owner)
-{
-	if (owner) {
-		PyBuffer_Release((Py_buffer *)owner);
-		PyMem_Free(owner);
-	}
-}
-
+/* The policy's next rotation: it hands the new order over (set_order), or returns False
+ * when the order stands as it was (EvProfile.new_rotation): spray it again. */
 static int call_rotate(void *ctx)
 {
 	SenderObject *self = ctx;
 	PyObject *r = PyObject_CallNoArgs(self->rotate);
 	if (!r)
 		return -1;
+	if (r == Py_False)
+		self->s.pos = 0;
 	Py_DECREF(r);
 	return 0;
 }

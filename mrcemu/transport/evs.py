@@ -113,6 +113,10 @@ class EvProfile:
     # change. The compiled sender asks for a rotation as often as every packet when a
     # profile has one EV a plane.
     _usable_by_plane: dict[int, list[int]] | None = field(default=None, repr=False)
+    # That cache, when the order built from it is the order of every rotation after it
+    # (at most one EV a plane: new_rotation's fast path).
+    _repeats: tuple[dict[int, list[int]], Callable[[list[int]], None]] | None = field(
+        default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._sync_all()
@@ -149,10 +153,15 @@ class EvProfile:
         for e in self.evs.values():
             self._sync(e)
 
-    def new_rotation(self) -> None:
+    def new_rotation(self) -> bool:
         """Order the next rotation: planes interleaved so they stay evenly loaded, and
         each plane's EVs in a fresh pseudo-random order. next_ev calls it at the end of
-        a rotation, and so does the compiled sender (through `on_rotation`'s owner)."""
+        a rotation, and so does the compiled sender (through `on_rotation`'s owner).
+
+        False when the order is the last one again, and on_rotation is not told: with at
+        most one usable EV a plane and no SKIP to end, a shuffle draws nothing from the
+        generator, so the order cannot change. The compiled sender then sprays its order
+        again, without a Python call per packet where a profile has one EV a plane."""
         self.rotation += 1
         if self.skipping:
             over = [e for e in self.skipping.values() if e.skip_until_rotation <= self.rotation]
@@ -162,6 +171,10 @@ class EvProfile:
             for e in over:
                 self._set(e, EvState.GOOD, -1.0, "skip over")
         usable = self._usable_by_plane
+        rep = self._repeats
+        if rep is not None and rep[0] is usable and rep[1] is self.on_rotation:
+            self._pos = 0
+            return False
         if usable is None:
             # One pass over the EVs, not one per plane.
             usable = {plane: [] for plane in self.planes}
@@ -180,7 +193,12 @@ class EvProfile:
                 if i < len(per_plane[plane]):
                     order.append(per_plane[plane][i])
         self._order, self._pos = order, 0
+        # Who was told this order, and from which cache: a new listener (the compiled
+        # sender, attached after this profile already rotated) must be told anew.
+        self._repeats = ((usable, self.on_rotation)
+                         if all(len(v) <= 1 for v in usable.values()) else None)
         self.on_rotation(order)
+        return True
 
     def next_ev(self) -> Ev | None:
         for _ in range(2):

@@ -112,3 +112,42 @@ def test_the_cached_rotation_orders_exactly_what_a_fresh_scan_orders(ops):
                 out.append(list(p._order))
         seen.append((out, p.states()))
     assert seen[0] == seen[1]
+
+
+def one_ev_a_plane(tmp_path, seed=3):
+    """A profile with one usable EV in each plane: two planes, one spine each."""
+    f = tmp_path / "thin.yaml"
+    f.write_text("planes: 2\nleaves_per_plane: 2\nspines_per_plane: 1\nhosts: 4\n"
+                 "host_link_mbps: 20\nfabric_link_mbps: 20\nmtu: 9000\n")
+    prof = profile(load(str(f)), 0, 3, TransportConfig(seed=seed))
+    assert all(n <= 1 for n in Counter(e.path.plane for e in prof.evs.values()
+                                       if prof.usable(e)).values())
+    return prof
+
+
+def test_with_one_ev_a_plane_a_rotation_repeats_the_order_untold(tmp_path):
+    # The fast path: the compiled sender is told an order once, then sprays it again
+    # rotation after rotation; the order, the rotation count and the generator's state
+    # are what the full path leaves (a profile whose cache is dropped every time).
+    fast, full = one_ev_a_plane(tmp_path), one_ev_a_plane(tmp_path)
+    told = {"fast": 0, "full": 0}
+    fast.on_rotation = lambda _o: told.__setitem__("fast", told["fast"] + 1)
+    full.on_rotation = lambda _o: told.__setitem__("full", told["full"] + 1)
+    answers = []
+    for _ in range(50):
+        answers.append(fast.new_rotation())
+        full._usable_by_plane = None
+        assert full.new_rotation()
+        assert fast._order == full._order and fast.rotation == full.rotation
+    assert answers == [True] + [False] * 49 and told == {"fast": 1, "full": 50}
+    assert fast._rng.getstate() == full._rng.getstate()
+    # A change of usability gets a new order told: a SKIP for one rotation takes the EV
+    # out, and the rotation that ends it puts it back.
+    ev = fast._order[0]
+    fast.skip(ev, 1.0, "test")
+    assert not fast.evs[ev].fb.usable
+    assert fast.new_rotation() and told["fast"] == 2 and ev in fast._order
+    assert not fast.new_rotation() and told["fast"] == 2
+    # So does a new listener (a sender attached after the profile rotated).
+    fast.on_rotation = lambda _o: told.__setitem__("new", 1)
+    assert fast.new_rotation() and told.get("new") == 1

@@ -243,3 +243,23 @@ def test_acks_keep_every_path_in_skip_not_only_the_last_usable_one():
         cb.timer(now + 0.003)
         used |= {ev for ev, _f in cb.packets_to_send(now + 0.003, 0)}
     assert used == {e.ev for e in active}  # the SKIP ones carried acks as well
+
+
+def test_one_ev_a_plane_sprays_every_rotation_without_a_new_order(tmp_path):
+    # Two planes with one spine each: one usable EV a plane, so every rotation's order is
+    # the last one's, and the compiled sender sprays it again without asking Python for
+    # it (EvProfile.new_rotation's fast path). The data still alternates the planes.
+    f = tmp_path / "thin.yaml"
+    f.write_text("planes: 2\nleaves_per_plane: 2\nspines_per_plane: 1\nhosts: 4\n"
+                 "host_link_mbps: 20\nfabric_link_mbps: 20\nmtu: 9000\n")
+    net, ca, cb = pair(str(f), 0, 3)
+    told = []
+    spray = ca.profile.on_rotation
+    ca.profile.on_rotation = lambda order: (told.append(list(order)), spray(order))[1]
+    data, mr = write(ca, cb, 1 << 20)
+    net.run(10.0, stop=lambda: ca.idle)
+    assert ca.idle and bytes(mr.buf) == data
+    per_ev = ca.stats.per_ev
+    assert len(per_ev) == 2 and abs(per_ev[min(per_ev)] - per_ev[max(per_ev)]) <= 1
+    assert ca.profile.rotation >= 128  # 256 packets, two a rotation
+    assert len(told) == 1  # (rotations that changed nothing were not handed over)
