@@ -613,13 +613,23 @@ PyObject *take_control(struct mrc_ctl_frame *ctl, size_t *nctl, PyObject *const 
 		       Py_ssize_t n)
 {
 	if (n > 1) {
-		PyErr_SetString(PyExc_TypeError, "take_control(ports=None)");
+		PyErr_SetString(PyExc_TypeError, "take_control(out=None)");
 		return NULL;
 	}
 	if (n == 0 || args[0] == Py_None)
 		return drain_queue(ctl, nctl, ctl_item);
+	if (PyList_Check(args[0])) {
+		size_t k = *nctl;
+		PyObject *items = drain_queue(ctl, nctl, ctl_item);
+		if (!items)
+			return NULL;
+		Py_ssize_t end = PyList_GET_SIZE(args[0]);
+		int bad = PyList_SetSlice(args[0], end, end, items) < 0;
+		Py_DECREF(items);
+		return bad ? NULL : PyLong_FromSize_t(k);
+	}
 	if (!PyObject_TypeCheck(args[0], &PortsType) || !((PortsObject *)args[0])->ready) {
-		PyErr_SetString(PyExc_TypeError, "take_control: ports must be a ready Ports");
+		PyErr_SetString(PyExc_TypeError, "take_control: a list or a ready Ports");
 		return NULL;
 	}
 	struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
@@ -630,8 +640,8 @@ PyObject *take_control(struct mrc_ctl_frame *ctl, size_t *nctl, PyObject *const 
 	return PyLong_FromLong(queued);
 }
 
-/* take_control(ports=None): the control frames as [(ev, frame)], or, given Ports,
- * queued on them (what no port took is counted there) -> how many were queued. */
+/* take_control(out=None): the control frames as a new [(ev, frame)], or appended to a
+ * list, or queued on Ports (what no port took is counted there) -> how many. */
 static PyObject *responder_take_control(ResponderObject *self, PyObject *const *args,
 					Py_ssize_t n)
 {

@@ -45,8 +45,8 @@ typedef enum mrc_rx_result (*rx_fn)(void *ctx, const uint8_t *pkt, size_t len, d
 				    enum mrc_error *e);
 PyObject *rx_call(PyObject *const *args, Py_ssize_t n, rx_fn fn, void *ctx, int *done);
 
-/* take_control(ports=None) of a control queue: its frames as [(ev, frame)], or queued
- * on the ports -> how many were. The queue is emptied. */
+/* take_control(out=None) of a control queue: its frames as a new [(ev, frame)], or
+ * appended to a list, or queued on Ports -> how many. The queue is emptied. */
 PyObject *take_control(struct mrc_ctl_frame *ctl, size_t *nctl, PyObject *const *args,
 		       Py_ssize_t n);
 

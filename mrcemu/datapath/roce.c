@@ -341,8 +341,7 @@ void roce_tx_release(struct roce_tx *s, uint64_t una)
 	}
 }
 
-int roce_tx_frame(struct roce_tx *s, struct mrc_ports *ps, const struct mrc_path *path,
-		  uint64_t psn)
+int roce_tx_pick(const struct roce_tx *s, uint64_t psn, struct roce_pick *p)
 {
 	/* The message holding psn: messages are few (those not yet acknowledged), and the
 	 * one sought is near the oldest, where go-back-N resends from. */
@@ -365,25 +364,44 @@ int roce_tx_frame(struct roce_tx *s, struct mrc_ports *ps, const struct mrc_path
 				 : ROCE_T_MIDDLE;
 	if (!s->t[kind].len)
 		return -1;
-	size_t flen = mrc_frame_len(s->t[kind].len, plen, 0), port;
-	uint8_t *out = mrc_ports_slot(ps, path->ev, flen, &port);
+	*p = (struct roce_pick){m, kind, psn, offset, plen,
+				mrc_frame_len(s->t[kind].len, plen, 0)};
+	return 0;
+}
+
+void roce_tx_build(struct roce_tx *s, const struct roce_pick *p, const struct mrc_path *path,
+		   uint8_t *out)
+{
+	const struct roce_txmsg *m = p->m;
+	uint8_t body[sizeof(s->t[0].body)];
+	memcpy(body, s->t[p->kind].body, s->t[p->kind].len);
+	mrc_put_field(body, F_PSN, p->psn & PSN_MASK);
+	mrc_put_field(body, F_ACKREQ, (uint64_t)(p->offset + s->pmtu >= m->size));
+	if (s->t[p->kind].reth >= 0) {
+		mrc_put_field(body + s->t[p->kind].reth, F_VA, m->va);
+		mrc_put_field(body + s->t[p->kind].reth, F_RKEY, m->rkey);
+		mrc_put_field(body + s->t[p->kind].reth, F_DMALEN, m->size);
+	}
+	if (s->t[p->kind].imm >= 0)
+		mrc_put_field(body + s->t[p->kind].imm, F_IMM, m->imm);
+	mrc_finish(out, path->src, path->container, path->delivered, NULL, path->sport,
+		   s->tclass, path->flow_label, 64, body, s->t[p->kind].len, m->data + p->offset,
+		   p->plen);
+	s->tx_data++;
+	s->tx_bytes += p->plen;
+}
+
+int roce_tx_frame(struct roce_tx *s, struct mrc_ports *ps, const struct mrc_path *path,
+		  uint64_t psn)
+{
+	struct roce_pick p;
+	if (roce_tx_pick(s, psn, &p) < 0)
+		return -1;
+	size_t port;
+	uint8_t *out = mrc_ports_slot(ps, path->ev, p.frame_len, &port);
 	if (!out)
 		return 0;
-	uint8_t body[sizeof(s->t[0].body)];
-	memcpy(body, s->t[kind].body, s->t[kind].len);
-	mrc_put_field(body, F_PSN, psn & PSN_MASK);
-	mrc_put_field(body, F_ACKREQ, (uint64_t)last);
-	if (s->t[kind].reth >= 0) {
-		mrc_put_field(body + s->t[kind].reth, F_VA, m->va);
-		mrc_put_field(body + s->t[kind].reth, F_RKEY, m->rkey);
-		mrc_put_field(body + s->t[kind].reth, F_DMALEN, m->size);
-	}
-	if (s->t[kind].imm >= 0)
-		mrc_put_field(body + s->t[kind].imm, F_IMM, m->imm);
-	mrc_finish(out, path->src, path->container, path->delivered, NULL, path->sport,
-		   s->tclass, path->flow_label, 64, body, s->t[kind].len, m->data + offset, plen);
-	mrc_ports_commit(ps, port, flen);
-	s->tx_data++;
-	s->tx_bytes += plen;
+	roce_tx_build(s, &p, path, out);
+	mrc_ports_commit(ps, port, p.frame_len);
 	return 1;
 }

@@ -137,8 +137,20 @@ int64_t roce_tx_post(struct roce_tx *s, const uint8_t *data, uint64_t size, uint
 		     uint32_t rkey, int has_imm, uint32_t imm, void *owner);
 /* Everything below `una` is acknowledged: release the messages wholly below it. */
 void roce_tx_release(struct roce_tx *s, uint64_t una);
-/* Frame PSN `psn` (posted, not released) onto the port of `path`'s plane. 1: queued;
- * 0: the port had no room (nothing changed); -1: no such PSN. */
+/* Where PSN `psn` (posted, not released) comes from, and the frame it makes. */
+struct roce_pick {
+	const struct roce_txmsg *m;
+	int kind;
+	uint64_t psn, offset, plen;
+	size_t frame_len;
+};
+/* 0, or -1: no such PSN. */
+int roce_tx_pick(const struct roce_tx *s, uint64_t psn, struct roce_pick *p);
+/* The picked packet's frame_len bytes at `out`, on `path` (counted as sent). */
+void roce_tx_build(struct roce_tx *s, const struct roce_pick *p, const struct mrc_path *path,
+		   uint8_t *out);
+/* Pick and build onto the port of `path`'s plane. 1: queued; 0: the port had no room
+ * (nothing changed); -1: no such PSN. */
 int roce_tx_frame(struct roce_tx *s, struct mrc_ports *ps, const struct mrc_path *path,
 		  uint64_t psn);
 

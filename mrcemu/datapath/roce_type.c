@@ -165,8 +165,8 @@ static PyObject *roceqp_rx(RoceQpObject *self, PyObject *const *args, Py_ssize_t
 	return rx_call(args, n, roce_rx_fn, &self->rx, &done);
 }
 
-/* take_control(ports=None): the ACK/NAKs as [(ev, frame)], or queued on the ports ->
- * how many were queued. */
+/* take_control(out=None): the ACK/NAKs as a new [(ev, frame)], or appended to a list,
+ * or queued on Ports -> how many. */
 static PyObject *roceqp_take_control(RoceQpObject *self, PyObject *const *args,
 				     Py_ssize_t n)
 {
@@ -231,78 +231,54 @@ static const struct mrc_path *current(RoceQpObject *self)
 	return &self->route.paths[self->route.index];
 }
 
-/* send(ports, psn, count) -> frames queued: PSNs psn.. on the route's path, straight
- * into the ports, stopping where the port has no room. */
+/* send(out: list or Ports, psn, count) -> frames: PSNs psn.. on the route's path,
+ * appended to the list as (ev, frame), or framed straight into the ports, stopping
+ * where a port has no room. */
 static PyObject *roceqp_send(RoceQpObject *self, PyObject *args)
 {
 	NEED_READY(self);
-	PyObject *ports;
+	PyObject *out;
 	unsigned long long psn;
 	Py_ssize_t count;
-	if (!PyArg_ParseTuple(args, "O!Kn", &PortsType, &ports, &psn, &count))
+	if (!PyArg_ParseTuple(args, "OKn", &out, &psn, &count))
 		return NULL;
-	if (!((PortsObject *)ports)->ready)
+	int to_ports = PyObject_TypeCheck(out, &PortsType);
+	if (!to_ports && !PyList_Check(out))
+		return PyErr_Format(PyExc_TypeError, "send(out: list or Ports, psn, count)");
+	if (to_ports && !((PortsObject *)out)->ready)
 		return PyErr_Format(PyExc_RuntimeError, "send: the ports are not set up");
 	const struct mrc_path *p = current(self);
 	if (!p)
 		return NULL;
 	Py_ssize_t k = 0;
 	for (; k < count; k++) {
-		int r = roce_tx_frame(&self->tx, &((PortsObject *)ports)->ps, p, psn + (uint64_t)k);
-		if (r < 0)
-			return PyErr_Format(PyExc_ValueError, "PSN %llu is not posted or was acked",
-					    psn + (unsigned long long)k);
-		if (r == 0)
-			break;
-	}
-	return PyLong_FromSsize_t(k);
-}
-
-/* frames(psn, count) -> [(ev, frame)]: the same frames as bytes (simulated networks). */
-static PyObject *roceqp_frames(RoceQpObject *self, PyObject *args)
-{
-	NEED_READY(self);
-	unsigned long long psn;
-	Py_ssize_t count;
-	if (!PyArg_ParseTuple(args, "Kn", &psn, &count))
-		return NULL;
-	const struct mrc_path *p = current(self);
-	if (!p)
-		return NULL;
-	/* A one-port, one-slot queue per frame: the framing code is the ports' own. */
-	PyObject *out = PyList_New(0);
-	if (!out)
-		return NULL;
-	struct mrc_ports ps;
-	if (mrc_ports_init(&ps, 1, 1, 65536, 1, 1.0) < 0) {
-		Py_DECREF(out);
-		return PyErr_NoMemory();
-	}
-	static const uint8_t eth[MRC_ETH_LEN] = {0}, via[16] = {0};
-	mrc_port_setup(&ps, 0, -1, mrc_ev_plane(p->ev), eth, via, 1.0, 0.0);
-	for (Py_ssize_t k = 0; k < count; k++) {
-		int r = roce_tx_frame(&self->tx, &ps, p, psn + (uint64_t)k);
-		if (r <= 0) {
-			PyErr_Format(PyExc_ValueError, "PSN %llu is not posted or was acked",
-				     psn + (unsigned long long)k);
-			goto fail;
+		uint64_t at = psn + (uint64_t)k;
+		if (to_ports) {
+			int r = roce_tx_frame(&self->tx, &((PortsObject *)out)->ps, p, at);
+			if (r < 0)
+				goto no_psn;
+			if (r == 0)
+				break;
+			continue;
 		}
-		struct mrc_port *pt = &ps.p[0];
-		PyObject *t = Py_BuildValue("(ky#)", (unsigned long)p->ev, pt->buf + MRC_ETH_LEN,
-					    (Py_ssize_t)(pt->len[pt->head] - MRC_ETH_LEN));
-		pt->n = 0;
+		struct roce_pick pk;
+		if (roce_tx_pick(&self->tx, at, &pk) < 0)
+			goto no_psn;
+		PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)pk.frame_len);
+		if (!frame)
+			return NULL;
+		roce_tx_build(&self->tx, &pk, p, (uint8_t *)PyBytes_AS_STRING(frame));
+		PyObject *t = Py_BuildValue("(kN)", (unsigned long)p->ev, frame);
 		if (!t || PyList_Append(out, t) < 0) {
 			Py_XDECREF(t);
-			goto fail;
+			return NULL;
 		}
 		Py_DECREF(t);
 	}
-	mrc_ports_free(&ps);
-	return out;
-fail:
-	mrc_ports_free(&ps);
-	Py_DECREF(out);
-	return NULL;
+	return PyLong_FromSsize_t(k);
+no_psn:
+	return PyErr_Format(PyExc_ValueError, "PSN %llu is not posted or was acked",
+			    psn + (unsigned long long)k);
 }
 
 static PyObject *roceqp_counters(RoceQpObject *self, PyObject *unused)
@@ -355,9 +331,7 @@ static PyMethodDef roceqp_methods[] = {
 	{"release", (PyCFunction)roceqp_release, METH_O,
 	 "release(una): let go of the messages wholly below una"},
 	{"send", (PyCFunction)roceqp_send, METH_VARARGS,
-	 "send(ports, psn, count) -> frames queued on the ports"},
-	{"frames", (PyCFunction)roceqp_frames, METH_VARARGS,
-	 "frames(psn, count) -> [(ev, frame)]"},
+	 "send(out: list or Ports, psn, count) -> frames appended or queued"},
 	{"counters", (PyCFunction)roceqp_counters, METH_NOARGS, "counters() -> dict"},
 	{NULL, NULL, 0, NULL},
 };

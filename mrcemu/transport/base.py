@@ -27,6 +27,22 @@ def unwrap(psn24: int, ref: int) -> int:
     return base + ((psn24 - base) & PSN_MASK)
 
 
+def put_frames(out: list[tuple[int, bytes]] | datapath.Ports,
+               frames: Iterable[tuple[int, bytes]]) -> int:
+    """(EV, frame) pairs appended to a list, or queued on the NIC's ports (on the port of
+    each EV's plane): how many."""
+    n = 0
+    if isinstance(out, list):
+        for f in frames:
+            out.append(f)
+            n += 1
+        return n
+    for ev, pkt in frames:
+        out.queue(ev, pkt)
+        n += 1
+    return n
+
+
 @dataclass
 class Message:
     msn: int
@@ -148,10 +164,7 @@ class ConnectionBase:
 
     def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
         """What `packets_to_send` returns, queued on the NIC's ports: how many frames."""
-        out = self.packets_to_send(now, budget)
-        for ev, pkt in out:
-            ports.queue(ev, pkt)
-        return len(out)
+        return put_frames(ports, self.packets_to_send(now, budget))
 
     def attach(self, ports: datapath.Ports) -> None:
         """Let the NIC's ports hand this QP's packets to its compiled data path, if it

@@ -20,7 +20,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 
 from mrcemu import datapath
-from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats
+from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, put_frames
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
@@ -193,26 +193,25 @@ class MrcConnection(ConnectionBase):
         packets (the I/O shell's pacing), within the congestion and PSN windows. A
         retransmission goes on another EV than the one that lost it, and not on one
         silent for an RTO (sender.c: rtx_ev)."""
-        out: list[tuple[int, bytes]] = self.rx.take_control() if self.rx.pending else []
-        out.extend(self.control)
-        self.control.clear()
-        if self.tx.pending or self.tx.rtx_queued:
-            self.tx.send(out, now, 1 << 30 if budget is None else budget,
-                         float(self.cc.cwnd), self.rto / self.backoff)
+        out: list[tuple[int, bytes]] = []
+        self._output(out, now, 1 << 30 if budget is None else budget)
         return out
 
     def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
         """packets_to_send, framed straight onto the NIC's port queues (no Python
         object per packet): how many frames were queued or lost at a full port."""
+        return self._output(ports, now, budget)
+
+    def _output(self, out: list[tuple[int, bytes]] | datapath.Ports, now: float,
+              budget: int) -> int:
+        """What packets_to_send says, into a list of (EV, frame) or onto the ports."""
         if self._paths_dirty:  # Ports.receive may answer for us before receive_frame
             self._control_paths()
-        n = self.rx.take_control(ports) if self.rx.pending else 0
-        for ev, pkt in self.control:
-            ports.queue(ev, pkt)
-        n += len(self.control)
+        n = self.rx.take_control(out) if self.rx.pending else 0
+        n += put_frames(out, self.control)
         self.control.clear()
         if self.tx.pending or self.tx.rtx_queued:
-            n += self.tx.send(ports, now, budget, float(self.cc.cwnd), self.rto / self.backoff)
+            n += self.tx.send(out, now, budget, float(self.cc.cwnd), self.rto / self.backoff)
         return n
 
     def attach(self, ports: datapath.Ports) -> None:

@@ -126,19 +126,21 @@ class RoceConnection(ConnectionBase):
             self.timeout_at = now + self.rto
 
     def packets_to_send(self, now: float, budget: int | None = None) -> list[tuple[int, bytes]]:
-        out = self.dp.take_control()
-        n = self._window(budget)
-        if n:
-            out += self.dp.frames(self.send_psn, n)
-            self._sent(n, now)
+        """ACK/NAKs, then data from the go-back-N cursor, at most `budget` data packets."""
+        out: list[tuple[int, bytes]] = []
+        self._output(out, now, budget)
         return out
 
     def send_to(self, ports: datapath.Ports, now: float, budget: int) -> int:
         """ACK/NAKs, then data, framed straight into the NIC's ports."""
-        sent = self.dp.take_control(ports)
-        n = self._window(max(0, budget - sent))
+        return self._output(ports, now, budget)
+
+    def _output(self, out: list[tuple[int, bytes]] | datapath.Ports, now: float,
+              budget: int | None) -> int:
+        sent = self.dp.take_control(out)
+        n = self._window(budget)  # the budget is for data, as MRC's
         if n:
-            n = self.dp.send(ports, self.send_psn, n)
+            n = self.dp.send(out, self.send_psn, n)
             self._sent(n, now)
         return sent + n
 

@@ -126,7 +126,9 @@ def frames_of(size, imm=None, rkey=0x1000):
     q = qp()
     q.set_route([PATH], 0)
     first = q.post(bytes(i & 0xFF for i in range(size)), BASE, rkey, imm)
-    return [arrived(f) for _ev, f in q.frames(first, max(1, -(-size // 4096)))]
+    out: list = []
+    assert q.send(out, first, max(1, -(-size // 4096))) == len(out)
+    return [arrived(f) for _ev, f in out]
 
 
 def arrived(frame):
@@ -205,10 +207,12 @@ def test_bad_arguments_are_refused():
         qp().set_route([(1, 2, 3, b"short", bytes(16), bytes(16))], 0)
     q = qp()
     with pytest.raises(RuntimeError):
-        q.frames(0, 1)  # no route yet
+        q.send([], 0, 1)  # no route yet
     q.set_route([PATH], 0)
     with pytest.raises(ValueError):
-        q.frames(0, 1)  # nothing posted
+        q.send([], 0, 1)  # nothing posted
+    with pytest.raises(TypeError):
+        q.send(object(), 0, 1)
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     with a, b:
         ports = datapath.Ports([(a.fileno(), 0, bytes(14), bytes(16), 1.0)], 0.0, 4, 9014, 2,
