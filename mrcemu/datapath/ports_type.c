@@ -393,13 +393,13 @@ fail:
 	return NULL;
 }
 
-static PyObject *ports_backlog(PortsObject *self, PyObject *unused)
+/* {plane: value(port)} over the ports: the per-plane views the meter and the daemon read. */
+static PyObject *plane_dict(const PortsObject *self, PyObject *(*value)(const struct mrc_port *))
 {
-	NEED_READY(self);
 	PyObject *d = PyDict_New();
 	for (size_t i = 0; d && i < self->ps.n; i++) {
 		PyObject *k = PyLong_FromUnsignedLong(self->ps.p[i].plane);
-		PyObject *v = PyLong_FromSize_t(self->ps.p[i].n);
+		PyObject *v = value(&self->ps.p[i]);
 		if (!k || !v || PyDict_SetItem(d, k, v) < 0)
 			Py_CLEAR(d);
 		Py_XDECREF(k);
@@ -408,22 +408,36 @@ static PyObject *ports_backlog(PortsObject *self, PyObject *unused)
 	return d;
 }
 
+static PyObject *backlog_of(const struct mrc_port *pt)
+{
+	return PyLong_FromSize_t(pt->n);
+}
+
+static PyObject *load_of(const struct mrc_port *pt)
+{
+	return Py_BuildValue("(dK)", pt->backlogged_s, (unsigned long long)pt->sent_backlogged);
+}
+
+static PyObject *counters_of(const struct mrc_port *pt)
+{
+	return Py_BuildValue("{sKsKsKsK}", "tx_frames", (unsigned long long)pt->tx_frames,
+			     "tx_bytes", (unsigned long long)pt->tx_bytes, "queue_full",
+			     (unsigned long long)pt->queue_full, "send_errors",
+			     (unsigned long long)pt->send_errors);
+}
+
+/* backlog() -> {plane: frames waiting} */
+static PyObject *ports_backlog(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return plane_dict(self, backlog_of);
+}
+
 /* load() -> {plane: (seconds backlogged, bytes sent while backlogged)} since reset */
 static PyObject *ports_load(PortsObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	PyObject *d = PyDict_New();
-	for (size_t i = 0; d && i < self->ps.n; i++) {
-		const struct mrc_port *pt = &self->ps.p[i];
-		PyObject *k = PyLong_FromUnsignedLong(pt->plane);
-		PyObject *v = Py_BuildValue("(dK)", pt->backlogged_s,
-					    (unsigned long long)pt->sent_backlogged);
-		if (!k || !v || PyDict_SetItem(d, k, v) < 0)
-			Py_CLEAR(d);
-		Py_XDECREF(k);
-		Py_XDECREF(v);
-	}
-	return d;
+	return plane_dict(self, load_of);
 }
 
 /* send_late() -> ({bucket: count}, samples, max seconds): meter.py's Lateness */
@@ -456,20 +470,7 @@ static PyObject *ports_reset_meter(PortsObject *self, PyObject *unused)
 static PyObject *ports_counters(PortsObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	PyObject *per = PyDict_New();
-	for (size_t i = 0; per && i < self->ps.n; i++) {
-		const struct mrc_port *pt = &self->ps.p[i];
-		PyObject *k = PyLong_FromUnsignedLong(pt->plane);
-		PyObject *v = Py_BuildValue(
-			"{sKsKsKsK}", "tx_frames", (unsigned long long)pt->tx_frames, "tx_bytes",
-			(unsigned long long)pt->tx_bytes, "queue_full",
-			(unsigned long long)pt->queue_full, "send_errors",
-			(unsigned long long)pt->send_errors);
-		if (!k || !v || PyDict_SetItem(per, k, v) < 0)
-			Py_CLEAR(per);
-		Py_XDECREF(k);
-		Py_XDECREF(v);
-	}
+	PyObject *per = plane_dict(self, counters_of);
 	if (!per)
 		return NULL;
 	return Py_BuildValue("{sNsKsK}", "ports", per, "oversize",
