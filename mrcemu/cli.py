@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -80,6 +81,9 @@ def up(topology: str, seed: int) -> None:
     need_root("up")
     from mrcemu.fabric.launch import launch
 
+    # Ctrl-C tears down what was built, even when started from a shell that ignores
+    # SIGINT (a background job): Python installs no handler where it starts ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         tasks: dict[str, Any] = {}
