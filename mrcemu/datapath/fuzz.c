@@ -66,7 +66,7 @@ static void sender_setup(void)
 	if ((inputs - 1) % 8 != 0)
 		return;
 	mrc_tx_free(&snd);
-	struct mrc_tx_consts k = {0x0A, 0x1E, 1e-7, 3};
+	struct mrc_tx_consts k = {0x0A, 0x1E, 1e-7};
 	if (mrc_tx_init(&snd, 32, 256, &k) < 0)
 		abort();
 	static const uint8_t ops[MRC_T_N] = {MRC_OP_WRITE_ONLY, MRC_OP_WRITE_ONLY_IMM,
@@ -113,7 +113,7 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 			    now, F(s, "nack_reason") & 1);
 	} else if (p->opcode == MRC_OP_ACKNOWLEDGE) {
 		mrc_tx_ack(&snd, (uint32_t)(mrc_field(bth, mrc_find_field(MRC_H_BTH, "psn")) + 1),
-			   0, 0, 0, 0, now, 1e-3, &r);
+			   0, 0, 0, 0, now, &r);
 	}
 #undef F
 #undef FS
@@ -123,13 +123,14 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 		mrc_tx_frame(&snd, &pick, now, frame);
 		free(frame);
 	}
-	int32_t blame[2];
-	size_t nb;
 	mrc_tx_rack_timer(&snd, now, 1e-3, 1e-3);
-	mrc_tx_rto(&snd, now, 5e-3, 1e-3, blame, 2, &nb);
+	mrc_tx_rto(&snd, now, 5e-3);
 	if (snd.outstanding > snd.window || snd.inflight < 0 || snd.inflight > 32 * 256)
 		abort(); /* the records left their bounds */
-	snd.done.n = snd.watch.n = snd.nloss = 0;
+	for (size_t i = 0; i < snd.nloss; i++)
+		if (snd.loss[i].slot < 0 || (size_t)snd.loss[i].slot >= snd.npaths)
+			abort(); /* a loss names a path the sender has */
+	snd.done.n = snd.nloss = 0;
 	snd.tr_n = 0;
 }
 

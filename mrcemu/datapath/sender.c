@@ -112,10 +112,8 @@ void mrc_tx_free(struct mrc_sender *s)
 	free(s->free_msgs.v);
 	free(s->rtxq.v);
 	free(s->done.v);
-	free(s->watch.v);
 	free(s->loss);
 	free(s->newly);
-	free(s->mark);
 	free(s->by_ev);
 	free(s->tr_t);
 	free(s->tr_ev);
@@ -153,19 +151,14 @@ int mrc_tx_template(struct mrc_sender *s, int kind, const uint8_t *body, size_t 
 int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_t n)
 {
 	struct mrc_txpath *p = malloc((n ? n : 1) * sizeof(*p));
-	uint8_t *mark = calloc(n ? n : 1, 1);
-	if (!p || !mark) {
-		free(p);
-		free(mark);
+	if (!p)
 		return -1;
-	}
 	size_t cap = 16;
 	while (cap < 2 * n)
 		cap <<= 1;
 	int32_t *by_ev = malloc(cap * sizeof(*by_ev));
 	if (!by_ev) {
 		free(p);
-		free(mark);
 		return -1;
 	}
 	memset(by_ev, 0xFF, cap * sizeof(*by_ev));
@@ -180,9 +173,7 @@ int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_
 	s->by_ev_mask = cap - 1;
 	memcpy(p, paths, n * sizeof(*p));
 	free(s->paths);
-	free(s->mark);
 	s->paths = p;
-	s->mark = mark;
 	s->npaths = n;
 	s->norder = s->pos = 0; /* an order names paths by index: it is stale now */
 	return 0;
@@ -288,14 +279,28 @@ static void quiet(struct mrc_evslot *fb, double now)
 	fb->unanswered = 0;
 }
 
-/* A packet is lost: retransmit it (first, for a trim: the network told us at once). */
-static void mark_lost(struct mrc_sender *s, struct mrc_out *o, int front)
+static void push_loss(struct mrc_sender *s, const struct mrc_out *o, int how)
+{
+	if (s->nloss == s->loss_cap) {
+		size_t cap = s->loss_cap ? s->loss_cap * 2 : 16;
+		struct mrc_txloss *l = realloc(s->loss, cap * sizeof(*l));
+		if (!l) {
+			s->loss_dropped++;
+			return;
+		}
+		s->loss = l;
+		s->loss_cap = cap;
+	}
+	s->loss[s->nloss++] = (struct mrc_txloss){o->slot, o->sent_time, how};
+}
+
+/* A packet is lost: retransmit it (first, for a trim: the network told us at once).
+ * Unless trimmed (how < 0), the path monitor hears of it, with the EV it went on. */
+static void mark_lost(struct mrc_sender *s, struct mrc_out *o, int front, int how)
 {
 	o->lost = 1;
-	if (!o->retx) { /* judge paths by first copies: after a failure every path queues */
-		o->lost_slot = o->slot;
-		o->lost_sent = o->sent_time;
-	}
+	if (how >= 0)
+		push_loss(s, o, how);
 	s->inflight -= o->len;
 	if (front)
 		q_push_front(&s->rtxq, o->psn);
@@ -380,8 +385,7 @@ static void sent_on(struct mrc_sender *s, struct mrc_out *o, int32_t path, int r
 	o->lost = 0;
 	if (isnan(fb->silent_since))
 		fb->silent_since = now;
-	if (++fb->unanswered == s->k.silent_after)
-		q_push(&s->watch, (uint64_t)path);
+	fb->unanswered++;
 	fb->sent++;
 	fb->sent_bytes += o->len;
 	s->tx_data++;
@@ -433,7 +437,7 @@ int mrc_tx_pick(struct mrc_sender *s, double now, double cwnd, double silent_win
 			return e == EV_ERROR ? -1 : 0;
 		*o = (struct mrc_out){.psn = psn, .offset = off, .msg = (int32_t)mi,
 				      .len = (uint32_t)len, .used = 1, .first_slot = e,
-				      .lost_slot = -1, .lost_sent = -1.0, .prev = -1, .next = -1};
+				      .prev = -1, .next = -1};
 		append_out(s, o);
 		sent_on(s, o, e, 0, now);
 		s->outstanding++;
@@ -492,33 +496,22 @@ void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, ui
 		   body, t->len, m->data + o->offset, o->len);
 }
 
+void mrc_tx_unsent(struct mrc_sender *s, const struct mrc_pick *p)
+{
+	if (!p->o->lost)
+		mark_lost(s, p->o, 1, -1);
+}
+
 /* ---- acknowledgements -------------------------------------------------------------- */
-static void acked(struct mrc_sender *s, struct mrc_out *o, double now, double credit_below)
+static void acked(struct mrc_sender *s, struct mrc_out *o, double now)
 {
 	if (!o->lost)
 		s->inflight -= o->len;
-	/* Which copy arrived? An ack sooner after a retransmission than the path could
-	 * carry it answers the original (a spurious retransmission): credit that EV. */
-	int32_t slot = o->slot;
-	if (o->retx && now - o->sent_time < credit_below) {
-		slot = o->first_slot;
-		s->acks_credited_to_original++;
-	} else if (o->retx && o->lost_slot >= 0) {
-		/* the retransmission arrived first: the first copy really was lost */
-		if (s->nloss == s->loss_cap) {
-			size_t cap = s->loss_cap ? s->loss_cap * 2 : 16;
-			struct mrc_txloss *l = realloc(s->loss, cap * sizeof(*l));
-			if (l) {
-				s->loss = l;
-				s->loss_cap = cap;
-			}
-		}
-		if (s->nloss < s->loss_cap)
-			s->loss[s->nloss++] = (struct mrc_txloss){o->lost_slot, o->lost_sent};
-	}
-	struct mrc_evslot *fb = s->paths[slot].fb;
+	/* The latest copy is taken to be the one that arrived: the cumulative ack and the
+	 * bitmap cannot say which did. */
+	struct mrc_evslot *fb = s->paths[o->slot].fb;
 	quiet(fb, now);
-	if (slot == o->slot && o->sent_time > fb->heard_sent)
+	if (o->sent_time > fb->heard_sent)
 		fb->heard_sent = o->sent_time;
 	struct mrc_txmsg *m = &s->msgs[o->msg];
 	if (++m->acked == m->npkts) {
@@ -545,8 +538,7 @@ static void take(struct mrc_sender *s, struct mrc_out *o, struct mrc_ack_result 
 }
 
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
-		int has_trigger, int32_t trigger_off, double now, double credit_below,
-		struct mrc_ack_result *r)
+		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r)
 {
 	*r = (struct mrc_ack_result){0, 0, -1.0, -1.0};
 	if (!s->newly) {
@@ -580,7 +572,7 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 	for (uint64_t i = 0; i < r->newly; i++) {
 		struct mrc_out *o = &s->ring[s->newly[i]];
 		o->acking = 0;
-		acked(s, o, now, credit_below);
+		acked(s, o, now);
 	}
 	if (r->latest > s->latest_acked_sent)
 		s->latest_acked_sent = r->latest;
@@ -595,7 +587,7 @@ uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo)
 		if (o->sent_time + reo >= latest)
 			break;
 		if (!o->lost) {
-			mark_lost(s, o, 0);
+			mark_lost(s, o, 0, MRC_LOSS_HOLE);
 			n++;
 		}
 	}
@@ -614,18 +606,16 @@ uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double
 		if (o->sent_time >= s->latest_acked_sent || o->sent_time + srtt + reorder > now)
 			break;
 		if (!o->lost) {
-			mark_lost(s, o, 0);
+			mark_lost(s, o, 0, MRC_LOSS_HOLE);
 			n++;
 		}
 	}
 	return n;
 }
 
-uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto, double reo, int32_t *blame,
-		    size_t cap, size_t *nblame)
+uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto)
 {
 	uint64_t fired = 0;
-	*nblame = 0;
 	for (int64_t i = s->head; i >= 0;) {
 		struct mrc_out *o = &s->ring[i];
 		i = o->next;
@@ -634,18 +624,8 @@ uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto, double reo, in
 		if (o->lost)
 			continue;
 		fired++;
-		/* Blame the EV only if packets sent after this one, on other paths, have
-		 * arrived: silence that covers them too is the peer (or us) stalling. */
-		const struct mrc_evslot *fb = s->paths[o->slot].fb;
-		if (fb->last_feedback < o->sent_time && o->sent_time < s->latest_acked_sent - reo &&
-		    !s->mark[o->slot] && *nblame < cap) {
-			s->mark[o->slot] = 1;
-			blame[(*nblame)++] = o->slot;
-		}
-		mark_lost(s, o, 0);
+		mark_lost(s, o, 0, MRC_LOSS_RTO);
 	}
-	for (size_t j = 0; j < *nblame; j++)
-		s->mark[blame[j]] = 0;
 	return fired;
 }
 
@@ -659,8 +639,8 @@ void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now,
 		if (o && o->slot == path && o->sent_time > fb->heard_sent)
 			fb->heard_sent = o->sent_time;
 	}
-	if (o && !o->lost)
-		mark_lost(s, o, trimmed);
+	if (o && !o->lost) /* the receiver said what became of it: no loss to report */
+		mark_lost(s, o, trimmed, -1);
 }
 
 int mrc_tx_first_live(const struct mrc_sender *s, double *sent)
@@ -774,8 +754,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		return -1;
 	struct mrc_ack_result r;
 	/* With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN. */
-	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now,
-		   0.8 * s->cc->base_rtt, &r);
+	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now, &r);
 	if (!s->newly)
 		return -1;
 	s->sacks_rx++;

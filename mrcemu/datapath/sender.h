@@ -6,9 +6,10 @@
  * Plain C with no Python in it, like responder.c: the CPython type (sender_type.c) and the
  * tests drive the very same code. It is driven, not driving: fed the time, the windows
  * and the acks, it updates its records and the per-EV facts (`struct mrc_evslot`) and
- * queues what the policy core needs at event granularity: completed messages, confirmed
- * losses, EVs with packets unanswered. The policy (transport/mrc.py) keeps EV states,
- * the spraying order, congestion control and the verdicts on paths. It never reads a
+ * queues what the policy core needs at event granularity: completed messages and every
+ * packet found lost but not trimmed, with the EV it went on. The policy keeps the
+ * spraying order and congestion control; the verdicts on paths are the path monitor's
+ * (transport/pathmon.py), from those facts. It never reads a
  * clock, and allocates only when a table grows.
  */
 #ifndef MRC_DATAPATH_SENDER_H
@@ -54,9 +55,9 @@ struct mrc_txmsg {
 /* One PSN sent and not yet acknowledged; linked in send order. */
 struct mrc_out {
 	uint64_t psn, offset;
-	double sent_time, lost_sent;
+	double sent_time;
 	int64_t prev, next; /* ring indices in send order, -1: none */
-	int32_t msg, slot, first_slot, lost_slot;
+	int32_t msg, slot, first_slot;
 	uint32_t len, retx;
 	uint8_t used, lost, acking;
 };
@@ -74,7 +75,6 @@ struct mrc_template {
 struct mrc_tx_consts {
 	uint8_t tclass_new, tclass_rtx; /* DSCP << 2 | ECN of first copies and of retransmissions */
 	double timestamp_unit;          /* TSETH tick, seconds */
-	uint32_t silent_after;          /* unanswered packets before an EV is watched */
 };
 
 struct mrc_u64q {
@@ -86,9 +86,14 @@ struct mrc_txdone {
 	uint64_t msn;
 };
 
-struct mrc_txloss { /* a first copy known lost (its retransmission arrived first) */
+/* How a packet was found lost (never by a trim: the network said where it went). */
+enum { MRC_LOSS_HOLE = 0, /* a SACK hole beyond the reorder window (RACK) */
+       MRC_LOSS_RTO = 1 /* the retransmission timeout */ };
+
+struct mrc_txloss { /* a packet found lost: the path it went on, when, and how */
 	int32_t slot;
 	double sent;
+	int how;
 };
 
 struct mrc_sender {
@@ -122,11 +127,10 @@ struct mrc_sender {
 	struct mrc_u64q rtxq; /* PSNs marked lost, to retransmit */
 
 	struct mrc_u64q done;  /* MSNs of completed messages */
-	struct mrc_txloss *loss;
+	struct mrc_txloss *loss; /* packets found lost, for the path monitor */
 	size_t nloss, loss_cap;
-	struct mrc_u64q watch; /* path indices whose unanswered count reached silent_after */
+	uint64_t loss_dropped;   /* losses not queued (out of memory) */
 	int64_t *newly;        /* scratch: the records one ack covers */
-	uint8_t *mark;         /* scratch: one byte per path */
 
 	/* the trace of every data packet sent, drained by the policy */
 	double *tr_t;
@@ -135,7 +139,7 @@ struct mrc_sender {
 	size_t tr_n, tr_cap, tr_limit;
 	uint64_t tr_overflow;
 
-	uint64_t tx_data, tx_bytes, retransmits, acks_credited_to_original;
+	uint64_t tx_data, tx_bytes, retransmits;
 
 	/* What a SACK moves besides the records (mrc_tx_sack): the RTT estimate, the RTO
 	 * backoff and the congestion window, with the knobs they read. */
@@ -189,21 +193,21 @@ int64_t mrc_tx_post(struct mrc_sender *s, uint64_t msn, uint64_t va, uint32_t rk
 int mrc_tx_pick(struct mrc_sender *s, double now, double cwnd, double silent_window,
 		struct mrc_pick *p);
 void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, uint8_t *out);
+/* A picked packet that never left the host (no port took its frame): it goes again
+ * first, and is no loss for the path monitor. */
+void mrc_tx_unsent(struct mrc_sender *s, const struct mrc_pick *p);
 /* A SACK (bitmap at cack + sack_offset; trigger_off < 0x8000 as given, has_trigger 0
  * for a probe answer) or a cumulative ACK (bitmap 0, no trigger). */
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
-		int has_trigger, int32_t trigger_off, double now, double credit_below,
-		struct mrc_ack_result *r);
+		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r);
 /* RACK on an ack: packets sent `reo` before `latest` (the latest-sent packet it acked)
- * are lost. */
+ * are lost, each queued as a MRC_LOSS_HOLE. */
 uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo);
 /* RACK's timer: packets sent before the latest acked one, older than srtt + reo. */
 uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double reo);
-/* The RTO scan: every live packet older than `rto` is lost. Paths of fired packets not
- * heard from since they were sent, sent `reo` before the latest acked one, are written to
- * blame[] (up to cap). Returns how many fired; *nblame how many were written. */
-uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto, double reo, int32_t *blame,
-		    size_t cap, size_t *nblame);
+/* The RTO scan: every live packet older than `rto` is lost, each queued as a
+ * MRC_LOSS_RTO. Returns how many fired. */
+uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto);
 /* A NACK for psn24; `path` (-1: none) the EV it came back on. */
 void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now, int trimmed);
 /* Send time of the oldest live (not lost) packet; 0 if none. */
@@ -224,7 +228,7 @@ int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sac
 /* Everything a SACK does to the requester but the verdicts on paths (transport/mrc.py's
  * _on_sack keeps those): resolve it against the records, the RTT estimate and backoff,
  * the EV's proof of life (and, unmarked, its shorter next SKIP), the window, and RACK.
- * Completed messages and confirmed losses queue as ever. Returns what RACK called lost,
+ * Completed messages and losses queue as ever. Returns what RACK called lost,
  * or -1 (out of memory, or no mrc_tx_use_cc yet: nothing was changed). */
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now);
 /* The path index of EV `ev`, or -1. */

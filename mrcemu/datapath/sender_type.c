@@ -85,17 +85,16 @@ static int call_rotate(void *ctx)
 	return 0;
 }
 
-/* Sender(window, pmtu, templates(6), (tclass_new, tclass_rtx, timestamp_unit,
- *        silent_after), rotate) */
+/* Sender(window, pmtu, templates(6), (tclass_new, tclass_rtx, timestamp_unit), rotate) */
 static int sender_init(SenderObject *self, PyObject *args, PyObject *kw)
 {
 	unsigned long long window;
-	unsigned long pmtu, silent;
+	unsigned long pmtu;
 	PyObject *templates, *rotate;
 	unsigned char tn, tr;
 	double unit;
-	if (!PyArg_ParseTuple(args, "KkO!(bbdk)O", &window, &pmtu, &PyTuple_Type, &templates,
-			      &tn, &tr, &unit, &silent, &rotate))
+	if (!PyArg_ParseTuple(args, "KkO!(bbd)O", &window, &pmtu, &PyTuple_Type, &templates,
+			      &tn, &tr, &unit, &rotate))
 		return -1;
 	if (self->ready) {
 		PyErr_SetString(PyExc_RuntimeError, "a Sender is initialised once");
@@ -106,7 +105,7 @@ static int sender_init(SenderObject *self, PyObject *args, PyObject *kw)
 				"Sender: six templates, a positive unit and a callable rotate");
 		return -1;
 	}
-	struct mrc_tx_consts k = {tn, tr, unit, (uint32_t)silent};
+	struct mrc_tx_consts k = {tn, tr, unit};
 	if (mrc_tx_init(&self->s, window, (uint32_t)pmtu, &k) < 0) {
 		PyErr_SetString(PyExc_ValueError, "Sender: window must be 1..2^23 PSNs");
 		return -1;
@@ -290,7 +289,8 @@ static PyObject *sender_post(SenderObject *self, PyObject *args)
 /* send(out, now, budget, cwnd, silent_window) -> how many data packets it sent:
  * retransmissions first, then new data. `out` is a list, which takes each as
  * (ev, frame), or a Ports, on whose queues each is framed in place. A packet no port
- * takes (counted there) is lost on the wire: it was sent, and loss recovery finds it. */
+ * takes (counted there) is queued to go again, and the burst ends: it never left the
+ * host, so it is no path's loss. */
 static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	NEED_READY(self);
@@ -324,10 +324,13 @@ static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize
 			struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
 			size_t port;
 			uint8_t *at = mrc_ports_slot(ps, ev, p.frame_len, &port);
-			if (at) { /* mrc_tx_pick recorded it as sent: framing is all that is left */
-				mrc_tx_frame(&self->s, &p, now, at);
-				mrc_ports_commit(ps, port, p.frame_len);
+			if (!at) { /* never left this host: no path lost it (the port counted it) */
+				mrc_tx_unsent(&self->s, &p);
+				break;
 			}
+			/* mrc_tx_pick recorded it as sent: framing is all that is left */
+			mrc_tx_frame(&self->s, &p, now, at);
+			mrc_ports_commit(ps, port, p.frame_len);
 			continue;
 		}
 		PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)p.frame_len);
@@ -351,7 +354,7 @@ static PyObject *opt_float(double v)
 	return PyFloat_FromDouble(v);
 }
 
-/* ack(cack_psn, sack_offset, bitmap, trigger_offset or None, now, credit_below) ->
+/* ack(cack_psn, sack_offset, bitmap, trigger_offset or None, now) ->
  * (packets newly acked, their bytes, RTT sample or None, latest send time or None) */
 static PyObject *sender_ack(SenderObject *self, PyObject *args)
 {
@@ -360,15 +363,15 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 	int off;
 	unsigned long long bitmap;
 	PyObject *trig;
-	double now, credit;
-	if (!PyArg_ParseTuple(args, "kiKOdd", &cack, &off, &bitmap, &trig, &now, &credit))
+	double now;
+	if (!PyArg_ParseTuple(args, "kiKOd", &cack, &off, &bitmap, &trig, &now))
 		return NULL;
 	long t = 0;
 	if (trig != Py_None && (t = PyLong_AsLong(trig)) == -1 && PyErr_Occurred())
 		return NULL;
 	struct mrc_ack_result r;
 	mrc_tx_ack(&self->s, (uint32_t)cack & 0xFFFFFF, off, bitmap, trig != Py_None, (int32_t)t,
-		   now, credit, &r);
+		   now, &r);
 	if (!self->s.newly)
 		return PyErr_NoMemory();
 	return Py_BuildValue("(KKNN)", (unsigned long long)r.newly,
@@ -445,23 +448,14 @@ static PyObject *sender_rack_timer(SenderObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(mrc_tx_rack_timer(&self->s, now, srtt, reo));
 }
 
-/* rto(now, rto, reorder) -> (how many fired, [path index to judge, ...]) */
+/* rto(now, rto) -> how many fired (each queued for take_losses) */
 static PyObject *sender_rto(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
-	double now, rto, reo;
-	if (!PyArg_ParseTuple(args, "ddd", &now, &rto, &reo))
+	double now, rto;
+	if (!PyArg_ParseTuple(args, "dd", &now, &rto))
 		return NULL;
-	size_t cap = self->s.npaths ? self->s.npaths : 1, nb = 0;
-	int32_t *blame = PyMem_Malloc(cap * sizeof(*blame));
-	if (!blame)
-		return PyErr_NoMemory();
-	uint64_t fired = mrc_tx_rto(&self->s, now, rto, reo, blame, cap, &nb);
-	PyObject *l = PyList_New((Py_ssize_t)nb);
-	for (size_t i = 0; l && i < nb; i++)
-		PyList_SET_ITEM(l, (Py_ssize_t)i, PyLong_FromLong(blame[i]));
-	PyMem_Free(blame);
-	return l ? Py_BuildValue("(KN)", (unsigned long long)fired, l) : NULL;
+	return PyLong_FromUnsignedLongLong(mrc_tx_rto(&self->s, now, rto));
 }
 
 /* nack(psn, path index or -1, now, trimmed) */
@@ -527,20 +521,15 @@ static PyObject *sender_take_done(SenderObject *self, PyObject *unused)
 	return take_q(&self->s.done);
 }
 
-/* take_watch() -> [path index of each EV whose unanswered count reached silent_after] */
-static PyObject *sender_take_watch(SenderObject *self, PyObject *unused)
-{
-	NEED_READY(self);
-	return take_q(&self->s.watch);
-}
-
-/* take_losses() -> [(path index, send time) of each first copy known lost] */
+/* take_losses() -> [(path index, send time, how) of each packet found lost but not
+ * trimmed, in the order found; how: 0 a SACK hole (RACK), 1 the RTO] */
 static PyObject *sender_take_losses(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	PyObject *l = PyList_New((Py_ssize_t)self->s.nloss);
 	for (size_t i = 0; l && i < self->s.nloss; i++) {
-		PyObject *v = Py_BuildValue("(id)", self->s.loss[i].slot, self->s.loss[i].sent);
+		const struct mrc_txloss *x = &self->s.loss[i];
+		PyObject *v = Py_BuildValue("(idi)", x->slot, x->sent, x->how);
 		if (!v) {
 			Py_CLEAR(l);
 			break;
@@ -590,9 +579,9 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 	const struct mrc_sender *s = &self->s;
 	return Py_BuildValue("{sKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
 			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
-			     (unsigned long long)s->retransmits, "acks_credited_to_original",
-			     (unsigned long long)s->acks_credited_to_original, "sacks_rx",
-			     (unsigned long long)s->sacks_rx);
+			     (unsigned long long)s->retransmits, "sacks_rx",
+			     (unsigned long long)s->sacks_rx, "losses_unqueued",
+			     (unsigned long long)s->loss_dropped);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)
@@ -628,7 +617,7 @@ static PyMethodDef sender_methods[] = {
 	{"send", (PyCFunction)(void (*)(void))sender_send, METH_FASTCALL,
 	 "send(out, now, budget, cwnd, silent_window) -> data packets appended"},
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
-	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now, credit_below)"},
+	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now)"},
 	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
 	 "use_cc(nscc, min_rto, max_rto, reorder_window): the window SACKs move"},
 	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
@@ -636,15 +625,14 @@ static PyMethodDef sender_methods[] = {
 	{"rack", (PyCFunction)sender_rack, METH_VARARGS, "rack(latest, reorder) -> lost"},
 	{"rack_timer", (PyCFunction)sender_rack_timer, METH_VARARGS,
 	 "rack_timer(now, srtt, reorder) -> lost"},
-	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto, reorder) -> (fired, paths)"},
+	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto) -> fired"},
 	{"nack", (PyCFunction)sender_nack, METH_VARARGS, "nack(psn, path, now, trimmed)"},
 	{"heard", (PyCFunction)sender_heard, METH_VARARGS, "heard(path, now): feedback on it"},
 	{"quiet_all", (PyCFunction)sender_quiet_all, METH_NOARGS, "no path is silent"},
 	{"first_live", (PyCFunction)sender_first_live, METH_NOARGS,
 	 "send time of the oldest packet not marked lost, or None"},
 	{"take_done", (PyCFunction)sender_take_done, METH_NOARGS, "completed MSNs"},
-	{"take_watch", (PyCFunction)sender_take_watch, METH_NOARGS, "paths gone unanswered"},
-	{"take_losses", (PyCFunction)sender_take_losses, METH_NOARGS, "confirmed losses"},
+	{"take_losses", (PyCFunction)sender_take_losses, METH_NOARGS, "packets found lost"},
 	{"take_trace", (PyCFunction)sender_take_trace, METH_NOARGS, "the send trace so far"},
 	{"acked_of", (PyCFunction)sender_acked_of, METH_O, "packets of a message acked"},
 	{"counters", (PyCFunction)sender_counters, METH_NOARGS, "counters() -> dict"},

@@ -76,11 +76,16 @@ class PortConfig:
 
 
 def port_config(layout: Layout, i: Interface) -> PortConfig:
+    """The switch config of one egress port. A leaf's host-facing port is the last hop:
+    it trims to TRIMMED_LASTHOP, and it never marks ECN (PAPER.md B3): the queue there
+    is the receiver's incast, which no choice of path avoids, so a mark would only
+    push senders off good paths."""
     t = layout.topo
     node = layout.nodes[i.node]
     peer = layout.nodes[i.peer_node]
-    return PortConfig(int(i.mbps * 1e6), t.ecn_threshold_bytes, t.trim_threshold_bytes,
-                      t.buffer_bytes, node.kind is Kind.LEAF and peer.kind is Kind.HOST)
+    lasthop = node.kind is Kind.LEAF and peer.kind is Kind.HOST
+    return PortConfig(int(i.mbps * 1e6), 0 if lasthop else t.ecn_threshold_bytes,
+                      t.trim_threshold_bytes, t.buffer_bytes, lasthop)
 
 
 def configure(ports: dict[str, PortConfig], reset_counters: bool = True) -> None:

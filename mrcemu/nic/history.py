@@ -72,7 +72,7 @@ class History:
                 "posted_at": d.posted_at, "done_at": d.done_at}
 
     def ev_change_rows(self) -> list[list]:
-        return [[e.t, e.ev, e.old, e.new, e.why] for e in self.ev_changes]
+        return [[e.t, e.ev, e.old, e.new, e.why, e.lost_sent] for e in self.ev_changes]
 
     def path_change_rows(self) -> list[list]:
         return [[p.t, p.old_ev, p.new_ev] for p in self.path_changes]

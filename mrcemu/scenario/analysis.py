@@ -127,34 +127,61 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         level, rec_s = _recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
         entry["goodput_before_mbps"] = None if level is None else round(level, 2)
         entry["recovered_90pct_s"] = rec_s
-        # How fast the transport stopped trusting each failed path it used after the fault.
+        # How fast the transport stopped trusting each failed path it used after the fault:
+        # from the fault, from the path's first use after it, and from the loss that
+        # retired it (the lost packet's send time), in seconds and in the connection's
+        # smoothed RTTs.
         detect: list[float] = []
         since_use: list[float] = []  # from the first packet on the path after the fault
-        within_2rto = 0
+        since_loss: list[float] = []
+        since_loss_rtts: list[float] = []
+        within_2rto = within_2rtt = 0
         bad_at: dict[tuple[int, int, int], float] = {}
+        loss_at: dict[tuple[int, int, int], float] = {}
+        rtts_of: dict[tuple[int, int, int], float] = {}
+        after_retire: dict[tuple[int, int, int], int] = {}
         undetected = 0
         rtos = []
         for src, c in conns:
             rtos.append(c["rto"])
+            srtt = c.get("srtt")
             first_bad: dict[int, float] = {}
-            for t, ev, _old, new, _why in c["ev_changes"]:
+            first_loss: dict[int, float] = {}
+            for t, ev, _old, new, _why, *rest in c["ev_changes"]:
                 if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
                     first_bad.setdefault(ev & 0xFFFFFFFF, t)
+                    if rest and rest[0] is not None:
+                        first_loss.setdefault(ev & 0xFFFFFFFF, rest[0])
             for t, old, _new in c["path_changes"]:
                 if t >= t_f and hit(src, c["peer"], old):
                     first_bad.setdefault(old & 0xFFFFFFFF, t)
             for (s, peer, ev), _t in used.items():
                 if s == src and peer == c["peer"]:
                     if ev in first_bad and first_bad[ev] < end:
+                        key = (s, peer, ev)
                         detect.append(first_bad[ev] - t_f)
-                        bad_at[(s, peer, ev)] = first_bad[ev] - t_f
+                        bad_at[key] = first_bad[ev] - t_f
                         since_use.append(first_bad[ev] - _t)
                         within_2rto += first_bad[ev] - _t <= 2 * c["rto"]
+                        # data (new or resent) that still went onto it once retired
+                        after_retire[key] = sum(
+                            1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
+                            if e == ev and first_bad[ev] < t < end)
+                        if ev in first_loss:
+                            loss_at[key] = first_loss[ev] - t_f
+                            since_loss.append(first_bad[ev] - first_loss[ev])
+                            if srtt:
+                                rtts_of[key] = (first_bad[ev] - first_loss[ev]) / srtt
+                                since_loss_rtts.append(rtts_of[key])
+                                within_2rtt += rtts_of[key] <= 2
                     else:
                         undetected += 1
         entry["failed_paths"] = [
             {"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}", "sends_after_fault_s":
-             sends[(s, d, ev)][:20], "bad_s": _r(bad_at.get((s, d, ev)))}
+             sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
+             "bad_s": _r(bad_at.get((s, d, ev))),
+             "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
+             "data_after_retire": after_retire.get((s, d, ev))}
             for (s, d, ev) in sorted(used)][:200]
         entry["paths_used_after_fault"] = len(used)
         entry["paths_detected"] = len(detect)
@@ -164,6 +191,12 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["detect_after_first_use_s_p50"] = _r(percentile(since_use, 50))
         entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
         entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
+        entry["retire_after_loss_s_p50"] = _r(percentile(since_loss, 50))
+        entry["retire_after_loss_s_max"] = _r(max(since_loss) if since_loss else None)
+        entry["retire_after_loss_rtts_max"] = _r(max(since_loss_rtts), 2) if since_loss_rtts \
+            else None
+        entry["paths_retired_within_2_rtts_of_loss"] = within_2rtt
+        entry["data_packets_after_retire"] = sum(after_retire.values())
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
         others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
         entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken_by(rec), others))
@@ -202,7 +235,7 @@ def ev_state_timeline(raw: dict) -> dict:
     """Every EV state change of this transport's connections, relative to t0."""
     out = []
     for src, c in _conns(raw):
-        for t, ev, old, new, why in c["ev_changes"]:
+        for t, ev, old, new, why, *_ in c["ev_changes"]:
             if t >= raw["t0"]:
                 out.append([round(t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
                             f"0x{ev & 0xFFFFFFFF:08x}", old, new, why])

@@ -88,9 +88,9 @@ class Stats:
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
     rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)
-    losses_blamed: int = 0  # confirmed losses that made their EV ASSUMED_BAD
-    losses_excused: int = 0  # confirmed losses not blamed on their EV
-    acks_credited_to_original: int = 0  # fast acks after a retransmission
+    losses: int = 0  # packets found lost and not trimmed (SACK hole or RTO)
+    losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
+    losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
 
     def to_json(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}

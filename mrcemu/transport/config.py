@@ -58,6 +58,10 @@ class TransportConfig:
     reorder_window: float = 0.005  # RACK: later-sent packet acked this much earlier = loss
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
+    # Path health (transport/pathmon.py; the README's "Path health" says why these):
+    ce_skip_rotations: int = 1  # an echoed CE mark skips the EV this many rotations
+    trim_skip_rotations: int = 2  # a mid-path trim, this many
+    probes_to_restore: int = 2  # answered probes that bring an ASSUMED_BAD EV back
     ev_min_active: int = 1  # per destination: never fall below this many usable EVs
     ev_backups_per_path: int = 1  # EV variants per path held in the backup set
     seed: int = 1
@@ -67,6 +71,12 @@ class TransportConfig:
     roce_ack_every: int = 8
     roce_retry_count: int = 7
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
+
+    def __post_init__(self) -> None:
+        for name in ("ce_skip_rotations", "trim_skip_rotations", "probes_to_restore"):
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
+                raise MrcemuError(f"transport config: {name} must be a whole number >= 1, "
+                                  f"not {getattr(self, name)!r}")
 
     @classmethod
     def for_topology(cls, topo: _Fabric, seed: int = 1,

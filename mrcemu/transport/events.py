@@ -33,13 +33,15 @@ class MessageReceived:
 @dataclass(frozen=True)
 class EvStateChanged:
     """An EV changed state, or a plane went out of the rotation (`ev` is -1 then and
-    `old` names the plane)."""
+    `old` names the plane). `lost_sent`: for an EV retired by a loss, when the lost
+    packet was sent (its first loss, as far as the sender can date it)."""
 
     t: float
     ev: int
     old: str
     new: str
     why: str
+    lost_sent: float | None = None
 
 
 @dataclass(frozen=True)

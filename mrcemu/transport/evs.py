@@ -2,10 +2,13 @@
 
 | state       | entered on                              | leaves by                         |
 | GOOD        |                                         |                                   |
-| SKIP        | SACK m=SKIP_ONCE, NACK TRIMMED          | GOOD after one spray rotation     |
-| ASSUMED_BAD | RTO with no feedback on the EV since the | a reliability probe answered     |
-|             | packet was sent, SACK m=ALWAYS_SKIP     |                                   |
+| SKIP        | CE echoed, a mid-path trim              | GOOD after its rotations          |
+| ASSUMED_BAD | a loss that was not a trim, SACK        | enough reliability probes answered|
+|             | m=ALWAYS_SKIP                           |                                   |
 | DENIED      | admin only                              | admin allow                       |
+
+Which fact moves an EV where is the path monitor's (transport/pathmon.py); this module
+is the mechanism: states, the backup set, the spraying order.
 
 A failed active EV is replaced from the same plane's backups; `ev_min_active`
 keeps at least that many usable EVs whatever the feedback says. A plane whose
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 from mrcemu.datapath import EvSlot
 from mrcemu.topology.paths import ev_variant
 from mrcemu.transport.events import EvStateChanged
+
+MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is marked
 
 
 class EvState(enum.Enum):
@@ -55,7 +60,6 @@ class Ev:
     state: EvState = EvState.GOOD
     active: bool = True
     skip_until_rotation: int = 0
-    last_congested: float = -1.0  # a switch on this path trimmed or ECN-marked our packet
     last_probe: float = -1.0
     probe_seq: int = 0
     # What the compiled data path writes per packet and the policy reads per event
@@ -213,9 +217,10 @@ class EvProfile:
     def count_usable(self) -> int:
         return sum(1 for e in self.evs.values() if self.usable(e))
 
-    def _set(self, e: Ev, state: EvState, now: float, why: str) -> None:
+    def _set(self, e: Ev, state: EvState, now: float, why: str,
+             lost_sent: float | None = None) -> None:
         if e.state is not state:
-            self.emit(EvStateChanged(now, e.ev, e.state.value, state.value, why))
+            self.emit(EvStateChanged(now, e.ev, e.state.value, state.value, why, lost_sent))
             for held, kind in ((self.bad, EvState.ASSUMED_BAD), (self.skipping, EvState.SKIP)):
                 if state is kind:
                     held[e.ev] = e
@@ -224,26 +229,28 @@ class EvProfile:
             e.state = state
             self._sync(e)
 
-    def skip(self, ev: int, now: float, why: str) -> None:
+    def skip(self, ev: int, now: float, why: str, rotations: int = 1) -> None:
         e = self.evs.get(ev)
         if e is None or e.state is not EvState.GOOD:
             return
         if self.count_usable() <= self.min_active:
             return
-        # One rotation, as the spec has it, for an occasional mark; an EV marked again
-        # as soon as it is back skips twice as long (up to 16 rotations), so a path that
-        # stays hot sheds most of its share instead of half of it.
-        e.skip_until_rotation = self.rotation + e.skip_len
-        e.skip_len = min(e.skip_len * 2, 16)
+        # `rotations` for an occasional mark; an EV marked again as soon as it is back
+        # skips twice as long (up to MAX_SKIP rotations), so a path that stays hot
+        # sheds most of its share instead of half of it.
+        e.skip_until_rotation = self.rotation + min(rotations * e.skip_len, MAX_SKIP)
+        e.skip_len = min(e.skip_len * 2, MAX_SKIP)
         self._set(e, EvState.SKIP, now, why)
 
-    def assume_bad(self, ev: int, now: float, why: str) -> None:
+    def assume_bad(self, ev: int, now: float, why: str,
+                   lost_sent: float | None = None) -> None:
+        """`lost_sent`: when the lost packet that condemned the EV was sent."""
         e = self.evs.get(ev)
         if e is None or e.state in (EvState.ASSUMED_BAD, EvState.DENIED):
             return
         if self.usable(e) and self.count_usable() <= self.min_active:
             return
-        self._set(e, EvState.ASSUMED_BAD, now, why)
+        self._set(e, EvState.ASSUMED_BAD, now, why, lost_sent)
         if e.active:
             e.active = False
             self._sync(e)
@@ -263,7 +270,9 @@ class EvProfile:
             self._sync(pool[0])
             self.emit(EvStateChanged(now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
 
-    def probe_answered(self, ev: int, now: float, marked: bool) -> None:
+    def restore(self, ev: int, now: float, marked: bool) -> None:
+        """An ASSUMED_BAD EV is trusted again (its probes were answered): GOOD, or SKIP
+        for a rotation if the last answer came through a marking queue."""
         e = self.evs.get(ev)
         if e is None or e.state is not EvState.ASSUMED_BAD:
             return
@@ -271,7 +280,7 @@ class EvProfile:
         e.heard_sent = max(e.heard_sent, e.last_probe)  # the probe went out then
         if marked:
             e.skip_until_rotation = self.rotation + 1
-        self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probe answered")
+        self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probes answered")
         # Back into the pool: active if its path has no active EV, else a backup. A
         # backup promoted in its place on another path (_promote_backup) steps back, or
         # the wrongly accused path would carry nothing for the rest of the connection

@@ -9,8 +9,9 @@ per-packet work is the compiled data path's:
   its payload at the RETH address, keeps the PSN bitmap and frames SACK/NACK/ACK at the
   configured cadence.
 The policy here works per SACK, per NACK, per timer and per completed message, never
-per data packet: EV states and the spraying order, congestion control, RTT estimates,
-which losses and silences condemn a path, probes and endpoint requests.
+per data packet: the spraying order, congestion control, RTT estimates, probes and
+endpoint requests. What the data path found about each packet (lost, trimmed where,
+CE echoed) goes to the path monitor (pathmon.py), which alone decides EV states.
 It never reads a clock: every entry point takes `now`.
 """
 
@@ -25,6 +26,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
+from mrcemu.transport.pathmon import PathMonitor
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
 from mrcemu.wire.constants import (
@@ -45,7 +47,6 @@ from mrcemu.wire.constants import (
 )
 
 ECT0 = 0b10
-SILENT_AFTER = 3  # packets unanswered on an EV before its silence can be judged
 # ACKNOWLEDGE's AETH syndrome: an ACK without credit count, as IBTA spells it.
 ACK_SYNDROME = 0x1F
 
@@ -67,6 +68,7 @@ class MrcConnection(ConnectionBase):
         self._trace = TxTrace()
         super().__init__()
         self.profile.emit = self._on_profile_change
+        self.health = PathMonitor(profile, cfg)
         # requester: the compiled sender, framing from the codec's per-opcode bodies with
         # every per-packet field zero (it writes those by name)
         self.next_msn = 0
@@ -79,8 +81,7 @@ class MrcConnection(ConnectionBase):
                        Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM))
         self.tx = datapath.Sender(
             cfg.rcv_window, cfg.pmtu, templates,
-            ((Dscp.TRIMMABLE << 2) | ECT0, (Dscp.TRIMMABLE_RETX << 2) | ECT0, TIMESTAMP_UNIT,
-             SILENT_AFTER),
+            ((Dscp.TRIMMABLE << 2) | ECT0, (Dscp.TRIMMABLE_RETX << 2) | ECT0, TIMESTAMP_UNIT),
             self.profile.new_rotation)
         self._evs = list(self.profile.evs.values())  # by the sender's path index
         self.tx.set_paths([(e.fb, e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
@@ -91,12 +92,6 @@ class MrcConnection(ConnectionBase):
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay)
         self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.reorder_window)
-        self.recent_losses: deque[tuple[float, int]] = deque()  # confirmed: (when, EV)
-        self.suspects: list[tuple[int, float, float]] = []  # (EV, sent, when): for timer()
-        # EVs with enough packets unanswered to be judged silent: the timer looks at these
-        # and not at every EV (a per-wakeup scan of hundreds of EVs was the core's largest
-        # cost). Pruned as they are looked at.
-        self.watch: dict[int, Ev] = {}
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder: the compiled data path, with control bodies from the codec's tables
         ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}
@@ -226,15 +221,15 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
 
     def _completed(self, now: float) -> None:
-        """Messages the sender saw fully acknowledged, and first copies it learnt were
-        lost (their retransmission arrived first)."""
+        """Messages the sender saw fully acknowledged, and the packets it found lost
+        (not trimmed), for the path monitor."""
         for msn in self.tx.take_done():
             msg = self.messages.pop(msn, None)
             if msg is not None:
                 msg.acked = msg.npkts
                 self._events.append(msg.complete(now))
-        for index, sent in self.tx.take_losses():
-            self._blame_loss(self._evs[index].ev, sent, now)
+        for index, sent, how in self.tx.take_losses():
+            self.health.lost(self._evs[index].ev, sent, now, how)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         """A SACK the ports did not take whole: a marked one, or a probe's answer. The
@@ -246,95 +241,16 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
         if s["pr"]:
             self._stats.probes_answered += 1
-            self.profile.probe_answered(ev, now, marked=m != SackMark.NONE)
+            self.health.probe_answered(ev, now, marked=m != SackMark.NONE)
         elif m == SackMark.SKIP_ONCE:
-            self.profile.skip(ev, now, "ECN echoed")
-            if (marked := self.profile.evs.get(ev)) is not None:
-                marked.last_congested = now
+            self.health.ce_echoed(ev, now)
         elif m == SackMark.ALWAYS_SKIP:
-            self.profile.assume_bad(ev, now, "SACK ALWAYS_SKIP")
-
-    def _silent_too_long(self, e: Ev) -> float | None:
-        """When EV `e` earns the "timeout with no SACK": several packets went out on it,
-        the first a whole RTO ago, none has been heard of, and packets sent after it on
-        other paths have arrived (a queue that delays every path alike is no EV's fault,
-        and one packet whose copy was retransmitted elsewhere proves nothing). None if
-        it cannot, whatever the clock says, until more feedback comes."""
-        if (e.silent_since is None or e.unanswered < SILENT_AFTER
-                or e.silent_since >= self.latest_acked_sent - self.cfg.reorder_window):
-            return None
-        limit = self.rto / self.backoff
-        at = e.silent_since + limit
-        if e.last_congested >= 0:  # see _trimmed_lately
-            at = max(at, e.last_congested + 2 * limit)
-        return at
-
-    def _judge_silence(self, now: float) -> None:
-        """Verdicts on silence, made only from timer(): the shell calls it after feeding
-        every packet it has read. Judged per SACK, the first SACK of a stale backlog
-        (read in port order, not send order) made every other path look silent."""
-        for e in self._watched():
-            at = self._silent_too_long(e)
-            if at is not None and now >= at:
-                e.silent_since, e.unanswered = None, 0
-                self.profile.assume_bad(e.ev, now, "no feedback for an RTO")
-        suspects, self.suspects = self.suspects, []
-        window = self.rto / self.backoff
-        for ev, sent, when in suspects:
-            e = self.profile.evs.get(ev)
-            others = {x for t, x in self.recent_losses if x != ev and abs(t - when) <= window}
-            # Heard of since (late, not lost), or one of losses on several EVs at once
-            # (an overloaded receiver drops on every path; a broken path loses alone).
-            if e is None or e.heard_sent >= sent - window or len(others) >= 2:
-                self._stats.losses_excused += 1
-                continue
-            self._stats.losses_blamed += 1
-            self.profile.assume_bad(e.ev, now, "lost after an RTO unheard")
-
-    def _watched(self) -> list[Ev]:
-        """The EVs that may be silent too long, after dropping those heard from since."""
-        for index in self.tx.take_watch():
-            e = self._evs[index]
-            self.watch[e.ev] = e
-        gone = [ev for ev, e in self.watch.items()
-                if e.silent_since is None or e.unanswered < SILENT_AFTER
-                or self.profile.evs.get(ev) is not e]
-        for ev in gone:
-            del self.watch[ev]
-        return list(self.watch.values())
-
-    def _blame_loss(self, ev: int, sent: float, now: float) -> None:
-        """A first copy sent on `ev` at `sent` was really lost, and the EV had delivered
-        nothing sent in the RTO before it: the EV goes ASSUMED_BAD. An EV carries only a
-        packet or two per message here, so the timeout rules (several silent packets)
-        can take several iterations to fire.
-
-        Excused: losses on an EV that was trimming or ECN-marking around then (late
-        behind a queue), and losses that come with losses on several other EVs within
-        an RTO (an overloaded receiver drops on every path; a broken path loses alone)."""
-        window = self.rto / self.backoff
-        while self.recent_losses and self.recent_losses[0][0] < now - window:
-            self.recent_losses.popleft()
-        self.recent_losses.append((now, ev))
-        e = self.profile.evs.get(ev)
-        if e is None or e.last_congested >= sent - 2 * window:
-            self._stats.losses_excused += 1
-            return
-        # The rest is judged at the timer, once the shell has fed all it read: the EV's
-        # own ack, or other EVs' losses, may sit unread behind this one.
-        self.suspects.append((ev, sent, now))
-
-    def _trimmed_lately(self, e: Ev, now: float) -> bool:
-        """A path that trimmed or ECN-marked our packet within two RTOs is congested, not
-        broken: its silence is a queue's, and trimming and ECN, not timeouts, are how MRC
-        handles that."""
-        return e.last_congested >= 0 and now - e.last_congested < 2 * self.rto / self.backoff
+            self.health.remote_bad(ev, now)
 
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
         """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
         self._stats.acks_rx += 1
-        newly, acked_bytes, _, _ = self.tx.ack((d.psn + 1) & PSN_MASK, 0, 0, None, now,
-                                               0.8 * self.cc.base_rtt)
+        newly, acked_bytes, _, _ = self.tx.ack((d.psn + 1) & PSN_MASK, 0, 0, None, now)
         self._completed(now)
         if newly:
             self.backoff = 1
@@ -348,11 +264,9 @@ class MrcConnection(ConnectionBase):
         # for its EV. The packet is lost; a trimmed one is retransmitted at once.
         e = self.profile.evs.get(n["entropy"])
         self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
-        if e is not None and trimmed:
-            e.last_congested = now
         if trimmed:
             self._stats.trims_nacked += 1
-            self.profile.skip(n["entropy"], now, "NACK trimmed")
+            self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
 
     # ---- responder ---------------------------------------------------------
@@ -439,6 +353,7 @@ class MrcConnection(ConnectionBase):
         s, c = self._stats, self.rx.counters()
         for k, v in self.tx.counters().items():
             setattr(s, k, v)
+        s.losses, s.losses_ignored = self.health.losses, self.health.losses_ignored
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
@@ -500,7 +415,6 @@ class MrcConnection(ConnectionBase):
         if self._paths_dirty:
             self._control_paths()
         self.rx.timer(now)
-        self._judge_silence(now)
         srtt = self.srtt or self.cfg.min_rto
         # RACK's timer: a packet sent before one that has arrived is lost once it is a
         # round trip plus the reorder window old, even if no further ack comes to say
@@ -509,20 +423,13 @@ class MrcConnection(ConnectionBase):
         if lost := self.tx.rack_timer(now, srtt, self.cfg.reorder_window):
             self._stats.rack_timer_losses += lost
             self.cc.on_loss(now, srtt)
-        # The RTO: every live packet that old is lost. The sender names the EVs of those
-        # not heard from since they were sent while packets sent after them, on other
-        # paths, have arrived: silence that covers those too is the peer (or us)
-        # stalling, not the path.
-        fired, suspects = self.tx.rto(now, self.rto, self.cfg.reorder_window)
-        for index in suspects:
-            e = self._evs[index]
-            if not self._trimmed_lately(e, now):
-                self.profile.assume_bad(e.ev, now, "RTO without feedback")
-        if fired:
+        # The RTO: every live packet that old is lost (the path monitor judges their EVs).
+        if fired := self.tx.rto(now, self.rto):
             self._stats.rtos += fired
             self.cc.on_loss(now, srtt)
             self.backoff = min(self.backoff * 2, 64)
-        for e in self.profile.needs_probe(now, self.cfg.probe_interval):
+        self._completed(now)
+        for e in self.health.probes_due(now):
             e.last_probe = now
             e.probe_seq += 1
             # In the data class, to test the path data takes. It consumes no PSN: BTH
@@ -543,15 +450,8 @@ class MrcConnection(ConnectionBase):
             if sent < self.tx.latest_acked_sent:
                 srtt = self.srtt or self.cfg.min_rto
                 times.append(sent + srtt + max(self.cfg.reorder_window, srtt))
-        if self.suspects:
-            times.append(min(when for _, _, when in self.suspects))  # at once
-        for e in self._watched():
-            if (at := self._silent_too_long(e)) is not None:
-                times.append(at)
-        bad = [e.last_probe + self.cfg.probe_interval for e in
-               self.profile.needs_probe(float("inf"), 0.0)]
-        if bad:
-            times.append(min(bad))
+        if (probe := self.health.next_probe_at()) is not None:
+            times.append(probe)
         return min(times) if times else None
 
     def port_status(self, planes_up: set[int], now: float) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from ipaddress import IPv6Address
 from typing import Protocol
 
@@ -38,6 +38,7 @@ class PathProps:
     jitter: float = 0.0  # uniform extra delay: reordering
     blackhole: bool = False
     trim: float = 0.0
+    trim_lasthop: float = 0.0  # trimmed at the receiver's own leaf (incast)
     ce: float = 0.0
     delivered: int = 0
     dropped: int = 0
@@ -63,9 +64,7 @@ class SimNet:
     def path(self, src: str, plane: int, spine: int | None) -> PathProps:
         key = (src, plane, spine)
         if key not in self.paths:
-            d = self.default
-            self.paths[key] = PathProps(d.delay, d.loss, d.dup, d.jitter, d.blackhole, d.trim,
-                                        d.ce)
+            self.paths[key] = replace(self.default, delivered=0, dropped=0)
         return self.paths[key]
 
     def deliver(self, pkt: bytes) -> bytes:
@@ -87,6 +86,8 @@ class SimNet:
         if op in MRC_DATA:  # data: the only trimmable kind
             if self.rng.random() < props.trim:
                 pkt = codec.trim(pkt, Dscp.TRIMMED)
+            elif props.trim_lasthop and self.rng.random() < props.trim_lasthop:
+                pkt = codec.trim(pkt, Dscp.TRIMMED_LASTHOP)
             elif self.rng.random() < props.ce:
                 pkt = codec.mark_ce(pkt)
         copies = 2 if self.rng.random() < props.dup else 1

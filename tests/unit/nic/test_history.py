@@ -26,12 +26,13 @@ class Conn:
 
 
 def test_drain_sorts_each_event_into_its_record_in_order():
-    evs = [EvStateChanged(1.0, 0xA, "GOOD", "SKIP", "x"), MessageCompleted(0, 100, 1, 0.5, 1.1),
-           PathRehashed(2.0, 1, 2), MessageReceived(3, None, 2.1), ConnectionFailed(3.0, "r")]
+    evs = [EvStateChanged(1.0, 0xA, "GOOD", "ASSUMED_BAD", "x", 0.9),
+           MessageCompleted(0, 100, 1, 0.5, 1.1), PathRehashed(2.0, 1, 2),
+           MessageReceived(3, None, 2.1), ConnectionFailed(3.0, "r")]
     h, seen = History(), []
     h.drain(Conn(evs), seen.append)
     assert seen == evs
-    assert h.ev_change_rows() == [[1.0, 0xA, "GOOD", "SKIP", "x"]]
+    assert h.ev_change_rows() == [[1.0, 0xA, "GOOD", "ASSUMED_BAD", "x", 0.9]]
     assert h.path_change_rows() == [[2.0, 1, 2]]
     assert h.received == 1 and h.failed == evs[-1]
     assert h.message(Conn([]), 0) == {"msn": 0, "size": 100, "acked_pkts": 1, "npkts": 1,

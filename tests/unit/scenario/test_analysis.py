@@ -14,7 +14,8 @@ T0 = 100.0
 
 def raw_record() -> dict:
     # h0 -> h7 sends on DEAD until 0.3 s after the fault at t=1 s (two new packets and a
-    # retransmission), is told the path is bad at 1.25 s, and keeps using ALIVE.
+    # retransmission), retires it at 1.25 s for the loss of the packet sent at 1.1 s, and
+    # keeps using ALIVE (but for one retransmission on DEAD after it was retired).
     tx_t = [T0 + 0.5, T0 + 1.1, T0 + 1.2, T0 + 1.3, T0 + 1.4, T0 + 2.0]
     tx_ev = [DEAD, DEAD, DEAD, DEAD, ALIVE, ALIVE]
     tx_rtx = [0, 0, 0, 1, 1, 0]
@@ -25,11 +26,12 @@ def raw_record() -> dict:
         t = T0 + i * width
         rate = 40e6 if 1.0 <= i * width < 1.3 else 100e6
         bins[str(int(round(t / width)))] = int(rate * width / 8)
-    conn = {"peer": 7, "transport": "mrc", "rto": 0.1, "cwnd": 64 * 4096, "pmtu": 4096,
+    conn = {"peer": 7, "transport": "mrc", "rto": 0.1, "srtt": 0.05, "cwnd": 64 * 4096,
+            "pmtu": 4096,
             "stats": {"retransmits": 5, "trims_nacked": 1, "nacks_rx": 2, "rtos": 3,
                       "probes_tx": 4, "per_ev": {f"0x{DEAD:08x}": 4, f"0x{ALIVE:08x}": 2}},
             "tx": {"t": tx_t, "ev": tx_ev, "rtx": tx_rtx, "overflow": 0},
-            "ev_changes": [[T0 + 1.25, DEAD, "GOOD", "ASSUMED_BAD", "test"]],
+            "ev_changes": [[T0 + 1.25, DEAD, "GOOD", "ASSUMED_BAD", "test", T0 + 1.1]],
             "path_changes": []}
     flows = [{"src": 0, "dst": 7, "size": 1 << 20, "posted_at": T0, "done_at": T0 + 2.5,
               "ok": True}]
@@ -57,6 +59,15 @@ def test_summary_counts_and_failover_times():
     assert f["new_packets_on_failed_path"] == 2
     assert f["new_packets_on_failed_path_max_per_connection"] == 2
     assert f["detect_s_p50"] == 0.25 and f["paths_not_detected"] == 0
+    # Retired 0.15 s (3 smoothed RTTs) after the send of the lost packet that retired it,
+    # and one packet (the retransmission at 1.3 s) still went onto it after that.
+    (path,) = f["failed_paths"]
+    assert (path["first_loss_s"], path["bad_s"], path["retire_rtts"],
+            path["data_after_retire"]) == (0.1, 0.25, 3.0, 1)
+    assert path["sends_after_fault_s"] == [0.1, 0.2, 0.3]
+    assert f["retire_after_loss_s_max"] == 0.15 and f["retire_after_loss_rtts_max"] == 3.0
+    assert f["paths_retired_within_2_rtts_of_loss"] == 0
+    assert f["data_packets_after_retire"] == 1
     assert f["goodput_before_mbps"] == 100.0
     # Below 90 % from 1.0 s; the 0.1 s average is back above 90 % in the bin ending 1.4 s.
     assert f["recovered_90pct_s"] == 0.4

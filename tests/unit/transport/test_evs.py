@@ -32,7 +32,7 @@ def test_a_probed_back_ev_takes_its_path_back_from_the_substitute():
     assert during[2] == 0 and sum(during.values()) == len(spines)
     substitute = next(c.ev for c in changes if c.new == "ACTIVE")
     accused.last_probe = 1.05
-    prof.probe_answered(accused.ev, 1.1, marked=False)
+    prof.restore(accused.ev, 1.1, marked=False)
     assert accused.active and accused.state.value == "GOOD"
     assert active_per_path(prof, 3) == Counter({s: 1 for s in spines})
     assert not prof.evs[substitute].active
@@ -49,7 +49,7 @@ def test_a_probed_back_ev_whose_path_is_covered_stays_a_backup():
     backup = next(e for e in prof.evs.values() if e.path.plane == 3 and not e.active)
     prof.assume_bad(backup.ev, 1.0, "test")  # a backup accused: nothing promoted
     before = active_per_path(prof, 3)
-    prof.probe_answered(backup.ev, 1.1, marked=False)
+    prof.restore(backup.ev, 1.1, marked=False)
     assert not backup.active and active_per_path(prof, 3) == before
 
 
@@ -65,7 +65,7 @@ def test_probing_visits_exactly_the_assumed_bad_evs_of_live_planes():
     assert {e.ev for e in prof.needs_probe(2.0, 0.5)} == {b.ev, c.ev}
     prof.set_plane(b.path.plane, False, 2.0)  # nothing to probe through a dead port
     assert b.ev not in {e.ev for e in prof.needs_probe(2.0, 0.5)}
-    prof.probe_answered(c.ev, 2.1, marked=False)
+    prof.restore(c.ev, 2.1, marked=False)
     assert c.ev not in prof.bad and prof.bad_count == 2
     assert all(e.state.value == "ASSUMED_BAD" for e in prof.bad.values())
 
@@ -102,7 +102,7 @@ def test_the_cached_rotation_orders_exactly_what_a_fresh_scan_orders(ops):
             elif op == "bad":
                 p.assume_bad(ev, now, "test")
             elif op == "probe":
-                p.probe_answered(ev, now, marked=flag)
+                p.restore(ev, now, marked=flag)
             elif op == "plane":
                 p.set_plane(p.planes[k % len(p.planes)], flag, now)
             else:

@@ -1,0 +1,134 @@
+"""The path monitor's rules, one at a time, with explicit `now` (PAPER.md B1-B4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrcemu.errors import MrcemuError
+from mrcemu.topology import load
+from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.events import EvStateChanged
+from mrcemu.transport.evs import Ev, EvState
+from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_RTO, PathMonitor
+from mrcemu.transport.profiles import profile
+
+
+def rig(**cfg_kw) -> tuple[PathMonitor, list[EvStateChanged], Ev]:
+    cfg = TransportConfig(**cfg_kw)
+    prof = profile(load("default"), 0, 7, cfg)
+    changes: list[EvStateChanged] = []
+    prof.emit = changes.append
+    mon = PathMonitor(prof, cfg)
+    e = next(x for x in prof.evs.values() if x.active and x.path.plane == 2)
+    return mon, changes, e
+
+
+def rotations_in(mon: PathMonitor, e: Ev, state: EvState) -> int:
+    """How many rotations pass before `e` leaves `state` (at most 100)."""
+    for n in range(100):
+        if e.state is not state:
+            return n
+        mon.profile.new_rotation()
+    return 100
+
+
+def test_an_echoed_ce_skips_the_ev_for_its_rotations():
+    mon, changes, e = rig(ce_skip_rotations=3)
+    mon.ce_echoed(e.ev, 1.0)
+    assert e.state is EvState.SKIP and changes[-1].why == "ECN echoed"
+    assert rotations_in(mon, e, EvState.SKIP) == 3
+
+
+def test_a_mid_path_trim_skips_the_ev_longer_than_a_mark():
+    mon, changes, e = rig()
+    mon.trimmed(e.ev, 1.0, last_hop=False)
+    assert e.state is EvState.SKIP and changes[-1].why == "NACK trimmed"
+    assert rotations_in(mon, e, EvState.SKIP) == 2  # the default trim hold, CE's is 1
+
+
+def test_a_last_hop_trim_changes_nothing():
+    mon, changes, e = rig()
+    mon.trimmed(e.ev, 1.0, last_hop=True)
+    assert e.state is EvState.GOOD and e.active and changes == []
+
+
+def test_a_sack_hole_retires_the_ev_at_once_and_a_backup_of_its_plane_takes_over():
+    mon, changes, e = rig()
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    assert e.state is EvState.ASSUMED_BAD and not e.active
+    (bad, promoted) = changes
+    assert (bad.ev, bad.new, bad.why, bad.lost_sent, bad.t) == (
+        e.ev, "ASSUMED_BAD", "lost: SACK hole", 0.95, 1.0)
+    assert promoted.new == "ACTIVE"
+    assert mon.profile.evs[promoted.ev].path.plane == e.path.plane
+
+
+def test_an_rto_retires_an_ev_only_if_no_later_packet_on_it_arrived():
+    mon, changes, e = rig()
+    e.heard_sent = 0.96  # a packet sent on it after the lost one arrived
+    mon.lost(e.ev, 0.95, 1.0, LOSS_RTO)
+    assert e.state is EvState.GOOD and changes == [] and mon.losses_ignored == 1
+    # An ack that came back on it since, for a packet sent before, proves nothing.
+    e.heard_sent, e.last_feedback = 0.90, 1.05
+    mon.lost(e.ev, 0.95, 1.1, LOSS_RTO)
+    assert e.state is EvState.ASSUMED_BAD and changes[0].why == "lost: RTO"
+
+
+def test_a_hole_retires_an_ev_even_if_a_later_packet_on_it_arrived():
+    mon, _, e = rig()
+    e.heard_sent = 0.99
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    assert e.state is EvState.ASSUMED_BAD
+
+
+def test_the_peers_always_skip_retires_the_ev():
+    mon, changes, e = rig()
+    mon.remote_bad(e.ev, 1.0)
+    assert e.state is EvState.ASSUMED_BAD and changes[0].why == "SACK ALWAYS_SKIP"
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_an_ev_comes_back_after_n_answered_probes_and_not_before(n):
+    mon, changes, e = rig(probes_to_restore=n)
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    for i in range(n - 1):
+        mon.probe_answered(e.ev, 1.1 + i, marked=False)
+        assert e.state is EvState.ASSUMED_BAD
+    mon.probe_answered(e.ev, 2.0, marked=False)
+    assert e.state is EvState.GOOD and e.active
+    assert [c.new for c in changes if c.ev == e.ev][-1] == "GOOD"
+
+
+def test_a_new_retirement_starts_the_probe_count_again():
+    mon, _, e = rig(probes_to_restore=2)
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.probe_answered(e.ev, 1.1, marked=False)
+    mon.probe_answered(e.ev, 1.2, marked=False)
+    assert e.state is EvState.GOOD
+    mon.lost(e.ev, 1.25, 1.3, LOSS_HOLE)
+    mon.probe_answered(e.ev, 1.4, marked=False)
+    assert e.state is EvState.ASSUMED_BAD
+
+
+def test_a_marked_probe_answer_brings_the_ev_back_in_skip():
+    mon, _, e = rig(probes_to_restore=1)
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.probe_answered(e.ev, 1.1, marked=True)
+    assert e.state is EvState.SKIP
+
+
+def test_probes_go_to_retired_evs_once_per_interval():
+    mon, _, e = rig()
+    assert mon.probes_due(1.0) == [] and mon.next_probe_at() is None
+    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    assert mon.probes_due(1.0) == [e]
+    e.last_probe = 1.0
+    assert mon.probes_due(1.0 + mon.probe_interval / 2) == []
+    assert mon.next_probe_at() == 1.0 + mon.probe_interval
+
+
+def test_hold_times_must_be_whole_positive_numbers():
+    with pytest.raises(MrcemuError, match="probes_to_restore"):
+        TransportConfig(probes_to_restore=0)
+    with pytest.raises(MrcemuError, match="ce_skip_rotations"):
+        TransportConfig(ce_skip_rotations=1.5)
