@@ -18,8 +18,9 @@ from mrcemu.transport.config import clock_scale
 class Thresholds:
     # The time limits are for 20 Mb/s host links; `for_links` scales them with the
     # transport's clocks on other rates.
-    # Timers late by more than half the 5 ms reorder window (RACK) at p99: the host, not
-    # the path, decides what counts as lost. (One flow on an idle fabric: max 1.2 ms.)
+    # Timers late by more than 2.5 ms at p99 (a packet's wire time is 1.7 ms): the host,
+    # not the path, sets when losses are found and SACKs go. (One flow on an idle fabric:
+    # max 1.2 ms.)
     timer_p99_s: float = 0.0025
     # A single stall this long is half the minimum RTO: a false timeout is likely.
     timer_max_s: float = 0.050

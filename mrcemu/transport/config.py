@@ -17,6 +17,8 @@ from mrcemu.wire.layout import mrc_data_overhead
 class _Fabric(Protocol):
     mtu: int
     host_link_mbps: float
+    fabric_link_mbps: float
+    trim_threshold_bytes: int
 
 
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
@@ -25,8 +27,23 @@ REFERENCE_MBPS = 20.0
 # The clocks that are multiples of a packet's wire time (or of a queue's drain time), and
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
-RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "reorder_window",
-               "probe_interval", "roce_timeout")
+RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "probe_interval",
+               "roce_timeout")
+# The switch queues a data packet between hosts on different leaves waits in: the
+# leaf's uplink, the spine's downlink (fabric links), the leaf's host-facing port.
+FABRIC_QUEUES, HOST_QUEUES = 2, 1
+
+
+def trim_bounded_delay(topo: _Fabric) -> float:
+    """The longest a data packet can wait in the fabric's queues: each queue trims what
+    would wait beyond its trim threshold, so a packet later than this (after the base
+    RTT) was lost, not queued. This is the reorder window: how much earlier a packet
+    sent later may arrive (spraying over queues of different depth) before the earlier
+    one is lost. (72 ms on the built-in fabrics' 20 Mb/s links; the RTT under load is
+    about 30.)"""
+    bits = topo.trim_threshold_bytes * 8
+    return bits * (FABRIC_QUEUES / (topo.fabric_link_mbps * 1e6)
+                   + HOST_QUEUES / (topo.host_link_mbps * 1e6))
 
 
 def clock_scale(host_link_mbps: float) -> float:
@@ -55,7 +72,9 @@ class TransportConfig:
     target_delay: float = 0.020  # queueing delay NSCC aims for, above the base RTT
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
-    reorder_window: float = 0.005  # RACK: later-sent packet acked this much earlier = loss
+    # RACK: a packet sent this much before one that arrived is lost (a SACK hole past the
+    # reorder window): trim_bounded_delay of the reference fabric.
+    reorder_window: float = 0.072
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
     # Path health (transport/pathmon.py; the README's "Path health" says why these):
@@ -84,16 +103,18 @@ class TransportConfig:
         """The config a fabric runs with: the PMTU its links carry, the run's seed (which
         orders every EV profile's spraying), and clocks scaled to its links: on links
         k times slower than 20 Mb/s every packet and queue takes k times longer, so the
-        RTO, reorder window and the rest are k times longer too. The same protocol then
+        RTO and the rest are k times longer too. The same protocol then
         runs on a slower clock, which is how a small host emulates a fabric faithfully
         (fewer packets a second, the same number of packets per RTT). `slowdown` is
         `mrcemu run --slowdown`: the whole experiment runs that many times slower, so
         the emulated routing reconvergence does too (the links are already slowed in
-        `topo`)."""
+        `topo`). The reorder window is the fabric's own: how long its trim thresholds
+        let a packet queue (trim_bounded_delay)."""
         k = clock_scale(topo.host_link_mbps)
         base = cls()
         return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
+                   reorder_window=round(trim_bounded_delay(topo), 9),
                    **{name: getattr(base, name) * k for name in RATE_CLOCKS})
 
     def to_json(self) -> dict[str, Any]:

@@ -134,6 +134,24 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
     assert tshark(folder / "capture.pcapng", "frame.number", filt="_ws.malformed") == []
     report_md = (folder / "report.md").read_text()
     assert "| job completion |" in report_md
+    # Path health, told by the order of events (how soon is `make bench`'s): no trim
+    # ever retires an EV, and an EV a loss retired names the lost packet, sent before.
+    changes = mrc["ev_states"]["changes"]
+    assert not [c for c in changes if c[5] == "ASSUMED_BAD" and "trim" in c[6]]
+    if mrc["fidelity"]["ok"] and name != "loss-1pct":
+        # A faithful run loses nothing the network did not: no EV is retired before the
+        # first fault (its host lost and delayed nothing itself).
+        first = min((f["at_s"] for f in mrc["faults"]), default=float("inf"))
+        assert not [c for c in changes if c[5] == "ASSUMED_BAD" and c[0] < first]
+    if name in ("failover", "gray-link"):
+        for f in mrc["faults"]:
+            # Every failed path MRC used after the fault was retired for a loss on it,
+            # and no data (new or resent) went onto it once it was: only probes.
+            assert f["paths_used_after_fault"] > 0, f
+            assert f["paths_detected"] == f["paths_used_after_fault"], f
+            assert f["data_packets_after_retire"] == 0, f
+            for p in f["failed_paths"]:
+                assert p["first_loss_s"] is not None and p["first_loss_s"] <= p["bad_s"], p
     if name == "failover":
         # Probes on the broken paths, after the first fault.
         probes = tshark(folder / "capture.pcapng", "frame.time_epoch",

@@ -5,13 +5,15 @@ from dataclasses import dataclass
 import pytest
 
 from mrcemu.topology import load
-from mrcemu.transport.config import RATE_CLOCKS, TransportConfig
+from mrcemu.transport.config import RATE_CLOCKS, TransportConfig, trim_bounded_delay
 
 
 @dataclass
 class Fabric:
     mtu: int = 9000
     host_link_mbps: float = 20.0
+    fabric_link_mbps: float = 20.0
+    trim_threshold_bytes: int = 60_000
 
 
 def test_on_reference_links_the_config_is_the_default():
@@ -22,13 +24,26 @@ def test_on_reference_links_the_config_is_the_default():
 @pytest.mark.parametrize("mbps, k", [(2.0, 10.0), (5.0, 4.0), (40.0, 0.5)])
 def test_clocks_scale_with_the_wire_time_of_a_packet(mbps, k):
     base = TransportConfig()
-    cfg = TransportConfig.for_topology(Fabric(host_link_mbps=mbps), seed=3)
+    cfg = TransportConfig.for_topology(
+        Fabric(host_link_mbps=mbps, fabric_link_mbps=mbps), seed=3)
     for name in RATE_CLOCKS:
         assert getattr(cfg, name) == pytest.approx(getattr(base, name) * k), name
     # Not clocks of the link: windows, counts, the seed, routing's reconvergence.
     assert (cfg.pmtu, cfg.sack_every, cfg.rcv_window, cfg.roce_window, cfg.seed) == (
         base.pmtu, base.sack_every, base.rcv_window, base.roce_window, 3)
     assert cfg.roce_reconvergence == base.roce_reconvergence
+    # The reorder window is what the trim thresholds let a packet queue: k times longer
+    # on k times slower links.
+    assert cfg.reorder_window == pytest.approx(base.reorder_window * k)
+
+
+def test_the_reorder_window_is_how_long_the_trim_thresholds_let_a_packet_wait():
+    # 60 kB at 20 Mb/s is 24 ms a queue: two fabric queues and the last hop.
+    assert trim_bounded_delay(Fabric()) == pytest.approx(0.072)
+    # Halving the fabric links doubles the wait at their two queues.
+    assert trim_bounded_delay(Fabric(fabric_link_mbps=10.0)) == pytest.approx(0.120)
+    assert TransportConfig.for_topology(Fabric(trim_threshold_bytes=30_000)).reorder_window \
+        == pytest.approx(0.036)
 
 
 def test_the_large_topology_runs_a_four_times_slower_clock():
