@@ -47,6 +47,32 @@ def recovery_windows(slowdown: float = 1.0) -> tuple[float, int]:
     return PRE_FAULT * slowdown, max(1, round(SMOOTH * slowdown))
 
 
+def goodput_dip(series: dict, at: float, until: float, bin_s: float,
+                before_s: float) -> tuple[float | None, float | None]:
+    """How far goodput fell after a fault at `at`: (its level, the lowest ratio to it).
+
+    The series is regrouped into bins of `bin_s` counted from the fault's bin. The level
+    is the mean of the whole bins in the `before_s` before that bin; the ratio is that of
+    the lowest whole bin after the one holding the fault and ending by `until`. None when
+    either side has no whole bin."""
+    t, g, w = series["t"], series["total_mbps"], series["bin_s"]
+    per = max(1, round(bin_s / w))
+    first = int(at / w + 1e-9) // per * per  # the fault's bin, in series bins
+    bins: dict[int, list[float]] = {}
+    for tt, x in zip(t, g, strict=True):
+        k = (round(tt / w) - first) // per
+        bins.setdefault(k, []).append(x)
+    whole = {k: sum(v) / per for k, v in bins.items() if len(v) == per}
+    nbefore = max(1, round(before_s / bin_s))
+    pre = [whole[k] for k in range(-nbefore, 0) if k in whole]
+    after = [x for k, x in whole.items()
+             if k >= 1 and (first + (k + 1) * per) * w <= until + 1e-9]
+    if not pre or not sum(pre) or not after:
+        return None, None
+    level = sum(pre) / len(pre)
+    return level, min(after) / level
+
+
 def _recovery(series: dict, at: float, until: float,
               slowdown: float = 1.0) -> tuple[float | None, float | None]:
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).

@@ -158,3 +158,16 @@ def test_a_slowed_run_judges_recovery_over_proportionally_longer_windows():
     level, rec = _recovery(series, 1.0, 3.0, slowdown=2.0)
     assert level == 75.0  # the mean over twice PRE_FAULT: half of it at 50 Mb/s
     assert rec is not None and rec > 0.2  # 4 bins averaged: low for longer
+
+
+def test_the_goodput_dip_is_the_lowest_whole_bin_after_the_faults_own():
+    # 10 ms series: 100 Mb/s, the fault at 1.02 s, its 100 ms bin (1.0-1.1) at 20, the
+    # next at 70, then 100 again; the series ends at 1.6 s.
+    t = [round(i * 0.01, 2) for i in range(160)]
+    g = [20.0 if 1.0 <= x < 1.1 else 70.0 if 1.1 <= x < 1.2 else 100.0 for x in t]
+    series = {"bin_s": 0.01, "t": t, "total_mbps": g}
+    level, ratio = analysis.goodput_dip(series, 1.02, 1.6, 0.1, 0.3)
+    assert level == 100.0 and ratio == 0.7  # the fault's own bin (20) is left out
+    # Only bins ending by `until` count; none after the fault's: no figure.
+    assert analysis.goodput_dip(series, 1.02, 1.15, 0.1, 0.3) == (None, None)
+    assert analysis.goodput_dip(series, 0.0, 1.6, 0.1, 0.3) == (None, None)  # no level
