@@ -329,9 +329,10 @@ def nic_line_rate() -> str:
             f"{busy['system']:.0f}, softirq {busy['softirq'] + busy['irq']:.0f}). The "
             "verdict is not faithful here because the transport's clocks scale with the "
             f"link rate: at {PAIR['host_link_mbps'] / 1000:g} Gb/s the RTO floor is "
-            f"{cfg.min_rto * 1e6:g} us and the reorder window {cfg.reorder_window * 1e6:g} us, "
-            "below what this host can time, so some retransmissions are spurious and the "
-            "congestion window backs off for them. D1 is therefore the emulator as it runs "
+            f"{cfg.min_rto * 1e6:g} us, below what this host can time, so some "
+            "retransmissions are spurious and the congestion window backs off for them "
+            f"(the reorder window, from the buffers with trimming off, is "
+            f"{cfg.reorder_window * 1e3:.1f} ms). D1 is therefore the emulator as it runs "
             "at this rate, not the data path's ceiling alone.\n\n")
 
 

@@ -19,6 +19,7 @@ class _Fabric(Protocol):
     host_link_mbps: float
     fabric_link_mbps: float
     trim_threshold_bytes: int
+    buffer_bytes: int
 
 
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
@@ -36,12 +37,12 @@ FABRIC_QUEUES, HOST_QUEUES = 2, 1
 
 def trim_bounded_delay(topo: _Fabric) -> float:
     """The longest a data packet can wait in the fabric's queues: each queue trims what
-    would wait beyond its trim threshold, so a packet later than this (after the base
-    RTT) was lost, not queued. This is the reorder window: how much earlier a packet
-    sent later may arrive (spraying over queues of different depth) before the earlier
-    one is lost. (72 ms on the built-in fabrics' 20 Mb/s links; the RTT under load is
-    about 30.)"""
-    bits = topo.trim_threshold_bytes * 8
+    would wait beyond its trim threshold (with trimming off, drops what overflows its
+    buffer), so a packet later than this (after the base RTT) was lost, not queued.
+    This is the reorder window: how much earlier a packet sent later may arrive
+    (spraying over queues of different depth) before the earlier one is lost. (72 ms on
+    the built-in fabrics' 20 Mb/s links; the RTT under load is about 30.)"""
+    bits = (topo.trim_threshold_bytes or topo.buffer_bytes) * 8
     return bits * (FABRIC_QUEUES / (topo.fabric_link_mbps * 1e6)
                    + HOST_QUEUES / (topo.host_link_mbps * 1e6))
 

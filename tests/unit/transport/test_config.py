@@ -14,6 +14,7 @@ class Fabric:
     host_link_mbps: float = 20.0
     fabric_link_mbps: float = 20.0
     trim_threshold_bytes: int = 60_000
+    buffer_bytes: int = 200_000
 
 
 def test_on_reference_links_the_config_is_the_default():
@@ -44,6 +45,8 @@ def test_the_reorder_window_is_how_long_the_trim_thresholds_let_a_packet_wait():
     assert trim_bounded_delay(Fabric(fabric_link_mbps=10.0)) == pytest.approx(0.120)
     assert TransportConfig.for_topology(Fabric(trim_threshold_bytes=30_000)).reorder_window \
         == pytest.approx(0.036)
+    # With trimming off, a queue holds up to its buffer before it drops.
+    assert trim_bounded_delay(Fabric(trim_threshold_bytes=0)) == pytest.approx(0.240)
 
 
 def test_the_large_topology_runs_a_four_times_slower_clock():
