@@ -45,6 +45,10 @@ struct port_state {
 	__u64 dropped;
 	__u64 trim_errors; /* a trim the kernel refused: the packet went on whole */
 	__u64 last_error;
+	/* Serialises the virtual queue's read-modify-write: both CPUs forward into the
+	 * same port at once (an incast's last hop), and an update lost to that race is a
+	 * packet the virtual queue never counted while the real one holds it. */
+	struct bpf_spin_lock lock;
 };
 
 struct {
@@ -183,29 +187,47 @@ int mrc_switch(struct __sk_buff *skb)
 		}
 	}
 
-	/* The virtual queue: bytes that drain at the port rate. */
-	__u64 now = bpf_ktime_get_ns();
-	__u64 q = vq_drain(st->vq_bytes, now - st->last_ns, cfg->rate_bps);
-	st->last_ns = now;
-	__sync_fetch_and_add(&st->packets, 1);
+	int is_data = roce && opcode >= MRC_OP_DATA_MIN && opcode <= MRC_OP_DATA_MAX;
+	int trimmable = is_data && encap && cfg->trim_threshold &&
+			(dscp == DSCP_TRIMMABLE || dscp == DSCP_TRIMMABLE_RETX);
+	__u32 keep = sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr) + 8 + MRC_DATA_HDRS_MIN;
+	if (flags & MRC_BTH_TS_MASK)
+		keep += MRC_TSETH_LEN;
+	if (opcode == MRC_OP_WRITE_LAST_IMM || opcode == MRC_OP_WRITE_ONLY_IMM)
+		keep += MRC_IMMDT_LEN;
 
+	/* The virtual queue: bytes that drain at the port rate. The verdict and the bytes
+	 * it adds are decided under the port's lock (no helper may run under it: the trim
+	 * itself comes after, and gives back what it reserved if the kernel refuses it). */
+	__u64 now = bpf_ktime_get_ns();
+	__u64 q;
+	int verdict; /* 0 pass, 1 trim, 2 drop */
+	bpf_spin_lock(&st->lock);
+	/* Another CPU may have taken the lock with a later clock: no time passed. */
+	q = vq_drain(st->vq_bytes, now > st->last_ns ? now - st->last_ns : 0, cfg->rate_bps);
+	if (now > st->last_ns)
+		st->last_ns = now;
 	if (cfg->buffer && q + len > cfg->buffer && dscp != DSCP_CONTROL) {
 		st->vq_bytes = q;
+		verdict = 2;
+	} else if (trimmable && q > cfg->trim_threshold) {
+		st->vq_bytes = q + keep;
+		verdict = 1;
+	} else {
+		st->vq_bytes = q + len;
+		verdict = 0;
+	}
+	bpf_spin_unlock(&st->lock);
+	__sync_fetch_and_add(&st->packets, 1);
+
+	if (verdict == 2) {
 		__sync_fetch_and_add(&st->dropped, 1);
 		return TC_ACT_SHOT;
 	}
-	int is_data = roce && opcode >= MRC_OP_DATA_MIN && opcode <= MRC_OP_DATA_MAX;
-	if (is_data && encap && cfg->trim_threshold && q > cfg->trim_threshold &&
-	    (dscp == DSCP_TRIMMABLE || dscp == DSCP_TRIMMABLE_RETX)) {
-		__u32 keep = sizeof(struct ethhdr) + 2 * sizeof(struct ipv6hdr) + 8 + MRC_DATA_HDRS_MIN;
-		if (flags & MRC_BTH_TS_MASK)
-			keep += MRC_TSETH_LEN;
-		if (opcode == MRC_OP_WRITE_LAST_IMM || opcode == MRC_OP_WRITE_ONLY_IMM)
-			keep += MRC_IMMDT_LEN;
+	if (verdict == 1) {
 		__u8 to = cfg->lasthop ? DSCP_TRIMMED_LASTHOP : DSCP_TRIMMED;
 		int err = keep < len ? trim(skb, keep, to) : -105;
 		if (err == 0) {
-			st->vq_bytes = q + keep;
 			__sync_fetch_and_add(&st->trimmed, 1);
 			__sync_fetch_and_add(&st->bytes, keep);
 			skb->priority = PRIO_CONTROL;
@@ -213,6 +235,10 @@ int mrc_switch(struct __sk_buff *skb)
 		}
 		__sync_fetch_and_add(&st->trim_errors, 1);
 		st->last_error = (__u64)(-(long)err);
+		/* The packet goes on whole: the queue holds all of it. */
+		bpf_spin_lock(&st->lock);
+		st->vq_bytes += len > keep ? len - keep : 0;
+		bpf_spin_unlock(&st->lock);
 	}
 	if (cfg->ecn_threshold && q > cfg->ecn_threshold && (ecn == 1 || ecn == 2)) {
 		/* A failed trim may have touched the packet: re-derive the pointers. */
@@ -228,7 +254,6 @@ int mrc_switch(struct __sk_buff *skb)
 		if (encap && (void *)(b + sizeof(struct ipv6hdr)) <= e2)
 			b[1] |= 0x30;
 	}
-	st->vq_bytes = q + len;
 	__sync_fetch_and_add(&st->bytes, len);
 	skb->priority = (dscp == DSCP_CONTROL || dscp == DSCP_TRIMMED ||
 			 dscp == DSCP_TRIMMED_LASTHOP) ? PRIO_CONTROL : PRIO_DATA;

@@ -28,7 +28,8 @@ PROG = PIN / "switch"
 CFG = struct.Struct("<QIIII")  # struct port_cfg
 STATE_FIELDS = ("vq_bytes", "last_ns", "packets", "bytes", "ecn_marked", "trimmed", "dropped",
                 "trim_errors", "last_error")
-STATE = struct.Struct("<" + "Q" * len(STATE_FIELDS))
+# ... then struct bpf_spin_lock (4 bytes, padded to 8), which map updates leave alone.
+STATE = struct.Struct("<" + "Q" * len(STATE_FIELDS) + "I4x")
 
 
 def mac_key(mac: str) -> int:
@@ -124,8 +125,8 @@ def read_state() -> dict[str, dict[str, int]]:
         key, value = entry.get("key"), entry.get("value")
         if isinstance(key, list):  # raw hex bytes (no BTF)
             k = struct.unpack("<Q", bytes(int(x, 16) for x in key))[0]
-            v = dict(zip(STATE_FIELDS, STATE.unpack(bytes(int(x, 16) for x in value)),
-                         strict=True))
+            raw = STATE.unpack(bytes(int(x, 16) for x in value))
+            v = dict(zip(STATE_FIELDS, raw[:len(STATE_FIELDS)], strict=True))
         else:
             k, v = int(key), {f: int(value[f]) for f in STATE_FIELDS}
         mac = ":".join(f"{(k >> s) & 0xFF:02x}" for s in range(40, -1, -8))

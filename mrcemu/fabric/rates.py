@@ -16,8 +16,10 @@ def set_port_rate(layout: Layout, pids: dict[str, int], node: str, ifname: str,
     iface = next((i for i in layout.interfaces.get(node, []) if i.name == ifname), None)
     if iface is None:
         raise MrcemuError(f"{node} has no port {ifname}")
+    switch = layout.nodes[node].kind is not Kind.HOST
     with iproute(pids[node]) as ipr:
-        shaping.change_rate(ipr, ipr.link_lookup(ifname=ifname)[0], mbps, layout.topo.mtu)
-    if layout.nodes[node].kind is not Kind.HOST:
+        shaping.change_rate(ipr, ipr.link_lookup(ifname=ifname)[0], mbps, layout.topo.mtu,
+                            switch)
+    if switch:
         cfg = replace(bpf.port_config(layout, iface), rate_bps=int(mbps * 1e6))
         bpf.configure({iface.mac: cfg}, reset_counters=False)

@@ -1,8 +1,8 @@
 """Egress shaping with htb: this kernel has no netem, so Mininet's TCLink is out.
 
-Two classes under one root at the port rate: 1:10 for CONTROL and TRIMMED
-packets (served first), 1:20 for data (the default). The switch BPF program
-picks the class by setting skb->priority.
+Two classes under one root at the port rate (a switch port's with headroom, below):
+1:10 for CONTROL and TRIMMED packets (served first), 1:20 for data (the default).
+The switch BPF program picks the class by setting skb->priority.
 """
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ from pyroute2 import IPRoute
 
 CONTROL_CLASS = 0x10
 DATA_CLASS = 0x20
+# A switch port's queue is its BPF virtual queue (marks, trims and drops are decided
+# there, draining at exactly the port rate); htb only has to deliver what it admits.
+# Shaped at exactly the rate, htb fell behind whenever this loaded 2-core host ran its
+# dequeue late: on an incast's last hop it carried 16-22 Mb/s of 20 in 200 ms windows,
+# and the real queue stood 70-130 kB above the virtual one's 60 kB trim threshold, so
+# packets waited ~50 ms longer than the switch model allows and hit the RTO. With
+# headroom htb catches up after a late dequeue; what the port carries is still bounded
+# by the virtual queue, which trims or drops what would queue past its thresholds.
+SWITCH_HEADROOM = 1.05
 
 
 def rate(mbps: float) -> str:
@@ -18,18 +27,29 @@ def rate(mbps: float) -> str:
 
 
 def burst_bytes(mbps: float, mtu: int) -> int:
-    # At least a few MTUs so htb is not starved by timer granularity at low rates.
+    # At least a few MTUs so htb is not starved by timer granularity at low rates. Both
+    # the rate's burst and the ceil's (cburst): the data class sends on borrowed ceil
+    # tokens, and pyroute2's default cburst (1,600 B) banks less than one 4 KiB packet
+    # of a late dequeue.
     return max(4 * mtu, int(mbps * 1e6 / 8 / 1000))  # ~1 ms of line rate
 
 
-def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
+def htb_mbps(mbps: float, switch: bool) -> float:
+    """The rate htb shapes a port to: a switch port's, with headroom over its virtual
+    queue; a host's, exactly (the NIC paces below it)."""
+    return mbps * SWITCH_HEADROOM if switch else mbps
+
+
+def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool) -> None:
     """Re-rate a shaped port in place (a degraded link), classes and all."""
+    mbps = htb_mbps(mbps, switch)
     r, b = rate(mbps), burst_bytes(mbps, mtu)
     for handle, prio, base in (("1:1", None, r), (f"1:{CONTROL_CLASS:x}", 0, r),
                                (f"1:{DATA_CLASS:x}", 1, rate(mbps / 100))):
         kw = {"prio": prio} if prio is not None else {}
         ipr.tc("change-class", "htb", index=ifindex, handle=handle,
-               parent="1:" if handle == "1:1" else "1:1", rate=base, ceil=r, burst=b, **kw)
+               parent="1:" if handle == "1:1" else "1:1", rate=base, ceil=r, burst=b,
+               cburst=b, **kw)
 
 
 def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
@@ -37,12 +57,13 @@ def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
     return max(8, buffer_bytes // packet) if buffer_bytes else 1000
 
 
-def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
+def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool) -> None:
+    mbps = htb_mbps(mbps, switch)
     r, b = rate(mbps), burst_bytes(mbps, mtu)
     ipr.tc("add", "htb", index=ifindex, handle="1:", default=DATA_CLASS)
     ipr.tc("add-class", "htb", index=ifindex, handle="1:1", parent="1:", rate=r, ceil=r,
-           burst=b)
+           burst=b, cburst=b)
     ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{CONTROL_CLASS:x}", parent="1:1",
-           rate=r, ceil=r, prio=0, burst=b)
+           rate=r, ceil=r, prio=0, burst=b, cburst=b)
     ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{DATA_CLASS:x}", parent="1:1",
-           rate=rate(mbps / 100), ceil=r, prio=1, burst=b)
+           rate=rate(mbps / 100), ceil=r, prio=1, burst=b, cburst=b)
