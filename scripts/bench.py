@@ -814,12 +814,21 @@ def failover() -> str:
             "a SACK hole past the reorder window (RACK, on an ack or its timer: the send "
             "plus a round trip plus the window), or the RTO for the last packets of a "
             "message, with nothing sent after them to open a hole. The reorder window is "
-            "the fabric's trim-bounded queueing, 72 ms (three queues of 24 ms, at 20 Mb/s "
-            "and a 60 kB trim threshold): a packet later than that was lost, not queued. "
+            f"{window_ms():.0f} ms: the fabric's trim-bounded queueing (three queues of "
+            "24 ms, at 20 Mb/s and a 60 kB trim threshold) plus the host delays a faithful "
+            "run allows (a paced send late by the verdict's limit, a delayed SACK): a "
+            "packet later than that was lost, not queued. "
             "With the 5 ms window the project had before, the same no-fault run retired 68 "
             "EVs, every one for a packet that arrived late (the receivers counted each "
             "retransmission of them as a duplicate).\n\n"
             + flap_vs_clean())
+
+
+def window_ms() -> float:
+    """The reorder window `mrcemu up default` runs with, at full speed."""
+    from mrcemu.topology import load
+    from mrcemu.transport.config import TransportConfig
+    return TransportConfig.for_topology(load("default")).reorder_window * 1000
 
 
 def flap_vs_clean() -> str:

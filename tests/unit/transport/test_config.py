@@ -5,7 +5,12 @@ from dataclasses import dataclass
 import pytest
 
 from mrcemu.topology import load
-from mrcemu.transport.config import RATE_CLOCKS, TransportConfig, trim_bounded_delay
+from mrcemu.transport.config import (
+    HOST_SLACK,
+    RATE_CLOCKS,
+    TransportConfig,
+    trim_bounded_delay,
+)
 
 
 @dataclass
@@ -43,8 +48,14 @@ def test_the_reorder_window_is_how_long_the_trim_thresholds_let_a_packet_wait():
     assert trim_bounded_delay(Fabric()) == pytest.approx(0.072)
     # Halving the fabric links doubles the wait at their two queues.
     assert trim_bounded_delay(Fabric(fabric_link_mbps=10.0)) == pytest.approx(0.120)
+    # The window adds the host slack a faithful run allows, scaled like the clocks.
     assert TransportConfig.for_topology(Fabric(trim_threshold_bytes=30_000)).reorder_window \
-        == pytest.approx(0.036)
+        == pytest.approx(0.036 + HOST_SLACK)
+    assert TransportConfig.for_topology(Fabric(host_link_mbps=10.0)).reorder_window \
+        == pytest.approx(0.048 + 0.048 + 2 * HOST_SLACK)
+    # The reference fabric's window is the config's default.
+    assert TransportConfig.for_topology(Fabric()).reorder_window \
+        == pytest.approx(TransportConfig().reorder_window)
     # With trimming off, a queue holds up to its buffer before it drops.
     assert trim_bounded_delay(Fabric(trim_threshold_bytes=0)) == pytest.approx(0.240)
 
