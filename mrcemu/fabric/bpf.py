@@ -117,18 +117,31 @@ def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None) -
     _run(["nsenter", f"--net={path}", "tc", "-batch", "-"], stdin=batch)
 
 
-def read_state() -> dict[str, dict[str, int]]:
-    """Counters per port MAC."""
-    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/mrc_state"]))
+CFG_FIELDS = ("rate_bps", "ecn_threshold", "trim_threshold", "buffer", "lasthop")
+
+
+def _dump(name: str, layout: struct.Struct, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """One pinned map's entries, per port MAC, as {field: value}."""
+    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/{name}"]))
     res = {}
     for entry in out:
         key, value = entry.get("key"), entry.get("value")
         if isinstance(key, list):  # raw hex bytes (no BTF)
             k = struct.unpack("<Q", bytes(int(x, 16) for x in key))[0]
-            raw = STATE.unpack(bytes(int(x, 16) for x in value))
-            v = dict(zip(STATE_FIELDS, raw[:len(STATE_FIELDS)], strict=True))
+            raw = layout.unpack(bytes(int(x, 16) for x in value))
+            v = dict(zip(names, raw[:len(names)], strict=True))
         else:
-            k, v = int(key), {f: int(value[f]) for f in STATE_FIELDS}
+            k, v = int(key), {f: int(value[f]) for f in names}
         mac = ":".join(f"{(k >> s) & 0xFF:02x}" for s in range(40, -1, -8))
         res[mac] = v
     return res
+
+
+def read_state() -> dict[str, dict[str, int]]:
+    """Counters (and the virtual queue) per port MAC."""
+    return _dump("mrc_state", STATE, STATE_FIELDS)
+
+
+def read_config() -> dict[str, dict[str, int]]:
+    """What each port's switch program runs with, per port MAC (a re-rated port's rate)."""
+    return _dump("mrc_cfg", CFG, CFG_FIELDS)

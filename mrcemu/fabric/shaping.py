@@ -40,16 +40,22 @@ def htb_mbps(mbps: float, switch: bool) -> float:
     return mbps * SWITCH_HEADROOM if switch else mbps
 
 
-def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool) -> None:
-    """Re-rate a shaped port in place (a degraded link), classes and all."""
+def _set_classes(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool,
+                 command: str) -> None:
+    """The root and its two classes, added or changed (`command`) at one rate."""
     mbps = htb_mbps(mbps, switch)
     r, b = rate(mbps), burst_bytes(mbps, mtu)
-    for handle, prio, base in (("1:1", None, r), (f"1:{CONTROL_CLASS:x}", 0, r),
-                               (f"1:{DATA_CLASS:x}", 1, rate(mbps / 100))):
+    for handle, parent, base, prio in (("1:1", "1:", r, None),
+                                       (f"1:{CONTROL_CLASS:x}", "1:1", r, 0),
+                                       (f"1:{DATA_CLASS:x}", "1:1", rate(mbps / 100), 1)):
         kw = {"prio": prio} if prio is not None else {}
-        ipr.tc("change-class", "htb", index=ifindex, handle=handle,
-               parent="1:" if handle == "1:1" else "1:1", rate=base, ceil=r, burst=b,
-               cburst=b, **kw)
+        ipr.tc(command, "htb", index=ifindex, handle=handle, parent=parent, rate=base,
+               ceil=r, burst=b, cburst=b, **kw)
+
+
+def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool) -> None:
+    """Re-rate a shaped port in place (a degraded link), classes and all."""
+    _set_classes(ipr, ifindex, mbps, mtu, switch, "change-class")
 
 
 def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
@@ -58,12 +64,5 @@ def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
 
 
 def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int, switch: bool) -> None:
-    mbps = htb_mbps(mbps, switch)
-    r, b = rate(mbps), burst_bytes(mbps, mtu)
     ipr.tc("add", "htb", index=ifindex, handle="1:", default=DATA_CLASS)
-    ipr.tc("add-class", "htb", index=ifindex, handle="1:1", parent="1:", rate=r, ceil=r,
-           burst=b, cburst=b)
-    ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{CONTROL_CLASS:x}", parent="1:1",
-           rate=r, ceil=r, prio=0, burst=b, cburst=b)
-    ipr.tc("add-class", "htb", index=ifindex, handle=f"1:{DATA_CLASS:x}", parent="1:1",
-           rate=rate(mbps / 100), ceil=r, prio=1, burst=b, cburst=b)
+    _set_classes(ipr, ifindex, mbps, mtu, switch, "add-class")

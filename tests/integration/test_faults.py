@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-import subprocess
 
 import pytest
 
@@ -74,22 +72,10 @@ def test_host_port_down_takes_one_plane_from_one_host_and_comes_back(fabric):
 def port_rates(node: str, port: str) -> tuple[float, float]:
     """(the switch model's rate, htb's root rate) of a switch port, in Mb/s."""
     mac = mrcemu("exec", node, "--", "cat", f"/sys/class/net/{port}/address").stdout.strip()
-    dump = json.loads(subprocess.run(
-        ["bpftool", "-j", "map", "dump", "pinned", f"{bpf.PIN}/mrc_cfg"],
-        capture_output=True, text=True, check=True).stdout)
-    model = None
-    for e in dump:
-        key, value = e["key"], e["value"]
-        if isinstance(key, list):  # raw bytes, no BTF
-            k = struct.unpack("<Q", bytes(int(x, 16) for x in key))[0]
-            rate = bpf.CFG.unpack(bytes(int(x, 16) for x in value))[0]
-        else:
-            k, rate = int(key), int(value["rate_bps"])
-        if k == bpf.mac_key(mac):
-            model = rate / 1e6
+    model = bpf.read_config()[mac]["rate_bps"] / 1e6
     tc = mrcemu("exec", node, "--", "tc", "class", "show", "dev", port).stdout
     m = re.search(r"class htb 1:1 root rate (\d+)([KM])bit", tc)
-    assert model is not None and m, (mac, tc)
+    assert m, tc
     return model, int(m[1]) / (1000 if m[2] == "K" else 1)
 
 
