@@ -85,6 +85,8 @@ class Stats:
     nacks_tx: int = 0
     probes_tx: int = 0
     probes_answered: int = 0
+    reverse_probes: int = 0  # B9: probes that keep a receiving connection's ack EVs fresh
+    reverse_adopted: int = 0  # of their answers, those that changed the reverse set
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
     rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)

@@ -17,6 +17,7 @@ It never reads a clock: every entry point takes `now`.
 
 from __future__ import annotations
 
+import random
 from collections import Counter, deque
 from collections.abc import Iterable
 
@@ -27,6 +28,7 @@ from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.pathmon import PathMonitor
+from mrcemu.transport.reverse import ReverseEvs
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
 from mrcemu.wire.constants import (
@@ -69,6 +71,9 @@ class MrcConnection(ConnectionBase):
         super().__init__()
         self.profile.emit = self._on_profile_change
         self.health = PathMonitor(profile, cfg)
+        # B9: control packets go on a small reverse set, one EV a plane (reverse.py).
+        self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003 + local_qpn))
+        self._rx_count, self._rx_at = 0, float("-inf")  # data received, and when it last grew
         # requester: the compiled sender, framing from the codec's per-opcode bodies with
         # every per-packet field zero (it writes those by name)
         self.next_msn = 0
@@ -200,6 +205,7 @@ class MrcConnection(ConnectionBase):
     def _output(self, out: list[tuple[int, bytes]] | datapath.Ports, now: float,
               budget: int) -> int:
         """What packets_to_send says, into a list of (EV, frame) or onto the ports."""
+        self._reverse_upkeep(now)
         if self._paths_dirty:  # Ports.receive may answer for us before receive_frame
             self._control_paths()
         n = self.rx.take_control(out) if self.rx.pending else 0
@@ -242,6 +248,9 @@ class MrcConnection(ConnectionBase):
         if s["pr"]:
             self._stats.probes_answered += 1
             self.health.probe_answered(ev, now, marked=m != SackMark.NONE)
+            if self.reverse.answered(ev, now):
+                self._stats.reverse_adopted += 1
+                self._paths_dirty = True
         elif m == SackMark.SKIP_ONCE:
             self.health.ce_echoed(ev, now)
         elif m == SackMark.ALWAYS_SKIP:
@@ -271,8 +280,8 @@ class MrcConnection(ConnectionBase):
 
     # ---- responder ---------------------------------------------------------
     def _control_ev(self) -> Ev | None:
-        e = self.profile.next_ev()
-        if e is None:  # nothing usable: any EV in a live plane beats silence
+        e = self.reverse.next()
+        if e is None:  # no plane left in the set: any EV in a live plane beats silence
             for x in self.profile.evs.values():
                 if x.path.plane not in self.profile.planes_down:
                     return x
@@ -299,27 +308,47 @@ class MrcConnection(ConnectionBase):
 
     def _on_profile_change(self, ev: EvStateChanged) -> None:
         self._events.append(ev)
+        if ev.new in (EvState.ASSUMED_BAD.value, EvState.DENIED.value):
+            self.reverse.retired(ev.ev)
         self._paths_dirty = True
 
     def _control_paths(self) -> None:
         """Hand the responder the EVs its SACK/NACK/ACKs go on, taken in turn: the
-        usable ones and those in SKIP, or, with none, any in a live plane (anything beats
-        silence).
-
-        SKIP is how data sheds a marked (congested) path, and it ends only as data
-        rotates: a connection that has stopped sending keeps its SKIPs. Its acks, small
-        and in the control class, still need every path it has no reason to distrust;
-        with the SKIPs left out, the one EV a peer had left could be the one through a
-        gray link it never sent data over, and every ack was lost (a stall the gray-link
-        scenario found: RTOs up to the maximum, for as long as the fault lasted)."""
+        reverse set (one EV a plane, B9), or, with no plane in it, any EV in a live
+        plane (anything beats silence)."""
         prof = self.profile
-        evs = [e for e in prof.evs.values()
-               if prof.usable(e) or (e.state is EvState.SKIP and e.active
-                                     and e.path.plane not in prof.planes_down)] or [
+        evs = self.reverse.evs() or [
             e for e in prof.evs.values() if e.path.plane not in prof.planes_down]
         self.rx.set_paths([(e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
                             e.path.container) for e in evs])
         self._paths_dirty = False
+
+    def _reverse_upkeep(self, now: float) -> None:
+        """Keep the reverse set fresh (reverse.py): from our data's feedback while we
+        send, by a probe an RTT while we only receive."""
+        interval = self.srtt or self.reverse.rtt or self.cfg.probe_interval
+        if self.rx.rx_data != self._rx_count:
+            self._rx_count, self._rx_at = self.rx.rx_data, now
+        if not self.idle:
+            if self.reverse.refresh(now, interval):
+                self._paths_dirty = True
+        elif self._receiving(interval, now):
+            if (e := self.reverse.probe_due(now, interval)) is not None:
+                self._stats.reverse_probes += 1
+                self._send_probe(e, now)
+
+    def _receiving(self, interval: float, now: float) -> bool:
+        """Data arrived within the last interval (a quiet connection probes nothing)."""
+        return now - self._rx_at <= interval
+
+    def _send_probe(self, e: Ev, now: float) -> None:
+        """A reliability probe on `e`, in the data class, to test the path data takes.
+        It consumes no PSN: BTH carries the lowest unacknowledged one, for the reader."""
+        e.probe_seq += 1
+        peth = {"probe_id": e.probe_seq & 0xFFFF, "spdcid": self.local_qpn & 0xFFFF,
+                "dpdcid": self.remote_qpn & 0xFFFF, "tx_timestamp": timestamp(now)}
+        self.control.append((e.ev, self._packet(e, Opcode.RELIABILITY_PROBE_REQ,
+                                                {"PETH": peth}, self.una, None, PROBE_DSCP)))
 
     def _completions(self, now: float) -> None:
         for msn, imm in self.rx.take_completions():
@@ -431,15 +460,9 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
         for e in self.health.probes_due(now):
             e.last_probe = now
-            e.probe_seq += 1
-            # In the data class, to test the path data takes. It consumes no PSN: BTH
-            # carries the lowest unacknowledged one, for the reader.
-            peth = {"probe_id": e.probe_seq & 0xFFFF, "spdcid": self.local_qpn & 0xFFFF,
-                    "dpdcid": self.remote_qpn & 0xFFFF, "tx_timestamp": timestamp(now)}
-            self.control.append((e.ev, self._packet(e, Opcode.RELIABILITY_PROBE_REQ,
-                                                    {"PETH": peth}, self.una, None,
-                                                    PROBE_DSCP)))
+            self._send_probe(e, now)
             self._stats.probes_tx += 1
+        self._reverse_upkeep(now)
 
     def next_timer(self) -> float | None:
         times = []
@@ -452,6 +475,11 @@ class MrcConnection(ConnectionBase):
                 times.append(sent + srtt + max(self.cfg.reorder_window, srtt))
         if (probe := self.health.next_probe_at()) is not None:
             times.append(probe)
+        if self.idle:  # only receiving: B9's probe, while data comes
+            interval = self.srtt or self.reverse.rtt or self.cfg.probe_interval
+            at = self.reverse.next_probe_at(interval)
+            if self._receiving(interval, at):
+                times.append(at)
         return min(times) if times else None
 
     def port_status(self, planes_up: set[int], now: float) -> None:

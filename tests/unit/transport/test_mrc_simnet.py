@@ -146,6 +146,7 @@ def test_a_completed_message_is_acked_at_once_by_a_sack_and_a_cumulative_ack_on_
     net.default.jitter = 0.0005  # arrivals apart, all within the 2 ms SACK delay
     data, mr = write(ca, cb, 3 * 4096)  # three packets: below the SACK cadence of 4
     net.run(5.0, stop=lambda: ca.idle)
+    net.run(net.now + 0.01)  # the ack that did not complete it is still on its way
     assert sha(mr.buf) == sha(data) and received(cb) == [(0, None)]
     acks = [(t, ev, op) for t, src, ev, op in net.sent_log
             if src == "h7" and op in (Opcode.RELIABILITY_SACK, Opcode.ACKNOWLEDGE)]
@@ -205,25 +206,68 @@ def test_trims_at_the_last_hop_are_nacked_and_change_no_ev():
     assert [c for c in drain(ca, EvStateChanged) if c.ev >= 0] == []
 
 
-def test_acks_keep_every_path_in_skip_not_only_the_last_usable_one():
-    # The receiver marked all but one of its EVs SKIP while it sent, then stopped
-    # sending: its SKIPs never end (they end as data rotates). Its acks must still take
-    # those paths too: the one left may be broken (a gray link it never sent data over).
-    _, ca, cb = pair("small", a=0, b=3)
-    active = [e for e in cb.profile.evs.values() if e.active]
-    for e in active[1:]:
-        cb.profile.skip(e.ev, 0.0, "test")
-    assert [e.state for e in active[1:]] == [EvState.SKIP] * (len(active) - 1)
-    assert cb.profile.count_usable() == 1
-    write(ca, cb, 64 * 4096)
-    used = set()
-    for step in range(8):
-        now = 0.001 * (step + 1)
-        for _ev, f in ca.packets_to_send(now, 8):
-            cb.receive(f, now)
-        cb.timer(now + 0.003)
-        used |= {ev for ev, _f in cb.packets_to_send(now + 0.003, 0)}
-    assert used == {e.ev for e in active}  # the SKIP ones carried acks as well
+CONTROL = (Opcode.RELIABILITY_SACK, Opcode.RELIABILITY_NACK, Opcode.ACKNOWLEDGE)
+
+
+def moved(net, c, plane: int, spine: int | None) -> list[float]:
+    """Runs `net`, noting when `c`'s reverse EV for `plane` first left `spine`."""
+    at: list[float] = []
+
+    def step(now: float) -> None:
+        if not at and ev_fields(c.reverse.chosen[plane].ev)[1] != spine:
+            at.append(now)
+    return at, step
+
+
+def test_a_connection_that_only_receives_moves_its_acks_off_a_dead_path_by_probing():
+    # B9: h7 only receives, so no data of its own tests its EVs toward h0. The path its
+    # acks take on plane 2 is dead from the start; a probe an RTT finds it another.
+    net, ca, cb = pair()
+    net.default.delay = 0.005
+    dead = cb.reverse.chosen[2]
+    spine = ev_fields(dead.ev)[1]
+    net.path("h7", 2, spine).blackhole = True
+    data, mr = write(ca, cb, 16 << 20)
+    at, step = moved(net, cb, 2, spine)
+    net.run(30.0, stop=lambda: ca.idle, on_step=step)
+    assert ca.idle and sha(mr.buf) == sha(data)
+    assert cb.stats.tx_data == 0 and cb.stats.reverse_probes > 0
+    assert cb.stats.reverse_adopted >= 1 and at
+    ctl = [(t, ev) for t, src, ev, op in net.sent_log if src == "h7" and op in CONTROL]
+    on_dead = [t for t, ev in ctl if ev_fields(ev) == (2, spine)]
+    # Acks went into the dead path until the set moved, and never after.
+    assert on_dead and max(on_dead) <= at[0]
+    # One EV a plane: the acks sent at one moment never take two EVs of one plane.
+    at_once: dict[float, set[int]] = {}
+    for t, ev in ctl:
+        at_once.setdefault(t, set()).add(ev)
+    assert all(len(evs) == len({ev_fields(ev)[0] for ev in evs}) for evs in at_once.values())
+    assert max(len(evs) for evs in at_once.values()) == 8
+    # The acks lost to the dead path retired none of h0's EVs toward h7.
+    assert [c for c in drain(ca, EvStateChanged) if c.new == "ASSUMED_BAD"] == []
+
+
+def test_with_data_flowing_the_set_leaves_a_dead_path_before_the_monitor_retires_it():
+    # B9: h7 sends too, and its SACKs from h0 name the EVs its data got through on: the
+    # plane's ack EV moves to one heard from, an RTT or so after the start, where the
+    # path monitor needs a loss past the reorder window.
+    net, ca, cb = pair()
+    net.default.delay = 0.005
+    dead = cb.reverse.chosen[2]
+    spine = ev_fields(dead.ev)[1]
+    net.path("h7", 2, spine).blackhole = True
+    data, mr = write(ca, cb, 4 << 20)
+    back, mr_back = write(cb, ca, 8 << 20, seed=9)  # h7 sends for as long as it receives
+    at, step = moved(net, cb, 2, spine)
+    net.run(30.0, stop=lambda: ca.idle and cb.idle, on_step=step)
+    assert sha(mr.buf) == sha(data) and sha(mr_back.buf) == sha(back)
+    retired = [c.t for c in drain(cb, EvStateChanged)
+               if c.new == "ASSUMED_BAD" and ev_fields(c.ev) == (2, spine)]
+    assert at and retired and at[0] < min(retired)
+    assert cb.stats.reverse_probes == 0  # feedback did it, not probes
+    on_dead = [t for t, src, ev, op in net.sent_log
+               if src == "h7" and op in CONTROL and ev_fields(ev) == (2, spine)]
+    assert max(on_dead, default=0.0) <= at[0]
 
 
 def test_one_ev_a_plane_sprays_every_rotation_without_a_new_order(tmp_path):
