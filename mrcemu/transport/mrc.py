@@ -74,6 +74,7 @@ class MrcConnection(ConnectionBase):
         # B9: control packets go on a small reverse set, one EV a plane (reverse.py).
         self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003 + local_qpn))
         self._rx_count, self._rx_at = 0, float("-inf")  # data received, and when it last grew
+        self._rx_probed = 0  # the data count at the last reverse probe (or when none was due)
         # requester: the compiled sender, framing from the codec's per-opcode bodies with
         # every per-packet field zero (it writes those by name)
         self.next_msn = 0
@@ -327,19 +328,21 @@ class MrcConnection(ConnectionBase):
         """Keep the reverse set fresh (reverse.py): from our data's feedback while we
         send, by a probe an RTT while we only receive."""
         interval = self.srtt or self.reverse.rtt or self.cfg.probe_interval
-        if self.rx.rx_data != self._rx_count:
-            self._rx_count, self._rx_at = self.rx.rx_data, now
+        rx = self.rx.rx_data
+        if rx != self._rx_count:
+            self._rx_count, self._rx_at = rx, now
         if not self.idle:
             if self.reverse.refresh(now, interval):
                 self._paths_dirty = True
-        elif self._receiving(interval, now):
-            if (e := self.reverse.probe_due(now, interval)) is not None:
+        elif rx != self._rx_probed and now >= self.reverse.next_probe_at(interval):
+            # Armed by data that came since the last probe; whether it came within the
+            # last interval decides if we still only receive, or have gone quiet.
+            self._rx_probed = rx
+            if now - self._rx_at > interval:
+                self.reverse.last_probe = now
+            elif (e := self.reverse.probe_due(now, interval)) is not None:
                 self._stats.reverse_probes += 1
                 self._send_probe(e, now)
-
-    def _receiving(self, interval: float, now: float) -> bool:
-        """Data arrived within the last interval (a quiet connection probes nothing)."""
-        return now - self._rx_at <= interval
 
     def _send_probe(self, e: Ev, now: float) -> None:
         """A reliability probe on `e`, in the data class, to test the path data takes.
@@ -475,11 +478,9 @@ class MrcConnection(ConnectionBase):
                 times.append(sent + srtt + max(self.cfg.reorder_window, srtt))
         if (probe := self.health.next_probe_at()) is not None:
             times.append(probe)
-        if self.idle:  # only receiving: B9's probe, while data comes
-            interval = self.srtt or self.reverse.rtt or self.cfg.probe_interval
-            at = self.reverse.next_probe_at(interval)
-            if self._receiving(interval, at):
-                times.append(at)
+        if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
+            times.append(self.reverse.next_probe_at(
+                self.srtt or self.reverse.rtt or self.cfg.probe_interval))
         return min(times) if times else None
 
     def port_status(self, planes_up: set[int], now: float) -> None:

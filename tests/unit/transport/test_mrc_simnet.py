@@ -245,6 +245,10 @@ def test_a_connection_that_only_receives_moves_its_acks_off_a_dead_path_by_probi
     assert max(len(evs) for evs in at_once.values()) == 8
     # The acks lost to the dead path retired none of h0's EVs toward h7.
     assert [c for c in drain(ca, EvStateChanged) if c.new == "ASSUMED_BAD"] == []
+    # Data stopped: the probes stop, and the receiver waits on no timer.
+    probes = cb.stats.reverse_probes
+    net.run(net.now + 1.0)
+    assert cb.next_timer() is None and cb.stats.reverse_probes <= probes + 1
 
 
 def test_with_data_flowing_the_set_leaves_a_dead_path_before_the_monitor_retires_it():
