@@ -222,7 +222,7 @@ def moved(net, c, plane: int, spine: int | None) -> list[float]:
 def test_a_connection_that_only_receives_moves_its_acks_off_a_dead_path_by_probing():
     # B9: h7 only receives, so no data of its own tests its EVs toward h0. The path its
     # acks take on plane 2 is dead from the start; a probe an RTT finds it another.
-    net, ca, cb = pair()
+    net, ca, cb = pair(probe_interval=0.01)  # the RTT here: no floor above it
     net.default.delay = 0.005
     dead = cb.reverse.chosen[2]
     spine = ev_fields(dead.ev)[1]
