@@ -573,6 +573,7 @@ def run(scenario: str, out: str, slowdown: float) -> None:
     capture. Ctrl-C stops early, still writing a partial report."""
     from pathlib import Path
 
+    from mrcemu import fidelity
     from mrcemu.scenario import load as load_scenario
     from mrcemu.scenario.job import run as run_job
     from mrcemu.scenario.report import table_rows
@@ -634,6 +635,11 @@ def run(scenario: str, out: str, slowdown: float) -> None:
         for r in rows:
             t.add_row(*r)
         console.print(t)
+    verdict = rep.get("fidelity")
+    if verdict and not verdict["ok"]:
+        # The figures above are this host's as much as the fabric's: say why, and the way out.
+        console.print(f"[yellow]{fidelity.line(verdict)}[/] A slower run "
+                      "(--slowdown, see Fidelity in the README) gives figures to trust.")
     console.print(f"report: [bold]{folder}[/]")
     if rep["partial"]:
         sys.exit(130)

@@ -21,6 +21,12 @@ def _fmt(x: object, unit: str = "", nd: int = 3) -> str:
     return f"{x}{unit}"
 
 
+def _faithful(v: dict | None) -> str:
+    if not v:
+        return "not measured"
+    return "faithful" if v["ok"] else "NOT faithful"
+
+
 def _outcome(t: dict) -> str:
     if t.get("completed"):
         return "completed"
@@ -49,6 +55,8 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         ["trims", *[_fmt(ts[n]["trims"]) for n in names]],
         ["NACKs", *[_fmt(ts[n]["nacks"]) for n in names]],
         ["RTOs", *[_fmt(ts[n]["rtos"]) for n in names]],
+        # The terminal shows only this table: it must say whether to trust the rest.
+        ["fidelity", *[_faithful(ts[n].get("fidelity")) for n in names]],
     ]
     nf = max((len(ts[n]["faults"]) for n in names), default=0)
     for i in range(nf):

@@ -97,6 +97,11 @@ class EvProfile:
     planes: list[int]
     min_active: int = 1
     rotation: int = 0
+    # The owner's last clock reading. A SKIP ends at a rotation, and the compiled sender
+    # starts rotations without the time; its owner sets this before it sends, so the
+    # "skip over" change carries when it happened (without it the report never saw a
+    # SKIP end, and ev-states.png showed every SKIP as lasting to the end of the run).
+    now: float = 0.0
     planes_down: set[int] = field(default_factory=set)  # our port or the peer's
     # Where state changes go: the owning connection's event queue (a bare profile
     # reports to nobody).
@@ -173,7 +178,7 @@ class EvProfile:
                 rank = {ev: i for i, ev in enumerate(self.evs)}
                 over.sort(key=lambda e: rank[e.ev])
             for e in over:
-                self._set(e, EvState.GOOD, -1.0, "skip over")
+                self._set(e, EvState.GOOD, self.now, "skip over")
         usable = self._usable_by_plane
         rep = self._repeats
         if rep is not None and rep[0] is usable and rep[1] is self.on_rotation:

@@ -206,6 +206,7 @@ class MrcConnection(ConnectionBase):
     def _output(self, out: list[tuple[int, bytes]] | datapath.Ports, now: float,
               budget: int) -> int:
         """What packets_to_send says, into a list of (EV, frame) or onto the ports."""
+        self.profile.now = now  # rotations start while sending: their changes' time
         self._reverse_upkeep(now)
         if self._paths_dirty:  # Ports.receive may answer for us before receive_frame
             self._control_paths()

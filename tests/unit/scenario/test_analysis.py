@@ -114,6 +114,10 @@ def test_report_table_has_both_transports_side_by_side():
     head, rows = report.table_rows(rep)
     assert head == ["", "MRC", "RoCE"]
     assert ["job completion", "2.500 s", "2.500 s"] in rows
+    bad = {"ok": False, "reasons": ["timers ran late"]}
+    rep["transports"] = {"mrc": {**s, "fidelity": {"ok": True, "reasons": []}},
+                         "roce": {**s, "fidelity": bad}}
+    assert ["fidelity", "faithful", "NOT faithful"] in report.table_rows(rep)[1]
     md = report.markdown(rep)
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
 

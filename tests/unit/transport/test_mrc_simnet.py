@@ -123,8 +123,20 @@ def test_ecn_mark_echoes_skip_once_and_sets_skip():
     data, mr = write(ca, cb, 2 << 20)
     net.run(10.0, stop=lambda: ca.idle)
     assert sha(mr.buf) == sha(data)
-    skipped = {c.ev for c in drain(ca, EvStateChanged) if c.new == "SKIP"}
+    changes = drain(ca, EvStateChanged)
+    skipped = {c.ev for c in changes if c.new == "SKIP"}
     assert skipped and all(ev_fields(ev) == (1, 2) for ev in skipped)
+    # Each SKIP ends at a later rotation, and the change says when: in the run, after
+    # the SKIP began (reports drop changes timed before the run's start).
+    began = {}
+    ended = 0
+    for c in changes:
+        if c.new == "SKIP":
+            began[c.ev] = c.t
+        elif c.old == "SKIP" and c.new == "GOOD":
+            assert c.why == "skip over" and 0 < began.pop(c.ev) <= c.t <= net.now
+            ended += 1
+    assert ended > 0
 
 
 def test_rack_timer_recovers_tail_packets_of_a_dead_path_without_an_rto():
