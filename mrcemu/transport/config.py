@@ -71,7 +71,11 @@ def pmtu_for(mtu: int) -> int:
 @dataclass(frozen=True)
 class TransportConfig:
     pmtu: int = 4096  # payload bytes per data packet
-    min_rto: float = 0.100  # above the two trim-bounded queues a path can cross (~50 ms here)
+    # Above the trim-bounded queueing a packet and its SACK can meet (72 ms on the
+    # built-ins: trim_bounded_delay) plus an unloaded round trip: about RACK's own
+    # deadline (a round trip plus the 81 ms reorder window), so a timeout is no quicker
+    # to call a queued packet lost than a SACK hole is.
+    min_rto: float = 0.100
     max_rto: float = 1.0
     init_cwnd: int = 64 * 4096  # bytes
     max_cwnd: int = 512 * 4096
