@@ -496,6 +496,8 @@ def stats(node: str | None, as_json: bool) -> None:
     """Per-port counters of the switch BPF program (every switch, or NODE)."""
     need_root("stats")
     from mrcemu.fabric import bpf
+    from mrcemu.fabric.inject import active_faults, path_loss_key
+    from mrcemu.topology.faults import targets as fault_targets
 
     topo, nodes = running_topology()
     layout = Layout(topo)
@@ -510,6 +512,21 @@ def stats(node: str | None, as_json: bool) -> None:
             c = counters.get(i.mac, {})
             out.setdefault(sw.name, {})[i.name] = {
                 k: c.get(k, 0) for k in ("packets", "bytes", "ecn_marked", "trimmed", "dropped")}
+    # Active path-loss faults: their own counters, under the port they act on (a port's
+    # `dropped` is its buffer's; `packets` counts what a path loss dropped too).
+    losses = []
+    if any(f.kind == "path-loss" for f in active_faults()):
+        per_path = bpf.read_path_loss()
+        for f in active_faults():
+            if f.kind != "path-loss":
+                continue
+            (port,) = fault_targets(layout, f)
+            c = per_path.get(path_loss_key(layout, f), {})
+            row = {"path": f.target, "port": port.name, "percent": f.value,
+                   "matched": c.get("matched", 0), "dropped": c.get("dropped", 0)}
+            if port.node in out:
+                out[port.node][port.name].setdefault("path_loss", []).append(row)
+                losses.append(row)
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
@@ -521,21 +538,31 @@ def stats(node: str | None, as_json: bool) -> None:
             t.add_row(name, str(c["packets"]), str(c["bytes"]), str(c["ecn_marked"]),
                       str(c["trimmed"]), str(c["dropped"]))
     console.print(t)
+    if losses:
+        t = Table(title="path loss (fault path-loss): that path's packets on its port")
+        for col in ("path", "port", "percent", "matched", "dropped"):
+            t.add_column(col)
+        for r in losses:
+            t.add_row(r["path"], r["port"], f"{r['percent']:g}", str(r["matched"]),
+                      str(r["dropped"]))
+        console.print(t)
 
 
 @main.command()
 @click.argument("kind", type=click.Choice(FAULT_KINDS))
 @click.argument("target")
 @click.option("--value", type=float, default=None,
-              help="Percent: packets lost (loss) or rate kept (degrade).")
+              help="Percent: packets lost (loss, path-loss, host-loss) or rate kept "
+                   "(degrade).")
 @click.option("--one-way", is_flag=True, help="gray/loss: only from the link's first node.")
 @click.option("--period", type=float, default=None, help="flap: seconds per down+up cycle.")
 @click.option("--duty", type=float, default=None, help="flap: fraction of the period down.")
 @friendly
 def fail(kind: str, target: str, value: float | None, one_way: bool, period: float | None,
          duty: float | None) -> None:
-    """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2)
-    or plane (2). Undo it with `mrcemu heal`."""
+    """Inject a fault now. TARGET: a link (p2l0-p2s1), switch (p3s1), host port (h0-p2),
+    plane (2), host (h3, host-loss), or for path-loss one pair's path (h0-h7/p2s1). Undo
+    it with `mrcemu heal`."""
     need_root("fail")
     from mrcemu.api import Fabric
 

@@ -6,6 +6,9 @@
 #define MRC_UDP_PORT_TRANSPOSED 4971
 #define MRC_ICRC_LEN 4
 #define MRC_IPPROTO_IPV6 41 /* MRC travels IPv6-in-IPv6 */
+/* 1: the EV's high half (plane, spine) is the UDP source port, its low half the
+   flow label; 0: the other way round */
+#define MRC_EV_HIGH_HALF_IN_SPORT 1
 
 #define MRC_OP_RC_WRITE_FIRST 0x06
 #define MRC_OP_RC_WRITE_MIDDLE 0x07

@@ -65,6 +65,34 @@ struct {
 	__type(value, struct port_state);
 } mrc_state SEC(".maps");
 
+/* Path loss (fault kind path-loss, PAPER.md E7): the packets of one path, from one host
+ * to another over one spine, dropped at random on one port. A path is the inner source
+ * and destination addresses and the EV's high half (plane and spine: every variant of
+ * the path), so nothing else on the link is touched. Entries exist only while such a
+ * fault is active; `matched` and `dropped` count per entry (the port's own `dropped`
+ * stays the buffer's). */
+struct ploss_key {
+	__u64 port; /* the egress port's MAC, as mrc_cfg's key */
+	__u8 src[16];
+	__u8 dst[16];
+	__u32 ev_hi;
+	__u32 pad;
+};
+
+struct ploss_val {
+	__u32 per_million; /* drop probability */
+	__u32 pad;
+	__u64 matched;
+	__u64 dropped;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct ploss_key);
+	__type(value, struct ploss_val);
+} mrc_ploss SEC(".maps");
+
 static __always_inline __u64 mac_key(const unsigned char *m)
 {
 	return ((__u64)m[0] << 40) | ((__u64)m[1] << 32) | ((__u64)m[2] << 24) |
@@ -163,6 +191,7 @@ int mrc_switch(struct __sk_buff *skb)
 
 	__u32 len = skb->len;
 	__u8 dscp = 0, ecn = 0, opcode = 0, flags = 0, roce = 0, encap = 0;
+	__u32 ev_hi = 0;
 	struct ipv6hdr *ip6 = (void *)(eth + 1);
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6) && (void *)(ip6 + 1) <= end) {
 		/* Marks and classes are the outer header's: the one the network acts on. */
@@ -179,10 +208,30 @@ int mrc_switch(struct __sk_buff *skb)
 		    (udp->dest == bpf_htons(ROCE_PORT) ||
 		     udp->dest == bpf_htons(MRC_UDP_PORT_TRANSPOSED))) {
 			__u8 *bth = (void *)(udp + 1);
+#if MRC_EV_HIGH_HALF_IN_SPORT
+			ev_hi = bpf_ntohs(udp->source);
+#else
+			ev_hi = bpf_ntohs(*(__be16 *)((__u8 *)(eth + 1) + 2)); /* outer flow label, low 16 */
+#endif
 			if ((void *)(bth + MRC_BTH_LEN) <= end) {
 				roce = 1;
 				opcode = bth[MRC_BTH_OPCODE_BYTE];
 				flags = bth[MRC_BTH_TS_BYTE];
+			}
+		}
+	}
+
+	if (roce && encap) {
+		struct ploss_key pk = {.port = key, .ev_hi = ev_hi};
+		__builtin_memcpy(pk.src, &ip6->saddr, 16);
+		__builtin_memcpy(pk.dst, &ip6->daddr, 16);
+		struct ploss_val *pl = bpf_map_lookup_elem(&mrc_ploss, &pk);
+		if (pl) {
+			__sync_fetch_and_add(&pl->matched, 1);
+			if (bpf_get_prandom_u32() % 1000000 < pl->per_million) {
+				__sync_fetch_and_add(&pl->dropped, 1);
+				__sync_fetch_and_add(&st->packets, 1);
+				return TC_ACT_SHOT;
 			}
 		}
 	}

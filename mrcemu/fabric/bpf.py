@@ -145,3 +145,54 @@ def read_state() -> dict[str, dict[str, int]]:
 def read_config() -> dict[str, dict[str, int]]:
     """What each port's switch program runs with, per port MAC (a re-rated port's rate)."""
     return _dump("mrc_cfg", CFG, CFG_FIELDS)
+
+
+# struct ploss_key / ploss_val: one path's loss on one port (switch.c, fault path-loss).
+PLOSS_KEY = struct.Struct("<Q16s16sI4x")
+PLOSS_VAL = struct.Struct("<I4xQQ")
+
+
+@dataclass(frozen=True)
+class PathLossKey:
+    port_mac: str  # the egress port
+    src: bytes  # the path's inner source address (16 bytes)
+    dst: bytes  # and destination
+    ev_hi: int  # the EV's high half: plane and spine
+
+    def pack(self) -> bytes:
+        return PLOSS_KEY.pack(mac_key(self.port_mac), self.src, self.dst, self.ev_hi)
+
+
+def set_path_loss(key: PathLossKey, percent: float) -> None:
+    """Drop `percent` of the path's packets on its port from now on (counters restart)."""
+    value = PLOSS_VAL.pack(round(percent * 10_000), 0, 0)
+    _run(["bpftool", "map", "update", "pinned", f"{PIN}/mrc_ploss", "key", "hex",
+          *_hex(key.pack()).split(), "value", "hex", *_hex(value).split()])
+
+
+def clear_path_loss(key: PathLossKey) -> None:
+    """The path's packets pass again (a missing entry is no error: healing is idempotent)."""
+    r = subprocess.run(["bpftool", "map", "delete", "pinned", f"{PIN}/mrc_ploss", "key",
+                        "hex", *_hex(key.pack()).split()], capture_output=True, text=True)
+    if r.returncode and "No such file" not in r.stderr:
+        raise MrcemuError(f"bpftool map delete failed: {r.stderr.strip()[:400]}")
+
+
+def read_path_loss() -> dict[PathLossKey, dict[str, float]]:
+    """Each active path loss: its percent and how many packets it matched and dropped."""
+    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/mrc_ploss"]))
+    res = {}
+    for entry in out:
+        key, value = entry.get("key"), entry.get("value")
+        if isinstance(key, list):  # raw hex bytes (no BTF)
+            port, src, dst, ev_hi = PLOSS_KEY.unpack(bytes(int(x, 16) for x in key))
+            ppm, matched, dropped = PLOSS_VAL.unpack(bytes(int(x, 16) for x in value))
+        else:
+            port, ev_hi = int(key["port"]), int(key["ev_hi"])
+            src, dst = bytes(int(x) for x in key["src"]), bytes(int(x) for x in key["dst"])
+            ppm, matched, dropped = (int(value[f]) for f in ("per_million", "matched",
+                                                              "dropped"))
+        mac = ":".join(f"{(port >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+        res[PathLossKey(mac, src, dst, ev_hi)] = {"percent": ppm / 10_000,
+                                                  "matched": matched, "dropped": dropped}
+    return res

@@ -21,10 +21,19 @@ from dataclasses import asdict
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import children, rates
+from mrcemu.fabric import bpf, children, rates
 from mrcemu.topology import Layout
-from mrcemu.topology.faults import CARRIER_KINDS, DROP_KINDS, Fault, check, targets
+from mrcemu.topology.addressing import host_address
+from mrcemu.topology.faults import (
+    CARRIER_KINDS,
+    DROP_KINDS,
+    Fault,
+    check,
+    path_target,
+    targets,
+)
 from mrcemu.topology.layout import Interface
+from mrcemu.topology.paths import make_ev
 
 NFT_TABLE = "mrcemu_faults"
 # Kept for readers of the old module layout (tests, scripts): where faults are logged.
@@ -73,7 +82,7 @@ def _log(event: str, fault: Fault) -> None:
 
 def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
               also: set[str]) -> None:
-    """Rewrite the drop rules of every switch an active gray/loss fault touches, and of
+    """Rewrite the drop rules of every switch an active gray/loss/host-loss fault touches, and of
     the switches in `also` (a healed fault's, which may now need none)."""
     rules: dict[str, list[str]] = {}
     for d in active.values():
@@ -83,13 +92,25 @@ def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
         for i in targets(layout, f):
             if i.node.startswith("h"):
                 continue  # hosts send with AF_PACKET, which netfilter never sees
-            pct = 100 if f.kind == "gray" else int(f.value or 0)
-            if pct <= 0:
+            pct = 100.0 if f.kind == "gray" else float(f.value or 0)
+            # In parts per million: E9/E10's 0.1 % is no whole percent.
+            ppm = round(pct * 10_000)
+            if ppm <= 0:
                 continue
-            cond = "" if pct >= 100 else f"numgen random mod 100 < {pct} "
+            cond = "" if ppm >= 1_000_000 else f"numgen random mod 1000000 < {ppm} "
             rules.setdefault(i.node, []).append(f'oifname "{i.name}" {cond}drop')
     for node in set(rules) | also:
         _nft_rules(pids[node], rules.get(node, []))
+
+
+def path_loss_key(layout: Layout, fault: Fault) -> bpf.PathLossKey:
+    """The switch's match for a path-loss fault: its port, the pair's addresses on the
+    plane (the inner header's, as the NICs send them) and the EV's plane and spine."""
+    pt = path_target(layout, fault.target)
+    (port,) = targets(layout, fault)
+    return bpf.PathLossKey(port.mac, host_address(pt.plane, pt.src).packed,
+                           host_address(pt.plane, pt.dst).packed,
+                           make_ev(pt.plane, pt.spine, 0) >> 16)
 
 
 def _restore(layout: Layout, pids: dict[str, int], ends: list[Interface]) -> None:
@@ -135,6 +156,8 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
     elif fault.kind == "degrade":
         for i in ends:
             rates.set_port_rate(layout, pids, i.node, i.name, i.mbps * (fault.value or 0) / 100)
+    elif fault.kind == "path-loss":
+        bpf.set_path_loss(path_loss_key(layout, fault), fault.value or 0.0)
     fault.at = time.monotonic()
     active[fault.key] = asdict(fault)
     if fault.kind in DROP_KINDS:
@@ -160,6 +183,8 @@ def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[F
         elif f.kind == "degrade":
             for i in targets(layout, f):
                 rates.set_port_rate(layout, pids, i.node, i.name, i.mbps)
+        elif f.kind == "path-loss":
+            bpf.clear_path_loss(path_loss_key(layout, f))
         if f.kind in DROP_KINDS:
             _sync_nft(layout, pids, active, {i.node for i in targets(layout, f)
                                              if not i.node.startswith("h")})

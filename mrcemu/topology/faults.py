@@ -5,7 +5,9 @@ The one list of fault kinds and the one parameter check: the CLI, scenario files
 and live injection (`mrcemu.fabric.inject`) all use these.
 
 Targets use the topology's names: a node (`p2s1`, `h3`), a link (`p2l0-p2s1`), a
-host port (`h3-p2`), a plane (`2`), or `all-spines` (loss on every spine port).
+host port (`h3-p2`), a plane (`2`), `all-spines` (loss on every spine port), or one path
+of one host pair (`h0-h7/p2s1`, path-loss: the packets from h0 to h7 over spine p2s1).
+A host-loss targets a host (`h3`): random loss of what reaches it, on every plane.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from mrcemu.topology.layout import Interface, Layout
 from mrcemu.topology.paths import ev_fields
 
 KINDS = ("link-down", "gray", "loss", "degrade", "flap", "switch-down", "host-port-down",
-         "plane-down")
+         "plane-down", "path-loss", "host-loss")
 LINK_KINDS = ("link-down", "gray", "loss", "degrade", "flap")
 CARRIER_KINDS = ("link-down", "switch-down", "host-port-down", "plane-down")
-DROP_KINDS = ("gray", "loss")  # applied as drop rules on switch egress
+LOSS_KINDS = ("loss", "path-loss", "host-loss")  # value: the percent lost
+DROP_KINDS = ("gray", "loss", "host-loss")  # applied as drop rules on switch egress
 ALL_SPINES = "all-spines"  # loss: every spine port, i.e. each cross-leaf path once
 MIN_FLAP_PERIOD = 0.05  # seconds: shorter than this the flapper cannot keep time
 
@@ -56,7 +59,7 @@ def check(fault: Fault) -> None:
     k = fault.kind
     if k not in KINDS:
         raise MrcemuError(f"unknown fault kind '{k}': use one of {', '.join(KINDS)}")
-    if k == "loss" and (fault.value is None or not 0 <= fault.value <= 100):
+    if k in LOSS_KINDS and (fault.value is None or not 0 <= fault.value <= 100):
         raise FaultParamError(k, "value", fault.value, "must be a percentage of packets "
                               "lost, 0 <= x <= 100")
     if k == "degrade" and (fault.value is None or not 0 < fault.value <= 100):
@@ -71,10 +74,51 @@ def check(fault: Fault) -> None:
                                   "the link is down, 0 < x < 1")
 
 
+@dataclass(frozen=True)
+class PathTarget:
+    """A path-loss target: the packets from host `src` to host `dst` over one spine."""
+    src: int
+    dst: int
+    plane: int
+    spine: int
+
+
+def path_target(layout: Layout, t: str) -> PathTarget:
+    """Parse SRC-DST/pPLANEsSPINE (e.g. h0-h7/p2s1), or raise an error saying why not."""
+    form = f"a path-loss target is SRC-DST/pPLANEsSPINE, e.g. h0-h{layout.topo.hosts - 1}/p0s0"
+    pair, _, sw = t.partition("/")
+    a, _, b = pair.partition("-")
+    for h in (a, b):
+        if h not in layout.nodes or not h.startswith("h"):
+            raise MrcemuError(f"no host '{h}' in path '{t}': {form}")
+    node = layout.nodes.get(sw)
+    if node is None or node.kind.name != "SPINE":
+        raise MrcemuError(f"no spine '{sw}' in path '{t}': {form}")
+    topo = layout.topo
+    src, dst = int(a[1:]), int(b[1:])
+    if src == dst or topo.leaf_of(src) == topo.leaf_of(dst):
+        raise MrcemuError(f"{a} and {b} share a leaf: their packets cross no spine; "
+                          "pick hosts on different leaves")
+    return PathTarget(src, dst, node.plane, node.index)
+
+
 def targets(layout: Layout, fault: Fault) -> list[Interface]:
     """The interfaces a fault acts on, each seen from its own node; raises a clear
     error for a target the topology does not have."""
     t = fault.target
+    if fault.kind == "host-loss":
+        # The host's ingress, every plane (PAPER.md E9/E10's "loss applied at NICs"): the
+        # leaves' ports to it, since hosts receive on AF_PACKET where nothing else drops.
+        if t not in layout.nodes or not t.startswith("h"):
+            raise MrcemuError(f"no host '{t}': a host-loss target is a host, e.g. h0")
+        return [i for link in layout.links for i in (link.a, link.b)
+                if i.peer_node == t]
+    if fault.kind == "path-loss":
+        # Where the path enters the fabric's core: its source leaf's port to the spine.
+        pt = path_target(layout, t)
+        leaf = f"p{pt.plane}l{layout.topo.leaf_of(pt.src)}"
+        link = layout.links_by_name[f"{leaf}-p{pt.plane}s{pt.spine}"]
+        return [link.a if link.a.node == leaf else link.b]
     if fault.kind == "loss" and t == ALL_SPINES:
         return [i for sw in layout.switches if sw.kind.name == "SPINE"
                 for i in layout.interfaces[sw.name]]
@@ -115,11 +159,19 @@ def links_of(layout: Layout, fault: Fault) -> set[str]:
 
 def affects(layout: Layout, fault: Fault) -> Callable[[int, int, int], bool]:
     """Whether the data path of EV `ev` from host `src` to host `dst` crosses what the
-    fault breaks (either direction). Reports use it to find the failed paths."""
+    fault breaks (either direction, but a path-loss only its own). Reports use it to find
+    the failed paths."""
     topo = layout.topo
     t = fault.target
+    if fault.kind == "path-loss":  # one direction: the packets from src to dst
+        pt = path_target(layout, t)
+        return lambda s, d, ev: (s, d) == (pt.src, pt.dst) and ev_fields(ev) == (
+            pt.plane, pt.spine)
     if fault.kind == "plane-down":
         return lambda s, d, ev: ev_fields(ev)[0] == int(t)
+    if fault.kind == "host-loss":  # its data, and the acks of what it sends
+        host = int(t[1:])
+        return lambda s, d, ev: host in (s, d)
     if fault.kind == "host-port-down":
         host, plane = int(t.split("-p")[0][1:]), int(t.split("-p")[1])
         return lambda s, d, ev: ev_fields(ev)[0] == plane and host in (s, d)

@@ -57,7 +57,10 @@ def c_header(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
            f"#define MRC_UDP_PORT {ROCE_UDP_PORT}",
            f"#define MRC_UDP_PORT_TRANSPOSED {MRC_UDP_PORT_TRANSPOSED}",
            f"#define MRC_ICRC_LEN {ICRC_LEN}",
-           f"#define MRC_IPPROTO_IPV6 {IPPROTO_IPV6} /* MRC travels IPv6-in-IPv6 */", ""]
+           f"#define MRC_IPPROTO_IPV6 {IPPROTO_IPV6} /* MRC travels IPv6-in-IPv6 */",
+           "/* 1: the EV's high half (plane, spine) is the UDP source port, its low half the",
+           "   flow label; 0: the other way round */",
+           f"#define MRC_EV_HIGH_HALF_IN_SPORT {int(EV_HIGH_HALF_IN_SPORT)}", ""]
     for op in Opcode:
         out.append(f"#define MRC_OP_{op.name} 0x{op.value:02X}")
     out.append(f"#define MRC_OP_DATA_MIN 0x{min(MRC_DATA):02X}")

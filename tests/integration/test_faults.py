@@ -9,6 +9,7 @@ import pytest
 
 from mrcemu.fabric import bpf, state
 from mrcemu.fabric.shaping import SWITCH_HEADROOM
+from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import mrcemu
 
 
@@ -137,3 +138,79 @@ def test_flap_toggles_the_link_until_healed_and_leaves_it_up(fabric):
 def test_flap_needs_period_and_duty(fabric):
     r = mrcemu("fail", "flap", "p0l0-p0s1")
     assert r.returncode == 1 and "--period" in r.stderr and "Traceback" not in r.stderr
+
+
+def switch_stats() -> dict:
+    r = mrcemu("stats", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def quiet_stats(node: str, port: str, timeout: float = 30.0) -> dict:
+    """The counters once `port` has carried nothing for 0.5 s (ten probe intervals)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    last = switch_stats()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = switch_stats()
+        if now[node][port]["packets"] == last[node][port]["packets"]:
+            return now
+        last = now
+    raise AssertionError(f"{node} {port} still carried packets after {timeout} s")
+
+
+def test_a_path_loss_drops_only_its_own_paths_packets(fabric):
+    """h0->h3 over p1s0 loses half its packets where it enters the core (p1l0's port to
+    p1s0). h1->h3 crosses that port too and h0->h2 leaves by it: the switch counters show
+    every packet the port carried that the path loss did not drop came out of the spine."""
+    from mrcemu.topology import Layout, load
+    from mrcemu.topology.faults import Fault, targets
+
+    layout = Layout(load("small"))
+    (port,) = targets(layout, Fault("path-loss", "h0-h3/p1s0", 50))
+    spine_out = next(i for i in layout.interfaces["p1s0"] if i.peer_node == "p1l1")
+    assert mrcemu("fail", "path-loss", "h0-h3/p1s0", "--value", "50").returncode == 0
+    try:
+        before = switch_stats()
+        sent = {}
+        for a, b in (("h0", "h3"), ("h1", "h3"), ("h0", "h2")):
+            r = mrcemu("send", a, b, "--size", "1MiB", "--json", timeout=120)
+            assert r.returncode == 0, r.stderr
+            sent[a, b] = json.loads(r.stdout)
+            assert sent[a, b]["integrity_ok"]
+        # h0 probes the EVs it retired until enough answers bring them back: counted
+        # while one is between the two ports, the sums would be a probe apart.
+        after = quiet_stats("p1l0", port.name)
+    finally:
+        assert mrcemu("heal").returncode == 0
+    leaf0, leaf1 = before["p1l0"][port.name], after["p1l0"][port.name]
+    (loss0,), (loss1,) = leaf0["path_loss"], leaf1["path_loss"]
+    assert loss1["path"] == "h0-h3/p1s0" and loss1["percent"] == 50
+    dropped = loss1["dropped"] - loss0["dropped"]
+    matched = loss1["matched"] - loss0["matched"]
+    assert 0 < dropped < matched  # half of that path's packets, at random
+    carried = leaf1["packets"] - leaf0["packets"]
+    assert carried > matched  # the port carried the other pairs' packets as well
+    came_out = (after["p1s0"][spine_out.name]["packets"]
+                - before["p1s0"][spine_out.name]["packets"])
+    # The spine's port to leaf 1 carries exactly what p1l0 sent it: every packet but the
+    # path loss's drops (and the buffer's, none on an otherwise idle fabric).
+    assert leaf1["dropped"] == leaf0["dropped"]
+    assert came_out == carried - dropped
+    # The sender saw the loss as a path failure: an EV of that path retired for it.
+    retired = {c[1] for c in sent["h0", "h3"]["ev_changes"] if c[3] == "ASSUMED_BAD"}
+    assert any(ev_fields(ev) == (1, 0) for ev in retired), sent["h0", "h3"]["ev_changes"]
+    assert "path_loss" not in switch_stats()["p1l0"][port.name]  # healed: entry gone
+
+
+def test_a_host_loss_breaks_the_paths_of_that_host_only(fabric):
+    assert mrcemu("fail", "host-loss", "h3", "--value", "100").returncode == 0
+    try:
+        failed = failed_evs()
+    finally:
+        assert mrcemu("heal").returncode == 0
+    assert failed and all("h3" in (a, b) for a, b, _ in failed), failed
+    assert {(a, b) for a, b, _ in failed} >= {("h0", "h3"), ("h1", "h3"), ("h2", "h3")}
+    assert failed_evs() == set()

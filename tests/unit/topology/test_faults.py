@@ -49,3 +49,51 @@ def test_one_list_of_kinds_serves_the_cli_and_scenario_files():
 
     kind_param = next(p for p in fail.params if p.name == "kind")
     assert tuple(kind_param.type.choices) == KINDS and FAULT_KINDS is KINDS
+
+
+def test_a_path_loss_names_one_pair_and_spine_and_acts_where_it_enters_the_core():
+    from mrcemu.topology.faults import affects, path_target
+    from mrcemu.topology.paths import make_ev
+
+    f = Fault("path-loss", "h0-h3/p1s0", 20)
+    check(f)
+    pt = path_target(SMALL, f.target)
+    assert (pt.src, pt.dst, pt.plane, pt.spine) == (0, 3, 1, 0)
+    # h0 is on leaf 0: its plane-1 leaf's port towards spine p1s0.
+    (port,) = targets(SMALL, f)
+    assert (port.node, port.peer_node) == ("p1l0", "p1s0")
+    hit = affects(SMALL, f)
+    ev = make_ev(1, 0, 5)
+    assert hit(0, 3, ev)
+    assert not hit(3, 0, ev)  # one direction: the reverse path is another's
+    assert not hit(0, 3, make_ev(1, 1, 5)) and not hit(0, 3, make_ev(0, 0, 5))
+    assert not hit(1, 3, ev)
+
+
+@pytest.mark.parametrize("target, says", [
+    ("h0-h3", "no spine"), ("h0-h9/p1s0", "no host 'h9'"), ("h0-h3/p1l0", "no spine"),
+    ("p0l0-h3/p1s0", "no host"), ("h0-h1/p1s0", "share a leaf"), ("h2-h2/p0s1", "share"),
+])
+def test_a_path_loss_target_that_is_no_path_says_why(target, says):
+    with pytest.raises(MrcemuError, match=says):
+        targets(SMALL, Fault("path-loss", target, 20))
+
+
+def test_a_path_loss_needs_a_percentage():
+    with pytest.raises(FaultParamError, match="value"):
+        check(Fault("path-loss", "h0-h3/p1s0", None))
+
+
+def test_a_host_loss_acts_on_every_leaf_port_to_the_host():
+    from mrcemu.topology.faults import affects
+    from mrcemu.topology.paths import make_ev
+
+    f = Fault("host-loss", "h2", 0.1)
+    check(f)  # a tenth of a percent is a loss rate too
+    ports = targets(SMALL, f)
+    assert sorted((i.node, i.peer_node) for i in ports) == [("p0l1", "h2"), ("p1l1", "h2")]
+    hit = affects(SMALL, f)
+    assert hit(0, 2, make_ev(0, 1, 0)) and hit(2, 0, make_ev(1, 0, 0))
+    assert not hit(0, 3, make_ev(0, 1, 0))
+    with pytest.raises(MrcemuError, match="no host"):
+        targets(SMALL, Fault("host-loss", "p0l1", 1))
