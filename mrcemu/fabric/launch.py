@@ -17,9 +17,10 @@ from mrcemu.fabric.clean import clean
 
 
 def launch(topology: str, progress: Callable[[str, int, int], None] | None = None,
-           seed: int = 1, slowdown: float = 1.0) -> dict:
+           seed: int = 1, slowdown: float = 1.0, transport: dict | None = None) -> dict:
     """Start a manager for `topology` and wait until the fabric is up; returns its summary.
-    `seed` goes into the fabric's transport config (it orders the EV spraying);
+    `seed` goes into the fabric's transport config (it orders the EV spraying), and so
+    do `transport`'s settings (a scenario's `transport:`, checked by its loader);
     `slowdown` > 1 runs every link, and the transports' clocks, that many times slower.
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
     with state.Lock() as lock:
@@ -28,7 +29,7 @@ def launch(topology: str, progress: Callable[[str, int, int], None] | None = Non
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
     with open(state.LOG, "a") as log:  # the manager has its own copy
         proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology,
-                                 str(seed), str(slowdown)],
+                                 str(seed), str(slowdown), json.dumps(transport or {})],
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
     try:

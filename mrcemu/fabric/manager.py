@@ -104,7 +104,8 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
     return procs
 
 
-def main(topology_path: str, seed: int = 1, slowdown: float = 1.0) -> int:
+def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
+         transport: dict | None = None) -> int:
     topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
         else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -113,6 +114,9 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0) -> int:
         topo = load(topology_path)
         if slowdown != 1.0:
             topo = topo.slowed(slowdown)
+        cfg = TransportConfig.for_topology(topo, seed, slowdown)
+        if transport:
+            cfg = TransportConfig.from_json({**cfg.to_json(), **transport})
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
@@ -122,7 +126,6 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0) -> int:
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
-    cfg = TransportConfig.for_topology(topo, seed, slowdown)
     st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
                            started_at=time.time(), topology_snapshot=asdict(topo),
                            transport_snapshot=cfg.to_json())
@@ -186,4 +189,5 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
-                  float(sys.argv[3]) if len(sys.argv) > 3 else 1.0))
+                  float(sys.argv[3]) if len(sys.argv) > 3 else 1.0,
+                  json.loads(sys.argv[4]) if len(sys.argv) > 4 else None))

@@ -89,7 +89,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
         launched = True
         launch(str(sc.topology.source), lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
-            slowdown=sc.slowdown)
+            slowdown=sc.slowdown, transport=sc.transport)
         st = state.require_state()
         pids, cfg = st.nodes, st.transport()
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()

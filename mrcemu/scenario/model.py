@@ -8,7 +8,7 @@ file, the field and the fix, not minutes into a run.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from mrcemu import yamlfile
 from mrcemu.errors import ConfigError, MrcemuError
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
+from mrcemu.transport.config import TransportConfig
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast")
@@ -86,6 +87,9 @@ class Scenario:
     settle_s: float = 1.0  # after healing, before the next transport starts
     map_interval_ms: float = 0.0  # Clustermapper's probe rounds during the run; 0: off
     slowdown: float = 1.0  # `mrcemu run --slowdown`: how many times slower than written
+    # Transport settings the scenario changes (`transport:`), over the fabric's own
+    # (TransportConfig.for_topology): EV set, path-health knobs, windows.
+    transport: dict[str, int] = field(default_factory=dict)
 
     def slowed(self, k: float) -> Scenario:
         """The same experiment k times slower: every link (and with them the transports'
@@ -102,7 +106,13 @@ class Scenario:
 
 
 _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",
-        "timeout_s", "settle_s", "map_interval_ms")
+        "timeout_s", "settle_s", "map_interval_ms", "transport")
+# What `transport:` may set: the policy, not the clocks (those follow the links, and
+# `--slowdown` scales them) nor what the fabric decides (PMTU, seed).
+TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_backups_per_path", "ev_min_active",
+                      "ce_skip_rotations", "trim_skip_rotations", "probes_to_restore",
+                      "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
+                      "roce_ack_every", "roce_retry_count")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders")
 _FAULT = ("at", "kind", "target", "value", "one_way", "duration", "period", "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
@@ -317,13 +327,38 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
     if 0 < map_ms < 10:
         raise ConfigError(source, "map_interval_ms", map_ms, "must be 0 (off) or at least 10",
                           "e.g. map_interval_ms: 100")
+    transport = _transport(source, data.get("transport"))
     if not isinstance(data.get("description", ""), str):
         raise ConfigError(source, "description", data["description"], "must be text",
                           "write description: followed by a sentence")
     return Scenario(name=name, source=source, description=str(data.get("description", "")),
                     topology=topo, workload=wl, faults=faults, transports=tuple(transports),
                     seed=seed, capture=_capture(source, data.get("capture"), layout, wl),
-                    timeout_s=timeout, settle_s=settle, map_interval_ms=map_ms)
+                    timeout_s=timeout, settle_s=settle, map_interval_ms=map_ms,
+                    transport=transport)
+
+
+def _transport(source: str, data: Any) -> dict[str, int]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, "transport", data, "must be a mapping",
+                          "e.g. transport: {ev_set_per_plane: 2}")
+    for k, v in data.items():
+        if k not in TRANSPORT_SETTINGS:
+            close = difflib.get_close_matches(str(k), TRANSPORT_SETTINGS, n=1)
+            raise ConfigError(source, f"transport.{k}", v, "is not a setting a scenario may "
+                              "change", (f"did you mean '{close[0]}'? " if close else "")
+                              + "settable: " + ", ".join(TRANSPORT_SETTINGS))
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(source, f"transport.{k}", v, "must be a whole number >= 0",
+                              f"e.g. {k}: 2")
+    try:  # the config's own checks, on the defaults with these changes
+        TransportConfig(**data)
+    except MrcemuError as e:
+        raise ConfigError(source, "transport", data, str(e), "see the README's Transport "
+                          "section for each setting") from None
+    return dict(data)
 
 
 def builtin() -> list[str]:

@@ -94,6 +94,9 @@ class TransportConfig:
     probes_to_restore: int = 2  # answered probes that bring an ASSUMED_BAD EV back
     ev_min_active: int = 1  # per destination: never fall below this many usable EVs
     ev_backups_per_path: int = 1  # EV variants per path held in the backup set
+    # Active EVs a plane (0: one per path). PAPER.md E7 restricts a connection to 2 a
+    # plane, as real NICs' EV profiles can (mrc_ctl.h).
+    ev_set_per_plane: int = 0
     seed: int = 1
     # RoCE baseline
     roce_window: int = 16  # packets in flight
@@ -103,6 +106,9 @@ class TransportConfig:
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.ev_set_per_plane, int) and self.ev_set_per_plane >= 0):
+            raise MrcemuError("transport config: ev_set_per_plane must be a whole number "
+                              f">= 0 (0: every path), not {self.ev_set_per_plane!r}")
         for name in ("ce_skip_rotations", "trim_skip_rotations", "probes_to_restore"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise MrcemuError(f"transport config: {name} must be a whole number >= 1, "

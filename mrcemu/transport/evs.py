@@ -97,6 +97,11 @@ class EvProfile:
     planes: list[int]
     min_active: int = 1
     rotation: int = 0
+    # At most this many active EVs a plane (0: one per path). A restricted set (the
+    # white paper's E7: 2 a plane) sprays over fewer paths; a retired EV's replacement
+    # then comes from a path the set did not use, and the EV, once its probes are
+    # answered, waits as a backup while the set is full.
+    per_plane: int = 0
     # The owner's last clock reading. A SKIP ends at a rotation, and the compiled sender
     # starts rotations without the time; its owner sets this before it sends, so the
     # "skip over" change carries when it happened (without it the report never saw a
@@ -132,16 +137,20 @@ class EvProfile:
 
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
-              seed: int = 1) -> EvProfile:
+              seed: int = 1, per_plane: int = 0) -> EvProfile:
+        """`per_plane`: the first that many paths of each plane (in path order: the lowest
+        spines) are active, the rest backups; 0, every path."""
         evs: dict[int, Ev] = {}
+        in_plane: Counter[int] = Counter()
         for p in paths:
-            evs[p.ev] = Ev(p)
+            in_plane[p.plane] += 1
+            evs[p.ev] = Ev(p, active=not per_plane or in_plane[p.plane] <= per_plane)
             for v in range(1, backups_per_path + 1):
                 b = PathInfo(ev_variant(p.ev, v), p.plane, p.spine, p.src, p.container,
                              p.delivered)
                 evs[b.ev] = Ev(b, active=False)
         planes = sorted({p.plane for p in paths})
-        return cls(evs, planes, min_active, _rng=random.Random(seed))
+        return cls(evs, planes, min_active, per_plane=per_plane, _rng=random.Random(seed))
 
     def usable(self, e: Ev) -> bool:
         return (e.active and e.path.plane not in self.planes_down
@@ -269,7 +278,10 @@ class EvProfile:
                    and b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in self.evs.values()
                 if b.path.plane == plane and not b.active and b.state is EvState.GOOD]
-        pool.sort(key=lambda b: b.path.spine in suspect)
+        # Then a path no active EV sprays over yet (a restricted set's unused paths)
+        # before a second EV on one that does.
+        busy = {b.path.spine for b in self.evs.values() if b.path.plane == plane and b.active}
+        pool.sort(key=lambda b: (b.path.spine in suspect, b.path.spine in busy))
         if pool:
             pool[0].active = True
             self._sync(pool[0])
@@ -291,7 +303,9 @@ class EvProfile:
         # the wrongly accused path would carry nothing for the rest of the connection
         # while another carried two shares.
         plane = [x for x in self.evs.values() if x.path.plane == e.path.plane]
-        e.active = not any(x.active for x in plane if x.path.spine == e.path.spine)
+        full = self.per_plane and sum(x.active for x in plane) >= self.per_plane
+        e.active = not full and not any(x.active for x in plane
+                                        if x.path.spine == e.path.spine)
         self._sync(e)
         if e.active:
             per_path = Counter(x.path.spine for x in plane if x.active)

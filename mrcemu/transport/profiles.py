@@ -16,7 +16,8 @@ def path_infos(topo: Topology, a: int, b: int) -> list[PathInfo]:
 
 def profile(topo: Topology, a: int, b: int, cfg: TransportConfig) -> EvProfile:
     return EvProfile.build(path_infos(topo, a, b), cfg.ev_backups_per_path, cfg.ev_min_active,
-                           seed=cfg.seed * 1_000_003 + a * 1024 + b)
+                           seed=cfg.seed * 1_000_003 + a * 1024 + b,
+                           per_plane=cfg.ev_set_per_plane)
 
 
 QPN_BASE = {"mrc": 0x1000, "roce": 0x2000}

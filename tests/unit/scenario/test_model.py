@@ -83,6 +83,14 @@ def test_workload_phases():
     ({"seed": "one"}, "seed", "seed: 1"),
     ({"map_interval_ms": 2}, "map_interval_ms", "0 (off) or at least 10"),
     ({"map_interval_ms": -1}, "map_interval_ms", "0 for none"),
+    ({"transport": {"ev_set_per_plan": 2}}, "transport.ev_set_per_plan",
+     "did you mean 'ev_set_per_plane'"),
+    ({"transport": {"min_rto": 1}}, "transport.min_rto", "settable: ev_set_per_plane"),
+    ({"transport": {"ev_set_per_plane": -2}}, "transport.ev_set_per_plane", ">= 0"),
+    ({"transport": {"probes_to_restore": 0}}, "transport", "probes_to_restore must be"),
+    ({"transport": [2]}, "transport", "{ev_set_per_plane: 2}"),
+    ({"faults": [{"at": 1, "kind": "path-loss", "target": "h0-h1/p0s0", "value": 20}]},
+     "faults[0].target", "share a leaf"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})
@@ -90,6 +98,12 @@ def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
         load(p)
     assert e.value.source == str(p) and e.value.field == field, str(e.value)
     assert words in str(e.value)
+
+
+def test_a_scenario_changes_transport_settings_and_nothing_else(tmp_path):
+    sc = load(write(tmp_path, {**BASE, "transport": {"ev_set_per_plane": 2}}))
+    assert sc.transport == {"ev_set_per_plane": 2}
+    assert load(write(tmp_path, BASE, "t.yaml")).transport == {}
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -53,6 +53,33 @@ def test_a_probed_back_ev_whose_path_is_covered_stays_a_backup():
     assert not backup.active and active_per_path(prof, 3) == before
 
 
+def test_a_restricted_set_sprays_its_paths_and_replaces_a_retired_ev_from_an_unused_one():
+    """PAPER.md E7: EV set 2 a plane. The retired EV's path is replaced by one the set did
+    not use (EV-B), and the retired EV, probed back, waits as a backup: the set stays 2."""
+    prof = profile(load("default"), 0, 7, TransportConfig(ev_set_per_plane=2))
+    changes: list[EvStateChanged] = []
+    prof.emit = changes.append
+    for plane in range(8):  # the two lowest spines of every plane, one EV each
+        assert active_per_path(prof, plane) == Counter({0: 1, 1: 1})
+    sprayed = {(e.path.plane, e.path.spine) for e in (prof.next_ev() for _ in range(64))}
+    assert sprayed == {(p, s) for p in range(8) for s in (0, 1)}
+    a = next(e for e in prof.evs.values() if e.path.plane == 2 and e.path.spine == 0
+             and e.active)
+    prof.assume_bad(a.ev, 1.0, "lost: SACK hole")
+    during = active_per_path(prof, 2)
+    b = prof.evs[next(c.ev for c in changes if c.new == "ACTIVE")]
+    assert b.path.spine in (2, 3) and during == Counter({1: 1, b.path.spine: 1})
+    a.last_probe = 1.05
+    prof.restore(a.ev, 1.1, marked=False)
+    assert a.state.value == "GOOD" and not a.active and b.active
+    assert active_per_path(prof, 2) == during
+
+
+def test_an_unrestricted_set_sprays_every_path():
+    prof = profile(load("default"), 0, 7, TransportConfig())
+    assert all(active_per_path(prof, p) == Counter({0: 1, 1: 1, 2: 1, 3: 1}) for p in range(8))
+
+
 def test_probing_visits_exactly_the_assumed_bad_evs_of_live_planes():
     prof = profile(load("default"), 0, 7, TransportConfig())
     evs = [e for e in prof.evs.values() if e.active]
