@@ -122,7 +122,11 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
                    "seed": sc.seed, "transport_config": config,
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
-                                "iterations": sc.workload.iterations},
+                                "iterations": sc.workload.iterations,
+                                **({"pairs": [f"h{a}-h{b}" for a, b in sc.workload.pairs],
+                                    "duration_s": sc.workload.duration,
+                                    "depth": sc.workload.depth}
+                                   if sc.workload.kind == "stream" else {})},
                    "transports": summaries,
                    "fidelity": fidelity.combine({t: v["fidelity"] for t, v in summaries.items()
                                                  if "fidelity" in v})}

@@ -19,7 +19,7 @@ from mrcemu.topology import load as load_topology
 from mrcemu.transport.config import TransportConfig
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
-WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast")
+WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast", "stream")
 TRANSPORTS = ("mrc", "roce")
 FAULT_KINDS = faults.KINDS  # the one list, from the fault model
 
@@ -44,10 +44,18 @@ class Workload:
     src: int | None = None  # single
     dst: int | None = None  # single, incast
     senders: tuple[int, ...] = ()  # incast
+    # stream (`ib_write_bw`'s analogue): each (src, dst) pair keeps `depth` writes of
+    # `size` in flight, posting the next as each completes, for `duration` seconds.
+    pairs: tuple[tuple[int, int], ...] = ()
+    duration: float = 0.0
+    depth: int = 4
 
     def phases(self, hosts: int) -> list[list[tuple[int, int, int]]]:
         """One iteration as phases run one after another; each phase is a set of
-        concurrent (src, dst, bytes) writes."""
+        concurrent (src, dst, bytes) writes. A stream has no phases: it is one long
+        iteration whose writes the runner posts as earlier ones complete."""
+        if self.kind == "stream":
+            return [[(a, b, self.size) for a, b in self.pairs]]
         if self.kind == "single":
             assert self.src is not None and self.dst is not None
             return [[(self.src, self.dst, self.size)]]
@@ -101,6 +109,7 @@ class Scenario:
                                period=None if f.period is None else f.period * k)
                        for f in self.faults)
         return replace(self, topology=self.topology.slowed(k), faults=faults,
+                       workload=replace(self.workload, duration=self.workload.duration * k),
                        timeout_s=self.timeout_s * k, settle_s=self.settle_s * k,
                        map_interval_ms=self.map_interval_ms * k, slowdown=self.slowdown * k)
 
@@ -113,7 +122,8 @@ TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_backups_per_path", "ev_min_active"
                       "ce_skip_rotations", "trim_skip_rotations", "probes_to_restore",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
                       "roce_ack_every", "roce_retry_count")
-_WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders")
+_WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
+             "duration", "depth")
 _FAULT = ("at", "kind", "target", "value", "one_way", "duration", "period", "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
 
@@ -177,6 +187,12 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                              "use a whole number of iterations, e.g. 4", whole=True))
     src = dst = None
     senders: tuple[int, ...] = ()
+    if kind == "stream":
+        return _stream(source, data, topo, size)
+    for k in ("pairs", "both_ways", "duration", "depth"):
+        if k in data:
+            raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
+                              "remove it (it is for kind: stream)")
     if kind == "single":
         src = _host(source, "workload.src", data.get("src", "h0"), topo)
         dst = _host(source, "workload.dst", data.get("dst", f"h{topo.hosts - 1}"), topo)
@@ -204,6 +220,44 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it")
     return Workload(kind, size, iterations, src, dst, senders)
+
+
+def _stream(source: str, data: dict, topo: Topology, size: int) -> Workload:
+    for k in ("src", "dst", "senders", "iterations"):
+        if k in data:
+            raise ConfigError(source, f"workload.{k}", data[k], "does not apply to stream",
+                              "remove it: a stream runs for its duration between its pairs")
+    raw = data.get("pairs", [f"h0-h{topo.hosts - 1}"])
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(source, "workload.pairs", raw, "must be a list of SRC-DST",
+                          "e.g. pairs: [h0-h7, h1-h6]")
+    pairs: list[tuple[int, int]] = []
+    for i, v in enumerate(raw):
+        where = f"workload.pairs[{i}]"
+        a, _, b = str(v).partition("-")
+        if not b:
+            raise ConfigError(source, where, v, "is not SRC-DST", "e.g. h0-h7")
+        pair = (_host(source, where, a, topo), _host(source, where, b, topo))
+        if pair[0] == pair[1]:
+            raise ConfigError(source, where, v, "writes to itself", "name two hosts")
+        pairs.append(pair)
+    both = data.get("both_ways", False)
+    if not isinstance(both, bool):
+        raise ConfigError(source, "workload.both_ways", both, "must be true or false",
+                          "both_ways: true streams each pair in both directions")
+    if both:
+        pairs += [(b, a) for a, b in pairs]
+    if len(set(pairs)) != len(pairs):
+        raise ConfigError(source, "workload.pairs", raw, "names a direction twice",
+                          "list each SRC-DST once (both_ways adds the reverse)")
+    if "duration" not in data:
+        raise ConfigError(source, "workload.duration", None, "is required for a stream",
+                          "e.g. duration: 3 (seconds)")
+    duration = float(_number(source, "workload.duration", data["duration"], 0.1, 3600,
+                             "seconds, e.g. 3"))
+    depth = int(_number(source, "workload.depth", data.get("depth", 4), 1, 64,
+                        "writes in flight per pair, e.g. 4", whole=True))
+    return Workload("stream", size, 1, pairs=tuple(pairs), duration=duration, depth=depth)
 
 
 _PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of the rate kept)",

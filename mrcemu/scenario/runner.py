@@ -156,12 +156,16 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             for it in range(sc.workload.iterations):
                 rec: dict = {"index": it, "flows": [], "complete": False}
                 raw["iterations"].append(rec)
-                for ph, flows in enumerate(phases):
-                    done = _run_phase(client, sc, transport, it, ph, flows, rec, t0, stop)
-                    if not done:
-                        break
+                if sc.workload.kind == "stream":
+                    rec["complete"] = _run_stream(client, sc, transport, rec, t0, stop)
                 else:
-                    rec["complete"] = True
+                    for ph, flows in enumerate(phases):
+                        done = _run_phase(client, sc, transport, it, ph, flows, rec, t0,
+                                          stop)
+                        if not done:
+                            break
+                    else:
+                        rec["complete"] = True
                 posted = [f["posted_at"] for f in rec["flows"] if f.get("posted_at")]
                 ends = [f["done_at"] for f in rec["flows"] if f.get("done_at")]
                 if rec["complete"] and posted and ends:
@@ -209,3 +213,44 @@ def _run_phase(client: NicClient, sc: Scenario, transport: str, it: int, ph: int
         return False
     client.verify(writes)
     return all(w["done_at"] for w in writes)
+
+
+def _run_stream(client: NicClient, sc: Scenario, transport: str, rec: dict, t0: float,
+                stop: threading.Event) -> bool:
+    """A stream: each pair keeps `depth` writes in flight, posting the next as each one
+    completes, until the workload's duration is up; then the last ones finish. Each
+    write's SHA-256 is checked at its destination once it completes (its regions freed,
+    so a long stream holds only `depth` a pair). False if it did not finish."""
+    wl = sc.workload
+    made = 0
+
+    def new(a: int, b: int) -> dict:
+        nonlocal made
+        made += 1
+        return {"src": a, "dst": b, "size": wl.size, "transport": transport, "phase": 0,
+                "seed": (sc.seed * 1_000_003 + made * 101) & 0x7FFFFFFF}
+
+    def post(ws: list[dict]) -> list[dict]:
+        client.post(ws)
+        rec["flows"].extend(ws)
+        return ws
+
+    pending = post([new(a, b) for a, b in wl.pairs for _ in range(wl.depth)])
+    every = poll_interval(sc.topology.host_link_mbps)
+    while pending:
+        if stop.is_set() or time.monotonic() - t0 > sc.timeout_s:
+            client.free(pending)
+            return False
+        time.sleep(every)
+        client.poll(pending)
+        done = [w for w in pending if w["done_at"] or w["failed"]]
+        if not done:
+            continue
+        pending = [w for w in pending if not (w["done_at"] or w["failed"])]
+        client.verify(done)
+        if any(w["failed"] for w in done):  # a QP gave up: the stream cannot go on
+            client.free(pending)
+            return False
+        if time.monotonic() - t0 < wl.duration:
+            pending += post([new(w["src"], w["dst"]) for w in done])
+    return True

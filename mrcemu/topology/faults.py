@@ -153,6 +153,8 @@ def targets(layout: Layout, fault: Fault) -> list[Interface]:
 
 def links_of(layout: Layout, fault: Fault) -> set[str]:
     """The names of the links a fault acts on (either end): what a link map should name."""
+    if fault.kind == "path-loss":
+        return set()  # one pair's packets: a link map's probes never cross that path
     name = {(i.node, i.name): link.name for link in layout.links for i in (link.a, link.b)}
     return {name[(i.node, i.name)] for i in targets(layout, fault)}
 

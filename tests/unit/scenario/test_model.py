@@ -83,6 +83,18 @@ def test_workload_phases():
     ({"seed": "one"}, "seed", "seed: 1"),
     ({"map_interval_ms": 2}, "map_interval_ms", "0 (off) or at least 10"),
     ({"map_interval_ms": -1}, "map_interval_ms", "0 for none"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "pairs": ["h0-h3"]}},
+     "workload.duration", "duration: 3"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0h3"]}},
+     "workload.pairs[0]", "h0-h7"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0-h0"]}},
+     "workload.pairs[0]", "two hosts"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1,
+                   "pairs": ["h0-h3", "h3-h0"], "both_ways": True}}, "workload.pairs", "once"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "iterations": 3}},
+     "workload.iterations", "its duration"),
+    ({"workload": {"kind": "single", "size": "1MiB", "duration": 1}}, "workload.duration",
+     "kind: stream"),
     ({"transport": {"ev_set_per_plan": 2}}, "transport.ev_set_per_plan",
      "did you mean 'ev_set_per_plane'"),
     ({"transport": {"min_rto": 1}}, "transport.min_rto", "settable: ev_set_per_plane"),
@@ -98,6 +110,15 @@ def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
         load(p)
     assert e.value.source == str(p) and e.value.field == field, str(e.value)
     assert words in str(e.value)
+
+
+def test_a_stream_names_its_pairs_and_runs_slowed_for_longer(tmp_path):
+    sc = load(write(tmp_path, {**BASE, "workload": {
+        "kind": "stream", "size": "256KiB", "pairs": ["h0-h3", "h1-h2"], "both_ways": True,
+        "duration": 2}}))
+    w = sc.workload
+    assert w.pairs == ((0, 3), (1, 2), (3, 0), (2, 1)) and w.depth == 4
+    assert w.duration == 2.0 and sc.slowed(4).workload.duration == 8.0
 
 
 def test_a_scenario_changes_transport_settings_and_nothing_else(tmp_path):

@@ -57,3 +57,60 @@ def test_a_failed_qp_is_reported_failed_not_timed_out(monkeypatch, qp_fails):
     else:
         assert s["completed"] and not s["failed"] and not s["timed_out"]
         assert s["iterations_done"] == sc.workload.iterations
+
+
+class StreamNics(FakeNics):
+    """Each write is done on the second time the runner asks after it; counts what each
+    direction has in flight."""
+
+    def __init__(self) -> None:
+        super().__init__(qp_fails=False)
+        self.msn = 0
+        self.asked: dict[int, int] = {}
+        self.peer: dict[int, tuple[str, int]] = {}
+        self.inflight: dict[tuple[str, int], int] = {}
+        self.most = 0
+        self.hashed = 0
+
+    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+        self.host = host
+        return super().__call__(host, op, timeout, **args)
+
+    def one(self, req: dict) -> dict:
+        if req["op"] == "write":
+            self.msn += 1
+            key = (self.host, req["peer"])
+            self.peer[self.msn] = key
+            self.inflight[key] = self.inflight.get(key, 0) + 1
+            self.most = max(self.most, self.inflight[key])
+            return {"ok": True, "msn": self.msn, "sha256": "same"}
+        if req["op"] == "msg":
+            n = self.asked[req["msn"]] = self.asked.get(req["msn"], 0) + 1
+            if n == 2:
+                self.inflight[self.peer[req["msn"]]] -= 1
+            return {"ok": True, "posted_at": 1.0, "done_at": 1.5 if n >= 2 else None,
+                    "failed": False, "acked_pkts": 0, "npkts": 1}
+        if req["op"] == "hash":
+            self.hashed += 1
+        return super().one(req)
+
+
+def test_a_stream_keeps_its_depth_in_flight_each_way_until_its_duration(monkeypatch, tmp_path):
+    nics = StreamNics()
+    monkeypatch.setattr(client, "request", nics)
+    p = tmp_path / "s.yaml"
+    p.write_text("topology: small\nworkload: {kind: stream, size: 64KiB, pairs: [h0-h3], "
+                 "both_ways: true, duration: 0.3, depth: 3}\ntransports: [mrc]\n")
+    sc = load(p)
+    layout = Layout(sc.topology)
+    raw = runner.run_transport(sc, "mrc", layout, {}, lambda *_: None, threading.Event())
+    (rec,) = raw["iterations"]
+    flows = rec["flows"]
+    assert rec["complete"] and raw["completed"]
+    assert {(f["src"], f["dst"]) for f in flows} == {(0, 3), (3, 0)}
+    # Never more than the depth in flight in a direction, and the stream went on past
+    # its first window: writes were posted as earlier ones completed.
+    assert nics.most == 3 and len(flows) > 2 * 3
+    # Every write was hashed at its destination (which frees its region).
+    assert nics.hashed == len(flows) == nics.regions and all(f["ok"] for f in flows)
+    assert all(v == 0 for v in nics.inflight.values())

@@ -52,7 +52,7 @@ def test_one_list_of_kinds_serves_the_cli_and_scenario_files():
 
 
 def test_a_path_loss_names_one_pair_and_spine_and_acts_where_it_enters_the_core():
-    from mrcemu.topology.faults import affects, path_target
+    from mrcemu.topology.faults import affects, links_of, path_target
     from mrcemu.topology.paths import make_ev
 
     f = Fault("path-loss", "h0-h3/p1s0", 20)
@@ -68,6 +68,7 @@ def test_a_path_loss_names_one_pair_and_spine_and_acts_where_it_enters_the_core(
     assert not hit(3, 0, ev)  # one direction: the reverse path is another's
     assert not hit(0, 3, make_ev(1, 1, 5)) and not hit(0, 3, make_ev(0, 0, 5))
     assert not hit(1, 3, ev)
+    assert links_of(SMALL, f) == set()  # no link is broken: a link map has nothing to find
 
 
 @pytest.mark.parametrize("target, says", [
