@@ -124,7 +124,8 @@ TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_backups_per_path", "ev_min_active"
                       "roce_ack_every", "roce_retry_count")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
              "duration", "depth")
-_FAULT = ("at", "kind", "target", "value", "one_way", "duration", "period", "duty")
+_FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",
+          "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
 
 
@@ -265,25 +266,53 @@ _PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of t
               "duty": "e.g. duty: 0.5 (with period: 0.5)"}
 
 
-def _fault(source: str, i: int, data: Any, layout: Layout) -> TimedFault:
+def _fault(source: str, i: int, data: Any, layout: Layout) -> list[TimedFault]:
     where = f"faults[{i}]"
     if not isinstance(data, dict):
         raise ConfigError(source, where, data, "must be a mapping",
                           "e.g. {at: 1.0, kind: switch-down, target: p3s1}")
     _unknown(source, f"{where}.", data, _FAULT)
-    for k in ("at", "kind", "target"):
+    if "target" in data and "targets" in data:
+        raise ConfigError(source, f"{where}.targets", data["targets"], "is given with target",
+                          "use target for one, targets for a sequence or a group")
+    for k in ("at", "kind"):
         if k not in data:
             raise ConfigError(source, f"{where}.{k}", None, "is required",
                               "each fault needs at, kind and target")
+    if "target" not in data and "targets" not in data:
+        raise ConfigError(source, f"{where}.target", None, "is required",
+                          "each fault needs at, kind and target (or targets)")
     at = _number(source, f"{where}.at", data["at"], 0, None, "seconds after the start, e.g. 1.0")
-    kind = data["kind"]
-    if kind not in FAULT_KINDS:
-        close = difflib.get_close_matches(str(kind), FAULT_KINDS, n=1)
-        raise ConfigError(source, f"{where}.kind", kind, "is not a fault kind",
+    if "targets" not in data:
+        if "every" in data:
+            raise ConfigError(source, f"{where}.every", data["every"], "needs targets",
+                              "e.g. targets: [h0-p0, h0-p1], every: 2")
+        return [_one_fault(source, where, "target", data, float(at), data["target"], layout)]
+    # A sequence (`every` seconds apart, each lasting `duration`) or, with no `every`, a
+    # group acting together: one fault per target, each checked as one.
+    targets = data["targets"]
+    if not isinstance(targets, list) or not targets:
+        raise ConfigError(source, f"{where}.targets", targets, "must be a list of targets",
+                          "e.g. targets: [h0-p0, h0-p1, h0-p2, h0-p3]")
+    if len({str(t) for t in targets}) != len(targets):
+        raise ConfigError(source, f"{where}.targets", targets, "names a target twice",
+                          "list each target once")
+    every = float(_number(source, f"{where}.every", data.get("every", 0), 0, None,
+                          "seconds between one target and the next, e.g. 2"))
+    return [_one_fault(source, where, f"targets[{j}]", data, float(at) + j * every, t, layout)
+            for j, t in enumerate(targets)]
+
+
+def _one_fault(source: str, where: str, tfield: str, data: dict, at: float, target: Any,
+               layout: Layout) -> TimedFault:
+    if data["kind"] not in FAULT_KINDS:
+        close = difflib.get_close_matches(str(data["kind"]), FAULT_KINDS, n=1)
+        raise ConfigError(source, f"{where}.kind", data["kind"], "is not a fault kind",
                           (f"did you mean '{close[0]}'? " if close else "")
                           + "kinds: " + ", ".join(FAULT_KINDS))
+    kind = data["kind"]
     f = TimedFault(
-        at=float(at), kind=kind, target=str(data["target"]),
+        at=at, kind=kind, target=str(target),
         value=None if data.get("value") is None else float(_number(
             source, f"{where}.value", data["value"], 0, 100, "a percentage, 0..100")),
         one_way=bool(data.get("one_way", False)),
@@ -302,7 +331,7 @@ def _fault(source: str, i: int, data: Any, layout: Layout) -> TimedFault:
     try:
         faults.targets(layout, live)
     except MrcemuError as e:
-        raise ConfigError(source, f"{where}.target", f.target, "is not in the topology",
+        raise ConfigError(source, f"{where}.{tfield}", f.target, "is not in the topology",
                           str(e)) from None
     return f
 
@@ -361,7 +390,7 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
     if not isinstance(raw_faults, list):
         raise ConfigError(source, "faults", raw_faults, "must be a list",
                           "e.g. faults: [{at: 1.0, kind: switch-down, target: p3s1}]")
-    faults = tuple(_fault(source, i, f, layout) for i, f in enumerate(raw_faults))
+    faults = tuple(f for i, d in enumerate(raw_faults) for f in _fault(source, i, d, layout))
     transports = data.get("transports", list(TRANSPORTS))
     if (not isinstance(transports, list) or not transports
             or any(t not in TRANSPORTS for t in transports) or len(set(transports)) != len(

@@ -95,6 +95,17 @@ def test_workload_phases():
      "workload.iterations", "its duration"),
     ({"workload": {"kind": "single", "size": "1MiB", "duration": 1}}, "workload.duration",
      "kind: stream"),
+    ({"faults": [{"at": 1, "kind": "host-port-down", "targets": ["h0-p0", "h0-p9"]}]},
+     "faults[0].targets[1]", "no host port 'h0-p9'"),
+    ({"faults": [{"at": 1, "kind": "link-down", "target": "p0l0-p0s0", "every": 1}]},
+     "faults[0].every", "needs targets"),
+    ({"faults": [{"at": 1, "kind": "link-down", "target": "p0l0-p0s0",
+                  "targets": ["p0l0-p0s1"]}]}, "faults[0].targets", "given with target"),
+    ({"faults": [{"at": 1, "kind": "link-down", "targets": []}]}, "faults[0].targets",
+     "list of targets"),
+    ({"faults": [{"at": 1, "kind": "link-down", "targets": ["p0l0-p0s0", "p0l0-p0s0"]}]},
+     "faults[0].targets", "twice"),
+    ({"faults": [{"at": 1, "kind": "link-down"}]}, "faults[0].target", "is required"),
     ({"transport": {"ev_set_per_plan": 2}}, "transport.ev_set_per_plan",
      "did you mean 'ev_set_per_plane'"),
     ({"transport": {"min_rto": 1}}, "transport.min_rto", "settable: ev_set_per_plane"),
@@ -119,6 +130,20 @@ def test_a_stream_names_its_pairs_and_runs_slowed_for_longer(tmp_path):
     w = sc.workload
     assert w.pairs == ((0, 3), (1, 2), (3, 0), (2, 1)) and w.depth == 4
     assert w.duration == 2.0 and sc.slowed(4).workload.duration == 8.0
+
+
+def test_a_sequence_of_faults_is_one_entry_each_target_in_turn(tmp_path):
+    """PAPER.md E1: a host's ports go down one every 2 s and each comes back 8 s after
+    it went, so the goodput steps down four times and up four times."""
+    sc = load(write(tmp_path, {**BASE, "faults": [
+        {"at": 1, "kind": "host-port-down", "targets": ["h0-p0", "h0-p1"], "every": 2,
+         "duration": 8},
+        {"at": 3, "kind": "flap", "targets": ["p0l0-p0s0", "p1l0-p1s1"], "period": 0.5,
+         "duty": 0.5}]}))
+    assert [(f.at, f.kind, f.target, f.duration) for f in sc.faults] == [
+        (1.0, "host-port-down", "h0-p0", 8.0), (3.0, "host-port-down", "h0-p1", 8.0),
+        (3.0, "flap", "p0l0-p0s0", None), (3.0, "flap", "p1l0-p1s1", None)]
+    assert [f.at for f in sc.slowed(2).faults] == [2.0, 6.0, 6.0, 6.0]
 
 
 def test_a_scenario_changes_transport_settings_and_nothing_else(tmp_path):
