@@ -676,6 +676,46 @@ def run(scenario: str, out: str, slowdown: float) -> None:
         sys.exit(1)
 
 
+@main.command()
+@click.argument("ids", nargs=-1)
+@click.option("--quick", is_flag=True, help="Short runs (about 5 minutes in all here).")
+@click.option("--out", "out", default="paper", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for paper.md, paper.json and a "
+              "folder per experiment.")
+@click.option("--slowdown", default=4.0, show_default=True, type=click.FloatRange(min=1.0),
+              help="Run every experiment this many times slower: 4 is the pace a 2-core "
+                   "host runs them faithfully.")
+@friendly
+def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float) -> None:
+    """Reproduce the white paper's testbed experiments (E1..E11, or the IDS given): run
+    each, measure it, and judge it against what the paper observed."""
+    from pathlib import Path
+
+    from mrcemu.paper import run as paper_run
+
+    paper_run.select(list(ids))  # an unknown id stops here, before anything starts
+    need_root("paper")
+
+    def ui(event: str, d: dict) -> None:
+        if event == "experiment":
+            console.print(f"[bold]{d['id']}[/]: {d['description']}")
+        elif event == "judged":
+            mark = "[green]consistent[/]" if d["consistent"] else "[red]not consistent[/]"
+            console.print(f"  {d['id']}: {mark}: {d['reason']}")
+        elif event == "skipped":
+            console.print(f"[dim]{d['id']}: {d['reason']}[/]")
+        elif event == "stage":
+            console.print(f"  {d['text']}")
+        elif event == "fault":
+            console.print(f"  [yellow]fault[/] t={d['t']:.2f} s {d['action']} {d['kind']} "
+                          f"{d['target']}" + (f" FAILED: {d['error']}" if d["error"] else ""))
+
+    doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui)
+    ran = [r for r in doc["experiments"] if r["consistent"] is not None]
+    console.print(f"{sum(1 for r in ran if r['consistent'])} of {len(ran)} run consistent "
+                  f"with the paper; {Path(out) / 'paper.md'}")
+
+
 @main.command(name="cli")
 @friendly
 def mn_cli() -> None:

@@ -23,6 +23,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "datapath": SHELL + LINUX_LIBS + ("time", "mrcemu.transport"),
     "fabric": ("mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
     "nic": ("mrcemu.fabric", "mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
+    "paper": ("mrcemu.cli",),  # runs scenarios through mrcemu.scenario, as `run` does
 }
 
 

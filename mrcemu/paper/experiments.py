@@ -1,0 +1,253 @@
+"""The white paper's testbed experiments (PAPER.md section 2) as scenarios, and how each
+run is measured and judged (the rules and thresholds are in `rules.py`).
+
+Pure: an experiment is a scenario mapping (what `mrcemu run` would read from YAML) and a
+function from the run's report.json to what was measured, with the verdict. Times here
+are full-speed seconds; a slowed run's report is read at its own pace (`slowdown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mrcemu.paper import rules
+
+Measured = tuple[dict[str, Any], bool, str]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    figure: str
+    paper: str  # what the paper observed
+    scenario: Callable[[bool], dict] | None  # quick -> the scenario mapping; None: not yet
+    measure: Callable[[dict, bool], Measured] | None  # (report.json, quick)
+    missing: str = ""  # why it cannot run yet
+
+
+def _stream(pairs: list[str], duration: float, both_ways: bool = True) -> dict:
+    return {"kind": "stream", "size": "256KiB", "pairs": pairs, "both_ways": both_ways,
+            "duration": duration, "depth": 4}
+
+
+def _scenario(desc: str, workload: dict, faults: list[dict], **extra: Any) -> dict:
+    return {"description": desc, "topology": "default", "workload": workload,
+            "faults": faults, "transports": ["mrc"], "map_interval_ms": 0,
+            "capture": {"hosts": ["h0"], "snaplen": 128, "max_mb": 20}, **extra}
+
+
+def _mrc(report: dict) -> tuple[dict, float]:
+    return report["transports"]["mrc"], report.get("slowdown", 1.0)
+
+
+# The goodput level before the first fault: after the stream's ramp-up, up to the fault.
+WARM = 0.4
+
+
+def _full(mbps: float | None, k: float) -> float | None:
+    """A slowed run's goodput at full speed (its links were k times slower)."""
+    return None if mbps is None else mbps * k
+
+
+def _before(series: dict, k: float, at: float) -> float | None:
+    return rules.level(series, WARM * k, at * k)
+
+
+# ---- E1, E2: a host's ports down (T0-local, h0<->h1) --------------------------------
+E1_EVERY = {True: 1.0, False: 2.0}
+
+
+def e1_scenario(quick: bool) -> dict:
+    s = E1_EVERY[quick]
+    return _scenario(
+        "E1 (Fig. 9a): h0<->h1 stream; h0's plane ports 0-3 go down one at a time, then "
+        "come back one at a time.", _stream(["h0-h1"], 1 + 8 * s),
+        [{"at": 1.0, "kind": "host-port-down", "targets": ["h0-p0", "h0-p1", "h0-p2", "h0-p3"],
+          "every": s, "duration": 4 * s}])
+
+
+def e1_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    s = E1_EVERY[quick]
+    base = _before(g, k, 1.0)
+    # Window i (i = 1..8) holds ports_down[i] ports down; its level is judged after a
+    # settling third of the step.
+    down = [1, 2, 3, 4, 3, 2, 1, 0]
+    ratios = [rules.ratio(rules.level(g, (1 + i * s + s / 3) * k, (1 + (i + 1) * s) * k),
+                          base) for i in range(8)]
+    expected = [(8 - d) / 8 for d in down]
+    ok, why = rules.steps_consistent(ratios, expected)
+    return ({"level_before_mbps": _full(base, k), "ports_down": down, "share_of_before": ratios,
+             "expected": expected}, ok, why)
+
+
+def e2_scenario(quick: bool) -> dict:
+    d = 2.0 if quick else 4.0
+    return _scenario(
+        "E2 (Fig. 9b): h0<->h1 stream; 4 of h0's 8 ports go down together, then come back.",
+        _stream(["h0-h1"], 2 + d + 1.5),
+        [{"at": 1.0, "kind": "host-port-down", "targets": ["h0-p0", "h0-p1", "h0-p2", "h0-p3"],
+          "duration": d}])
+
+
+def e2_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    d = 2.0 if quick else 4.0
+    base = _before(g, k, 1.0)
+    during = rules.ratio(rules.level(g, (1.5) * k, (1 + d) * k), base)
+    after = rules.ratio(rules.level(g, (1 + d + 0.7) * k, (1 + d + 1.5) * k), base)
+    ok, why = rules.steps_consistent([during, after], [0.5, 1.0])
+    return ({"level_before_mbps": _full(base, k), "share_during": during, "share_after": after},
+            ok, why)
+
+
+# ---- E3, E4: leaf-spine links (cross-T1, h0<->h7) ----------------------------------------
+LINKS = [f"p{p}l0-p{p}s{p % 4}" for p in range(8)]  # one per plane, spread over spines
+
+
+def e3_scenario(quick: bool) -> dict:
+    every = 0.5 if quick else 1.0
+    return _scenario(
+        "E3 (Fig. 9c): h0<->h7 stream; 8 leaf-spine links (one per plane) go down one "
+        "after another.", _stream(["h0-h7"], 1 + 8 * every + 1),
+        [{"at": 1.0, "kind": "link-down", "targets": LINKS, "every": every}])
+
+
+def e4_scenario(quick: bool) -> dict:
+    d = 2.0 if quick else 4.0
+    return _scenario(
+        "E4 (Fig. 9d): h0<->h7 stream; 8 leaf-spine links (one per plane) go down "
+        "together, and come back.", _stream(["h0-h7"], 1 + d + 1.5),
+        [{"at": 1.0, "kind": "link-down", "targets": LINKS, "duration": d}])
+
+
+def _every_bin(report: dict, until: float) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    base = _before(g, k, 1.0)
+    width = rules.THRESHOLDS.bin_s * k
+    shares = [rules.ratio(v, base) for v in rules.bins(g, 1.0 * k, until * k, width)]
+    ok, why = rules.floor_consistent(shares, f"every {rules.THRESHOLDS.bin_s * 1e3:.0f} ms bin")
+    return ({"level_before_mbps": _full(base, k), "bin_shares": shares}, ok, why)
+
+
+def e3_measure(report: dict, quick: bool) -> Measured:
+    every = 0.5 if quick else 1.0
+    return _every_bin(report, 1 + 8 * every + 1)
+
+
+def e4_measure(report: dict, quick: bool) -> Measured:
+    d = 2.0 if quick else 4.0
+    return _every_bin(report, 1 + d + 1.5)
+
+
+# ---- E5, E6: a switch down ----------------------------------------------------------
+def e5_scenario(quick: bool) -> dict:
+    return _scenario(
+        "E5 (Fig. 10): h0<->h1 stream; their plane-2 leaf p2l0 goes down.",
+        _stream(["h0-h1"], 3.0 if quick else 6.0),
+        [{"at": 1.0, "kind": "switch-down", "target": "p2l0"}])
+
+
+def e5_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    end = 3.0 if quick else 6.0
+    base = _before(g, k, 1.0)
+    after = rules.ratio(rules.level(g, 1.5 * k, (end - 0.1) * k), base)
+    ok, why = rules.steps_consistent([after], [7 / 8])
+    return ({"level_before_mbps": _full(base, k), "share_after": after}, ok, why)
+
+
+E6_PAIRS = ["h0-h4", "h1-h5", "h2-h6", "h3-h7"]
+
+
+def e6_scenario(quick: bool) -> dict:
+    d = 1.5 if quick else 3.0
+    return _scenario(
+        "E6 (Fig. 11): 4 pairs across spines (h0->h4 .. h3->h7); spine p3s1 goes down, "
+        "then comes back.", _stream(E6_PAIRS, 1 + d + 1, both_ways=False),
+        [{"at": 1.0, "kind": "switch-down", "target": "p3s1", "duration": d}])
+
+
+def e6_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    d = 1.5 if quick else 3.0
+    base = _before(g, k, 1.0)
+    during = rules.ratio(rules.level(g, 1.5 * k, (1 + d) * k), base)
+    ok, why = rules.floor_consistent([during], "the steady state with the spine down")
+    return ({"level_before_mbps": _full(base, k), "share_during": during}, ok, why)
+
+
+# ---- E7: one EV dropping 20 % --------------------------------------------------------
+def e7_scenario(quick: bool) -> dict:
+    return _scenario(
+        "E7 (Fig. 12, 13): h0<->h7 stream, EV set 2 a plane; the path of one active EV "
+        "(h0->h7 over p2s0) drops 20 % of its packets.",
+        _stream(["h0-h7"], 3.0 if quick else 6.0),
+        [{"at": 1.0, "kind": "path-loss", "target": "h0-h7/p2s0", "value": 20}],
+        transport={"ev_set_per_plane": 2})
+
+
+def e7_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    g = mrc["goodput_series"]
+    end = 3.0 if quick else 6.0
+    base = _before(g, k, 1.0)
+    (fault,) = mrc["faults"]
+    paths = fault.get("failed_paths", [])
+    retired = [p for p in paths if p.get("bad_s") is not None]
+    after = rules.ratio(rules.level(g, 1.5 * k, (end - 0.1) * k), base)
+    shares = [rules.ratio(v, base) for v in
+              rules.bins(g, 1.0 * k, (end - 0.1) * k, rules.THRESHOLDS.bin_s * k)]
+    measured = {"level_before_mbps": _full(base, k), "share_after": after,
+                "bin_shares": shares,
+                "evs_on_the_path": len(paths), "retired": len(retired),
+                "data_after_retire": sum(p.get("data_after_retire") or 0 for p in paths),
+                "retire_after_first_loss_s": [
+                    round((p["bad_s"] - p["first_loss_s"]) / k, 4) for p in retired
+                    if p.get("first_loss_s") is not None]}
+    if not retired:
+        return measured, False, "the lossy EV was never retired"
+    if measured["data_after_retire"]:
+        return measured, False, (f"{measured['data_after_retire']} data packets went onto "
+                                 "it once retired")
+    # "Line rate sustained": in every 200 ms bin from the loss on, as E3's rule.
+    ok, why = rules.floor_consistent(shares, "every 200 ms bin from the loss on")
+    return measured, ok, f"the EV was retired at its first loss found; {why}"
+
+
+EXPERIMENTS: tuple[Experiment, ...] = (
+    Experiment("E1", "9a", "throughput steps down one port at a time and back up; < 1 s "
+               "interruption each time", e1_scenario, e1_measure),
+    Experiment("E2", "9b", "4 of 8 NIC links flapping: settles at about half, recovers on "
+               "restore", e2_scenario, e2_measure),
+    Experiment("E3", "9c", "T0-T1 links downed one per second: minimal impact",
+               e3_scenario, e3_measure),
+    Experiment("E4", "9d", "8 T0-T1 links flapping together: negligible impact",
+               e4_scenario, e4_measure),
+    Experiment("E5", "10", "T0 switch down: steady state drops by 1/8", e5_scenario,
+               e5_measure),
+    Experiment("E6", "11", "T1 switch down, 4 QPs cross-T1: no steady-state loss",
+               e6_scenario, e6_measure),
+    Experiment("E7", "12, 13", "an EV dropping 20 %: it goes inactive at once, another is "
+               "activated, line rate is sustained", e7_scenario, e7_measure),
+    Experiment("E8", "14", "two flows on two EVs of one plane, flow 2 pinned to EV-A: "
+               "flow 1 moves to EV-B via ECN, both near line rate", None, None,
+               "needs pinning a flow to one EV and a plane restriction per connection"),
+    Experiment("E9", "16", "ring all-reduce sweep: MRC 1 QP beats RoCE 16 QPs; at 1 % loss "
+               "MRC ~1/3, RoCE unusable", None, None,
+               "needs the single-plane ECMP RoCE baseline, N QPs a pair and a size sweep"),
+    Experiment("E10", "17", "all-to-all sweep: MRC ahead at every size; RoCE QP scaling "
+               "does not help", None, None,
+               "needs the single-plane ECMP RoCE baseline, N QPs a pair and a size sweep"),
+    Experiment("E11", "18", "7:1 incast plus a victim: fair sharing, victim unaffected",
+               None, None, "needs a victim flow beside an incast, on a 4-leaf topology"),
+)
+
+BY_ID = {e.id: e for e in EXPERIMENTS}

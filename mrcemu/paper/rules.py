@@ -1,0 +1,75 @@
+"""The verdict rules of `mrcemu paper`: each experiment's numbers against what the white
+paper observed (PAPER.md section 2), with every threshold here, in one place.
+
+Pure: a report's goodput series and fault records in, numbers and a verdict out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # A step to k of 8 planes is "as the paper" when its level is within this much of
+    # k/8 of the level before (a share of that level): one plane is 0.125.
+    step_tolerance: float = 0.06
+    # "Minimal impact", "no steady-state loss", "line rate sustained": at least this
+    # share of the level before, in every bin judged.
+    no_impact: float = 0.95
+    # "Recovers on restore": back to at least this share once every fault is healed.
+    recovered: float = 0.90
+    # The paper's bins for "every 200 ms bin" (E3, E4), in full-speed seconds.
+    bin_s: float = 0.2
+
+
+THRESHOLDS = Thresholds()
+
+
+def level(series: dict, a: float, b: float) -> float | None:
+    """Mean total goodput (Mb/s) over the run's seconds [a, b): None if no bin is there."""
+    xs = [g for t, g in zip(series["t"], series["total_mbps"], strict=True) if a <= t < b]
+    return sum(xs) / len(xs) if xs else None
+
+
+def bins(series: dict, a: float, b: float, width: float) -> list[float]:
+    """Mean total goodput in consecutive bins of `width` seconds from a to b (whole bins
+    only)."""
+    out = []
+    t = a
+    while t + width <= b + 1e-9:
+        v = level(series, t, t + width)
+        if v is not None:
+            out.append(v)
+        t += width
+    return out
+
+
+def ratio(x: float | None, base: float | None) -> float | None:
+    return None if x is None or not base else x / base
+
+
+def steps_consistent(ratios: list[float | None], expected: list[float],
+                     th: Thresholds = THRESHOLDS) -> tuple[bool, str]:
+    """Each measured level (a share of the level before) against its expected share."""
+    bad = [(i, r, e) for i, (r, e) in enumerate(zip(ratios, expected, strict=True))
+           if r is None or abs(r - e) > th.step_tolerance]
+    if not bad:
+        return True, (f"every step within {th.step_tolerance:.2f} of k/8 "
+                      f"({', '.join(f'{r:.2f}' for r in ratios if r is not None)})")
+    i, r, e = bad[0]
+    got = "no data" if r is None else f"{r:.2f}"
+    return False, (f"{len(bad)} of {len(ratios)} steps off k/8 by more than "
+                   f"{th.step_tolerance:.2f}: step {i + 1} was {got}, expected {e:.3f}")
+
+
+def floor_consistent(values: list[float | None], what: str,
+                     th: Thresholds = THRESHOLDS) -> tuple[bool, str]:
+    """Every value (a share of the level before) at least `no_impact`."""
+    vs = [v for v in values if v is not None]
+    if not vs or len(vs) != len(values):
+        return False, f"no measurement for {what}"
+    low = min(vs)
+    if low >= th.no_impact:
+        return True, f"{what} stayed at or above {th.no_impact:.2f} (lowest {low:.3f})"
+    return False, f"{what} fell to {low:.3f} of the level before (the paper: >= {th.no_impact:.2f})"

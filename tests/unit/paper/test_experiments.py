@@ -1,0 +1,98 @@
+"""`mrcemu paper`'s experiments and rules, on synthetic reports: no fabric, no clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrcemu.errors import MrcemuError
+from mrcemu.paper import experiments as ex
+from mrcemu.paper import rules
+from mrcemu.paper.run import markdown, select
+from mrcemu.scenario.model import from_mapping
+
+
+def series(level_at, until: float, bin_s: float = 0.05) -> dict:
+    """A goodput series whose total is level_at(t) Mb/s (t: the bin's start)."""
+    ts = [round(i * bin_s, 6) for i in range(int(until / bin_s))]
+    return {"bin_s": bin_s, "t": ts, "total_mbps": [level_at(t) for t in ts],
+            "per_plane_mbps": {}}
+
+
+def report(level_at, until: float, slowdown: float = 1.0, faults: list | None = None) -> dict:
+    return {"slowdown": slowdown, "transports": {"mrc": {
+        "goodput_series": series(level_at, until * slowdown), "faults": faults or []}}}
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_runnable_experiment_is_a_valid_scenario(quick):
+    runnable = [e for e in ex.EXPERIMENTS if e.scenario is not None]
+    assert [e.id for e in runnable] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7"]
+    for e in runnable:
+        sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
+        assert sc.workload.kind == "stream" and sc.transports == ("mrc",)
+    e7 = from_mapping(ex.e7_scenario(quick), "<e7>", "E7")
+    assert e7.transport == {"ev_set_per_plane": 2}
+    assert [f.target for f in from_mapping(ex.e1_scenario(quick), "<e1>", "E1").faults] == [
+        "h0-p0", "h0-p1", "h0-p2", "h0-p3"]
+
+
+def test_the_ones_not_yet_runnable_say_what_they_need():
+    for e in ex.EXPERIMENTS:
+        assert (e.scenario is None) == bool(e.missing), e.id
+
+
+def test_a_leaf_down_at_seven_eighths_is_as_the_paper_and_at_half_it_is_not():
+    k = 4.0  # a slowed run: the report's seconds are k times the experiment's
+    good = report(lambda t: 80.0 if t < 1.0 * k else 70.0, 3.0, k)
+    m, ok, why = ex.e5_measure(good, quick=True)
+    assert ok and m["share_after"] == pytest.approx(7 / 8)
+    assert m["level_before_mbps"] == pytest.approx(320.0)  # at full speed
+    m, ok, why = ex.e5_measure(report(lambda t: 80.0 if t < 1.0 else 40.0, 3.0), quick=True)
+    assert not ok and "expected 0.875" in why
+
+
+def test_e1_judges_each_step_against_the_planes_left():
+    s = ex.E1_EVERY[True]
+
+    def staircase(t: float) -> float:
+        if t < 1.0:
+            return 80.0
+        i = min(int((t - 1.0) // s), 7)
+        return 10.0 * (8 - [1, 2, 3, 4, 3, 2, 1, 0][i])
+
+    m, ok, _ = ex.e1_measure(report(staircase, 9.0), quick=True)
+    assert ok and m["share_of_before"] == pytest.approx([7 / 8, 6 / 8, 5 / 8, 4 / 8, 5 / 8,
+                                                         6 / 8, 7 / 8, 1.0])
+    _, ok, why = ex.e1_measure(report(lambda t: 80.0 if t < 1.0 else 50.0, 9.0), quick=True)
+    assert not ok and "step 1 was 0.62" in why
+
+
+def test_e7_needs_the_ev_retired_no_data_after_and_every_bin_at_line_rate():
+    fault = {"failed_paths": [{"bad_s": 1.2, "first_loss_s": 1.1, "data_after_retire": 0}]}
+    flat = report(lambda t: 100.0, 3.0, faults=[fault])
+    m, ok, why = ex.e7_measure(flat, quick=True)
+    assert ok and m["retired"] == 1 and m["retire_after_first_loss_s"] == [0.1]
+    dip = report(lambda t: 50.0 if 1.2 <= t < 1.4 else 100.0, 3.0, faults=[fault])
+    _, ok, why = ex.e7_measure(dip, quick=True)
+    assert not ok and "0.500" in why
+    never = report(lambda t: 100.0, 3.0, faults=[{"failed_paths": [
+        {"bad_s": None, "first_loss_s": 1.1, "data_after_retire": 0}]}])
+    assert ex.e7_measure(never, quick=True)[1:] == (False, "the lossy EV was never retired")
+
+
+def test_rules_read_whole_bins_of_the_series():
+    g = series(lambda t: t, 1.0)  # 0, 0.05, .. 0.95
+    assert rules.level(g, 0.0, 0.1) == pytest.approx(0.025)
+    assert rules.level(g, 5.0, 6.0) is None
+    assert rules.bins(g, 0.0, 0.5, 0.2) == pytest.approx([0.075, 0.275])
+    assert rules.floor_consistent([0.96, None], "x")[0] is False
+
+
+def test_unknown_ids_are_one_clear_error_and_the_table_says_what_was_not_run():
+    with pytest.raises(MrcemuError, match="no experiment E12: the ids are E1"):
+        select(["E7", "E12"])
+    assert [e.id for e in select(["e5", "E1"])] == ["E1", "E5"]
+    md = markdown({"quick": True, "slowdown": 4.0, "experiments": [
+        {"id": "E9", "figure": "16", "paper": "p", "measured": None, "consistent": None,
+         "reason": "not run: needs x"}]})
+    assert "| E9 | 16 | p | - | not run | not run: needs x |" in md
