@@ -303,8 +303,13 @@ class EvProfile:
         # the wrongly accused path would carry nothing for the rest of the connection
         # while another carried two shares.
         plane = [x for x in self.evs.values() if x.path.plane == e.path.plane]
-        full = self.per_plane and sum(x.active for x in plane) >= self.per_plane
-        e.active = not full and not any(x.active for x in plane
+        # Counting the others only: an EV judged while it stayed active (its plane came
+        # back, an admin allow) is on its own path, and must not crowd itself out. When
+        # it did, an EV restored after its path's backup left the path with no active EV
+        # at all: a host port that came back carried nothing (PAPER.md E2).
+        others = [x for x in plane if x is not e]
+        full = self.per_plane and sum(x.active for x in others) >= self.per_plane
+        e.active = not full and not any(x.active for x in others
                                         if x.path.spine == e.path.spine)
         self._sync(e)
         if e.active:

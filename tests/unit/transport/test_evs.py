@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,25 @@ def test_a_restricted_set_sprays_its_paths_and_replaces_a_retired_ev_from_an_unu
 def test_an_unrestricted_set_sprays_every_path():
     prof = profile(load("default"), 0, 7, TransportConfig())
     assert all(active_per_path(prof, p) == Counter({0: 1, 1: 1, 2: 1, 3: 1}) for p in range(8))
+
+
+@pytest.mark.parametrize("variant_first", [True, False])
+def test_a_plane_that_comes_back_sprays_again_whichever_ev_is_probed_back_first(
+        variant_first):
+    """A host port down then up (PAPER.md E1, E2): the plane's EVs are probed before use,
+    and once answered the plane carries its share again, one active EV a path."""
+    prof = profile(load("default"), 0, 1, TransportConfig())  # same leaf: one path a plane
+    base = next(e for e in prof.evs.values() if e.path.plane == 2 and e.active)
+    variant = next(e for e in prof.evs.values() if e.path.plane == 2 and not e.active)
+    prof.set_plane(2, False, 1.0)
+    prof.set_plane(2, True, 2.0)
+    assert base.state.value == variant.state.value == "ASSUMED_BAD"
+    for e in ((variant, base) if variant_first else (base, variant)):
+        e.last_probe = 2.05
+        prof.restore(e.ev, 2.1, marked=False)
+    assert active_per_path(prof, 2) == Counter({None: 1})
+    sprayed = {e.path.plane for e in (prof.next_ev() for _ in range(16))}
+    assert 2 in sprayed
 
 
 def test_probing_visits_exactly_the_assumed_bad_evs_of_live_planes():
