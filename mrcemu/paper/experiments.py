@@ -222,6 +222,38 @@ def e7_measure(report: dict, quick: bool) -> Measured:
     return measured, ok, f"the EV was retired at its first loss found; {why}"
 
 
+# ---- E11: incast beside a victim --------------------------------------------------------
+E11_INCAST = ["h4-h0", "h5-h0", "h6-h0", "h8-h0", "h9-h0", "h10-h0", "h12-h0"]
+E11_VICTIM = "h13-h3"
+PORTS_MBPS = 8 * 20 * 0.97  # a host's 8 ports of rack4 as its NIC paces them
+
+
+def e11_scenario(quick: bool) -> dict:
+    return {**_scenario(
+        "E11 (Fig. 18): 7 hosts of three other racks stream to h0 while h13 streams to "
+        "h3, an idle host in h0's rack.",
+        _stream([*E11_INCAST, E11_VICTIM], 3.0 if quick else 6.0, both_ways=False), []),
+        "topology": "rack4"}
+
+
+def e11_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    flows = mrc.get("per_flow", {})
+    incast = [_full(flows.get(f, {}).get("goodput_mbps"), k) for f in E11_INCAST]
+    victim = _full(flows.get(E11_VICTIM, {}).get("goodput_mbps"), k)
+    th = rules.THRESHOLDS
+    measured = {"victim_mbps": victim, "victim_share": rules.ratio(victim, PORTS_MBPS),
+                "incast_mbps": incast,
+                "fairness": rules.jain([x for x in incast if x is not None])}
+    if victim is None or any(x is None for x in incast):
+        return measured, False, "a flow delivered nothing"
+    share, fair = measured["victim_share"], measured["fairness"]
+    ok = share >= th.victim and fair is not None and fair >= th.fairness
+    return measured, ok, (f"the victim carried {share:.2f} of its ports (the paper: "
+                          f"unaffected, here >= {th.victim:.2f}); the incast flows' fairness "
+                          f"{fair:.3f} (Jain's index; fair: >= {th.fairness:.2f})")
+
+
 EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("E1", "9a", "throughput steps down one port at a time and back up; < 1 s "
                "interruption each time", e1_scenario, e1_measure),
@@ -247,7 +279,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                "does not help", None, None,
                "needs the single-plane ECMP RoCE baseline, N QPs a pair and a size sweep"),
     Experiment("E11", "18", "7:1 incast plus a victim: fair sharing, victim unaffected",
-               None, None, "needs a victim flow beside an incast, on a 4-leaf topology"),
+               e11_scenario, e11_measure),
 )
 
 BY_ID = {e.id: e for e in EXPERIMENTS}

@@ -21,6 +21,11 @@ class Thresholds:
     recovered: float = 0.90
     # The paper's bins for "every 200 ms bin" (E3, E4), in full-speed seconds.
     bin_s: float = 0.2
+    # "Victim unaffected" (E11): the victim's goodput at least this share of what its
+    # destination's 8 ports carry (each paced at 0.97 of its rate).
+    victim: float = 0.90
+    # "Fair sharing among the incast flows": Jain's index of their goodputs at least.
+    fairness: float = 0.95
 
 
 THRESHOLDS = Thresholds()
@@ -73,3 +78,10 @@ def floor_consistent(values: list[float | None], what: str,
     if low >= th.no_impact:
         return True, f"{what} stayed at or above {th.no_impact:.2f} (lowest {low:.3f})"
     return False, f"{what} fell to {low:.3f} of the level before (the paper: >= {th.no_impact:.2f})"
+
+
+def jain(xs: list[float]) -> float | None:
+    """Jain's fairness index: 1 when all are equal, 1/n when one takes everything."""
+    if not xs or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))

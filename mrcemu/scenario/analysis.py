@@ -274,6 +274,28 @@ def ev_state_timeline(raw: dict) -> dict:
     return {"changes": out, "evs_total": sum(len(c["stats"]["per_ev"]) for _, c in _conns(raw))}
 
 
+def per_flow(flows: list[dict]) -> dict[str, dict]:
+    """Per direction (`h0-h7`): messages, bytes delivered intact, and goodput over the
+    time it had a message in flight (the union of its messages' post-to-done intervals:
+    a stream's overlapping writes count once, an incast's barriers not at all)."""
+    by: dict[str, list[dict]] = {}
+    for f in flows:
+        by.setdefault(f"h{f['src']}-h{f['dst']}", []).append(f)
+    out = {}
+    for key, fs in sorted(by.items()):
+        spans = sorted((f["posted_at"], f["done_at"]) for f in fs
+                       if f.get("posted_at") and f.get("done_at"))
+        active, end = 0.0, float("-inf")
+        for a, b in spans:
+            if b > end:
+                active += b - max(a, end)
+                end = b
+        good = sum(f["size"] for f in fs if f.get("ok"))
+        out[key] = {"messages": len(fs), "bytes": good, "active_s": _r(active),
+                    "goodput_mbps": _r(good * 8 / active / 1e6, 2) if active else None}
+    return out
+
+
 def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     flows = [f for it in raw["iterations"] for f in it["flows"]]
     posted = [f["posted_at"] for f in flows if f.get("posted_at")]
@@ -311,6 +333,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "messages": len(flows),
         "messages_ok": sum(1 for f in flows if f.get("ok")),
         "integrity_ok": complete and all(f.get("ok") for f in flows),
+        "per_flow": per_flow(flows),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),
         "faults": fault_metrics(raw, layout, series, window_packets),

@@ -26,10 +26,14 @@ def report(level_at, until: float, slowdown: float = 1.0, faults: list | None = 
 @pytest.mark.parametrize("quick", [True, False])
 def test_every_runnable_experiment_is_a_valid_scenario(quick):
     runnable = [e for e in ex.EXPERIMENTS if e.scenario is not None]
-    assert [e.id for e in runnable] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7"]
+    assert [e.id for e in runnable] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E11"]
     for e in runnable:
         sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
         assert sc.workload.kind == "stream" and sc.transports == ("mrc",)
+    e11 = from_mapping(ex.e11_scenario(quick), "<e11>", "E11")
+    assert e11.topology.name == "rack4" and len(e11.workload.pairs) == 8
+    # the incast's senders are all in other racks than h0's, the victim's source too
+    assert all(e11.topology.leaf_of(a) != 0 and b == 0 for a, b in e11.workload.pairs[:7])
     e7 = from_mapping(ex.e7_scenario(quick), "<e7>", "E7")
     assert e7.transport == {"ev_set_per_plane": 2}
     assert [f.target for f in from_mapping(ex.e1_scenario(quick), "<e1>", "E1").faults] == [
@@ -78,6 +82,21 @@ def test_e7_needs_the_ev_retired_no_data_after_and_every_bin_at_line_rate():
     never = report(lambda t: 100.0, 3.0, faults=[{"failed_paths": [
         {"bad_s": None, "first_loss_s": 1.1, "data_after_retire": 0}]}])
     assert ex.e7_measure(never, quick=True)[1:] == (False, "the lossy EV was never retired")
+
+
+def test_e11_wants_the_victim_at_its_ports_rate_and_the_incast_fair():
+    k = 4.0
+    flows = {f: {"goodput_mbps": 22.0 / k} for f in ex.E11_INCAST}
+    rep = {"slowdown": k, "transports": {"mrc": {"per_flow": {
+        **flows, ex.E11_VICTIM: {"goodput_mbps": 150.0 / k}}}}}
+    m, ok, why = ex.e11_measure(rep, quick=True)
+    assert ok and m["fairness"] == pytest.approx(1.0) and m["victim_mbps"] == pytest.approx(150)
+    rep["transports"]["mrc"]["per_flow"]["h4-h0"] = {"goodput_mbps": 100.0 / k}
+    m, ok, why = ex.e11_measure(rep, quick=True)
+    assert not ok and m["fairness"] < 0.95 and "fairness" in why
+    del rep["transports"]["mrc"]["per_flow"][ex.E11_VICTIM]
+    assert ex.e11_measure(rep, quick=True)[1:] == (False, "a flow delivered nothing")
+    assert rules.jain([1.0, 0.0]) == pytest.approx(0.5) and rules.jain([]) is None
 
 
 def test_rules_read_whole_bins_of_the_series():

@@ -175,3 +175,19 @@ def test_the_goodput_dip_is_the_lowest_whole_bin_after_the_faults_own():
     # Only bins ending by `until` count; none after the fault's: no figure.
     assert analysis.goodput_dip(series, 1.02, 1.15, 0.1, 0.3) == (None, None)
     assert analysis.goodput_dip(series, 0.0, 1.6, 0.1, 0.3) == (None, None)  # no level
+
+
+def test_per_flow_goodput_counts_each_directions_busy_time_once():
+    flows = [  # a stream h0->h1: overlapping writes; an incast's barrier-separated ones
+        {"src": 0, "dst": 1, "size": 1_000_000, "posted_at": 10.0, "done_at": 11.0, "ok": True},
+        {"src": 0, "dst": 1, "size": 1_000_000, "posted_at": 10.5, "done_at": 12.0, "ok": True},
+        {"src": 2, "dst": 1, "size": 500_000, "posted_at": 10.0, "done_at": 10.5, "ok": True},
+        {"src": 2, "dst": 1, "size": 500_000, "posted_at": 20.0, "done_at": 20.5, "ok": False},
+        {"src": 3, "dst": 1, "size": 9, "posted_at": 10.0, "done_at": None},
+    ]
+    got = analysis.per_flow(flows)
+    assert got["h0-h1"] == {"messages": 2, "bytes": 2_000_000, "active_s": 2.0,
+                            "goodput_mbps": 8.0}
+    # Only the intact message is goodput; the time is both messages' (it was spent).
+    assert got["h2-h1"]["bytes"] == 500_000 and got["h2-h1"]["active_s"] == 1.0
+    assert got["h3-h1"] == {"messages": 1, "bytes": 0, "active_s": 0.0, "goodput_mbps": None}
