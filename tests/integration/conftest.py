@@ -51,6 +51,15 @@ def assert_clean() -> None:
 
 
 @pytest.fixture
+def tidy() -> Iterator[None]:
+    """No fabric before, and nothing of ours left after (for tests that make their own)."""
+    clean()
+    yield
+    clean()
+    assert_clean()
+
+
+@pytest.fixture
 def fabric(request) -> Iterator[str]:
     """A running fabric of the topology named by the test's parameter (default 'small')."""
     topo = getattr(request, "param", "small")

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.integration.conftest import assert_clean, clean, mrcemu
-
-
-@pytest.fixture
-def tidy():
-    clean()
-    yield
-    clean()
-    assert_clean()
+from tests.integration.conftest import mrcemu
 
 
 def test_paper_e7_retires_the_lossy_ev_and_writes_its_verdict(tmp_path, tidy):

@@ -15,10 +15,9 @@ import pytest
 import yaml
 
 from mrcemu.fabric import state
-from mrcemu.fabric.clean import clean
 from mrcemu.scenario.model import SCENARIO_DIR, builtin
 from mrcemu.scenario.model import load as load_scenario
-from tests.integration.conftest import assert_clean, mrcemu
+from tests.integration.conftest import mrcemu
 
 LUA = Path(__file__).resolve().parents[2] / "mrcemu" / "wireshark" / "mrc.lua"
 SIZES = {"all-to-all": "128KiB", "single": "4MiB", "incast": "512KiB",
@@ -94,14 +93,6 @@ def _events(log: Path, start: int) -> list[dict]:
         except ValueError:
             pass  # a line still being written
     return out
-
-
-@pytest.fixture
-def tidy():
-    clean()
-    yield
-    clean()
-    assert_clean()
 
 
 @pytest.mark.parametrize("name", builtin())
