@@ -515,18 +515,16 @@ def stats(node: str | None, as_json: bool) -> None:
     # Active path-loss faults: their own counters, under the port they act on (a port's
     # `dropped` is its buffer's; `packets` counts what a path loss dropped too).
     losses = []
-    if any(f.kind == "path-loss" for f in active_faults()):
-        per_path = bpf.read_path_loss()
-        for f in active_faults():
-            if f.kind != "path-loss":
-                continue
-            (port,) = fault_targets(layout, f)
-            c = per_path.get(path_loss_key(layout, f), {})
-            row = {"path": f.target, "port": port.name, "percent": f.value,
-                   "matched": c.get("matched", 0), "dropped": c.get("dropped", 0)}
-            if port.node in out:
-                out[port.node][port.name].setdefault("path_loss", []).append(row)
-                losses.append(row)
+    path_losses = [f for f in active_faults() if f.kind == "path-loss"]
+    per_path = bpf.read_path_loss() if path_losses else {}
+    for f in path_losses:
+        (port,) = fault_targets(layout, f)
+        c = per_path.get(path_loss_key(layout, f), {})
+        row = {"path": f.target, "port": port.name, "percent": f.value,
+               "matched": c.get("matched", 0), "dropped": c.get("dropped", 0)}
+        if port.node in out:
+            out[port.node][port.name].setdefault("path_loss", []).append(row)
+            losses.append(row)
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
@@ -585,6 +583,12 @@ def heal(fault: str | None) -> None:
         console.print("no active faults")
 
 
+def _fault_line(d: dict) -> str:
+    """A timeline's fault event as `run` and `paper` show it."""
+    return (f"  [yellow]fault[/] t={d['t']:.2f} s {d['action']} {d['kind']} {d['target']}"
+            + (f" FAILED: {d['error']}" if d["error"] else ""))
+
+
 @main.command()
 @click.argument("scenario", default="failover")
 @click.option("--out", "out", default="runs", show_default=True,
@@ -638,9 +642,7 @@ def run(scenario: str, out: str, slowdown: float) -> None:
                 bar.update(tasks[d["transport"]], completed=d["index"] + 1,
                            info=f"{goodput.get(d['transport'], 0):.0f} Mb/s last iteration")
             elif event == "fault":
-                what = (f"t={d['t']:.2f} s {d['action']} {d['kind']} {d['target']}"
-                        + (f" FAILED: {d['error']}" if d["error"] else ""))
-                bar.console.print(f"  [yellow]fault[/] {what}")
+                bar.console.print(_fault_line(d))
             elif event == "stage":
                 bar.console.print(f"  {d['text']}")
             elif event == "interrupt":
@@ -707,8 +709,7 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float) -> None:
         elif event == "stage":
             console.print(f"  {d['text']}")
         elif event == "fault":
-            console.print(f"  [yellow]fault[/] t={d['t']:.2f} s {d['action']} {d['kind']} "
-                          f"{d['target']}" + (f" FAILED: {d['error']}" if d["error"] else ""))
+            console.print(_fault_line(d))
 
     doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui)
     ran = [r for r in doc["experiments"] if r["consistent"] is not None]

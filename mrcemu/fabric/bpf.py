@@ -120,6 +120,11 @@ def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None) -
 CFG_FIELDS = ("rate_bps", "ecn_threshold", "trim_threshold", "buffer", "lasthop")
 
 
+def _mac(key: int) -> str:
+    """A map key (mac_key) back to the port's MAC."""
+    return ":".join(f"{(key >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+
+
 def _dump(name: str, layout: struct.Struct, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
     """One pinned map's entries, per port MAC, as {field: value}."""
     out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/{name}"]))
@@ -132,8 +137,7 @@ def _dump(name: str, layout: struct.Struct, names: tuple[str, ...]) -> dict[str,
             v = dict(zip(names, raw[:len(names)], strict=True))
         else:
             k, v = int(key), {f: int(value[f]) for f in names}
-        mac = ":".join(f"{(k >> s) & 0xFF:02x}" for s in range(40, -1, -8))
-        res[mac] = v
+        res[_mac(k)] = v
     return res
 
 
@@ -192,7 +196,6 @@ def read_path_loss() -> dict[PathLossKey, dict[str, float]]:
             src, dst = bytes(int(x) for x in key["src"]), bytes(int(x) for x in key["dst"])
             ppm, matched, dropped = (int(value[f]) for f in ("per_million", "matched",
                                                               "dropped"))
-        mac = ":".join(f"{(port >> s) & 0xFF:02x}" for s in range(40, -1, -8))
-        res[PathLossKey(mac, src, dst, ev_hi)] = {"percent": ppm / 10_000,
+        res[PathLossKey(_mac(port), src, dst, ev_hi)] = {"percent": ppm / 10_000,
                                                   "matched": matched, "dropped": dropped}
     return res

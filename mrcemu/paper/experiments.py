@@ -55,12 +55,26 @@ def _before(series: dict, k: float, at: float) -> float | None:
     return rules.level(series, WARM * k, at * k)
 
 
+def _len(quick: bool, short: float) -> float:
+    """An experiment's time (a duration, an interval) from its `--quick` value: the full
+    run takes twice as long. Its scenario and its measure both read it here."""
+    return short if quick else 2 * short
+
+
+# The `--quick` times, each read by an experiment's scenario and its measure.
+E1_EVERY = 1.0  # between one port going down (or up) and the next
+E2_DOWN = 2.0  # how long the 4 ports stay down
+E3_EVERY = 0.5  # between one link going down and the next
+E4_DOWN = 2.0  # how long the 8 links stay down
+E6_DOWN = 1.5  # how long the spine stays down
+STREAM = 3.0  # E5, E7, E11: the stream's length
+
+
 # ---- E1, E2: a host's ports down (T0-local, h0<->h1) --------------------------------
-E1_EVERY = {True: 1.0, False: 2.0}
 
 
 def e1_scenario(quick: bool) -> dict:
-    s = E1_EVERY[quick]
+    s = _len(quick, E1_EVERY)
     return _scenario(
         "E1 (Fig. 9a): h0<->h1 stream; h0's plane ports 0-3 go down one at a time, then "
         "come back one at a time.", _stream(["h0-h1"], 1 + 8 * s),
@@ -71,7 +85,7 @@ def e1_scenario(quick: bool) -> dict:
 def e1_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     g = mrc["goodput_series"]
-    s = E1_EVERY[quick]
+    s = _len(quick, E1_EVERY)
     base = _before(g, k, 1.0)
     # Window i (i = 1..8) holds ports_down[i] ports down; its level is judged after a
     # settling third of the step.
@@ -85,7 +99,7 @@ def e1_measure(report: dict, quick: bool) -> Measured:
 
 
 def e2_scenario(quick: bool) -> dict:
-    d = 2.0 if quick else 4.0
+    d = _len(quick, E2_DOWN)
     return _scenario(
         "E2 (Fig. 9b): h0<->h1 stream; 4 of h0's 8 ports go down together, then come back.",
         _stream(["h0-h1"], 2 + d + 1.5),
@@ -96,7 +110,7 @@ def e2_scenario(quick: bool) -> dict:
 def e2_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     g = mrc["goodput_series"]
-    d = 2.0 if quick else 4.0
+    d = _len(quick, E2_DOWN)
     base = _before(g, k, 1.0)
     during = rules.ratio(rules.level(g, (1.5) * k, (1 + d) * k), base)
     after = rules.ratio(rules.level(g, (1 + d + 0.7) * k, (1 + d + 1.5) * k), base)
@@ -110,7 +124,7 @@ LINKS = [f"p{p}l0-p{p}s{p % 4}" for p in range(8)]  # one per plane, spread over
 
 
 def e3_scenario(quick: bool) -> dict:
-    every = 0.5 if quick else 1.0
+    every = _len(quick, E3_EVERY)
     return _scenario(
         "E3 (Fig. 9c): h0<->h7 stream; 8 leaf-spine links (one per plane) go down one "
         "after another.", _stream(["h0-h7"], 1 + 8 * every + 1),
@@ -118,7 +132,7 @@ def e3_scenario(quick: bool) -> dict:
 
 
 def e4_scenario(quick: bool) -> dict:
-    d = 2.0 if quick else 4.0
+    d = _len(quick, E4_DOWN)
     return _scenario(
         "E4 (Fig. 9d): h0<->h7 stream; 8 leaf-spine links (one per plane) go down "
         "together, and come back.", _stream(["h0-h7"], 1 + d + 1.5),
@@ -136,12 +150,12 @@ def _every_bin(report: dict, until: float) -> Measured:
 
 
 def e3_measure(report: dict, quick: bool) -> Measured:
-    every = 0.5 if quick else 1.0
+    every = _len(quick, E3_EVERY)
     return _every_bin(report, 1 + 8 * every + 1)
 
 
 def e4_measure(report: dict, quick: bool) -> Measured:
-    d = 2.0 if quick else 4.0
+    d = _len(quick, E4_DOWN)
     return _every_bin(report, 1 + d + 1.5)
 
 
@@ -149,14 +163,14 @@ def e4_measure(report: dict, quick: bool) -> Measured:
 def e5_scenario(quick: bool) -> dict:
     return _scenario(
         "E5 (Fig. 10): h0<->h1 stream; their plane-2 leaf p2l0 goes down.",
-        _stream(["h0-h1"], 3.0 if quick else 6.0),
+        _stream(["h0-h1"], _len(quick, STREAM)),
         [{"at": 1.0, "kind": "switch-down", "target": "p2l0"}])
 
 
 def e5_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     g = mrc["goodput_series"]
-    end = 3.0 if quick else 6.0
+    end = _len(quick, STREAM)
     base = _before(g, k, 1.0)
     after = rules.ratio(rules.level(g, 1.5 * k, (end - 0.1) * k), base)
     ok, why = rules.steps_consistent([after], [7 / 8])
@@ -167,7 +181,7 @@ E6_PAIRS = ["h0-h4", "h1-h5", "h2-h6", "h3-h7"]
 
 
 def e6_scenario(quick: bool) -> dict:
-    d = 1.5 if quick else 3.0
+    d = _len(quick, E6_DOWN)
     return _scenario(
         "E6 (Fig. 11): 4 pairs across spines (h0->h4 .. h3->h7); spine p3s1 goes down, "
         "then comes back.", _stream(E6_PAIRS, 1 + d + 1, both_ways=False),
@@ -177,7 +191,7 @@ def e6_scenario(quick: bool) -> dict:
 def e6_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     g = mrc["goodput_series"]
-    d = 1.5 if quick else 3.0
+    d = _len(quick, E6_DOWN)
     base = _before(g, k, 1.0)
     during = rules.ratio(rules.level(g, 1.5 * k, (1 + d) * k), base)
     ok, why = rules.floor_consistent([during], "the steady state with the spine down")
@@ -189,7 +203,7 @@ def e7_scenario(quick: bool) -> dict:
     return _scenario(
         "E7 (Fig. 12, 13): h0<->h7 stream, EV set 2 a plane; the path of one active EV "
         "(h0->h7 over p2s0) drops 20 % of its packets.",
-        _stream(["h0-h7"], 3.0 if quick else 6.0),
+        _stream(["h0-h7"], _len(quick, STREAM)),
         [{"at": 1.0, "kind": "path-loss", "target": "h0-h7/p2s0", "value": 20}],
         transport={"ev_set_per_plane": 2})
 
@@ -197,7 +211,7 @@ def e7_scenario(quick: bool) -> dict:
 def e7_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     g = mrc["goodput_series"]
-    end = 3.0 if quick else 6.0
+    end = _len(quick, STREAM)
     base = _before(g, k, 1.0)
     (fault,) = mrc["faults"]
     paths = fault.get("failed_paths", [])
@@ -232,7 +246,7 @@ def e11_scenario(quick: bool) -> dict:
     return {**_scenario(
         "E11 (Fig. 18): 7 hosts of three other racks stream to h0 while h13 streams to "
         "h3, an idle host in h0's rack.",
-        _stream([*E11_INCAST, E11_VICTIM], 3.0 if quick else 6.0, both_ways=False), []),
+        _stream([*E11_INCAST, E11_VICTIM], _len(quick, STREAM), both_ways=False), []),
         "topology": "rack4"}
 
 

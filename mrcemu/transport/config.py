@@ -106,13 +106,11 @@ class TransportConfig:
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.ev_set_per_plane, int) and self.ev_set_per_plane >= 0):
-            raise MrcemuError("transport config: ev_set_per_plane must be a whole number "
-                              f">= 0 (0: every path), not {self.ev_set_per_plane!r}")
-        for name in ("ce_skip_rotations", "trim_skip_rotations", "probes_to_restore"):
-            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
-                raise MrcemuError(f"transport config: {name} must be a whole number >= 1, "
-                                  f"not {getattr(self, name)!r}")
+        for name, least in (("ce_skip_rotations", 1), ("trim_skip_rotations", 1),
+                            ("probes_to_restore", 1), ("ev_set_per_plane", 0)):
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) >= least):
+                raise MrcemuError(f"transport config: {name} must be a whole number "
+                                  f">= {least}, not {getattr(self, name)!r}")
 
     @classmethod
     def for_topology(cls, topo: _Fabric, seed: int = 1,

@@ -56,7 +56,7 @@ def test_a_leaf_down_at_seven_eighths_is_as_the_paper_and_at_half_it_is_not():
 
 
 def test_e1_judges_each_step_against_the_planes_left():
-    s = ex.E1_EVERY[True]
+    s = ex.E1_EVERY
 
     def staircase(t: float) -> float:
         if t < 1.0:
