@@ -40,6 +40,12 @@ void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int e
 	clamp(c);
 }
 
+void mrc_nscc_on_trim(struct mrc_nscc *c, uint64_t trimmed_bytes)
+{
+	double w = c->cwnd - (double)trimmed_bytes;
+	c->cwnd = w >= c->min_cwnd ? w : c->min_cwnd; /* max(w, min_cwnd): w first on a tie */
+}
+
 void mrc_nscc_on_loss(struct mrc_nscc *c, double now, double srtt)
 {
 	if (now - c->last_decrease >= srtt) {

@@ -22,6 +22,8 @@ void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwn
 /* `rtt` < 0: no sample with this ack. `srtt`: the smoothed RTT (or the minimum RTO). */
 void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int ecn, double now,
 		     double srtt);
+/* A trim: the window gives the trimmed packet's bytes up (transport/nscc.py says why). */
+void mrc_nscc_on_trim(struct mrc_nscc *c, uint64_t trimmed_bytes);
 /* A loss (RTO or RACK): a queue overflowed, as ECN with a high delay. */
 void mrc_nscc_on_loss(struct mrc_nscc *c, double now, double srtt);
 

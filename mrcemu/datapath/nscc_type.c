@@ -45,6 +45,16 @@ static PyObject *nscc_on_ack(NsccObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* on_trim(trimmed_bytes) */
+static PyObject *nscc_on_trim(NsccObject *self, PyObject *args)
+{
+	unsigned long long n;
+	if (!PyArg_ParseTuple(args, "K", &n))
+		return NULL;
+	mrc_nscc_on_trim(&self->c, (uint64_t)n);
+	Py_RETURN_NONE;
+}
+
 /* on_loss(now, srtt) */
 static PyObject *nscc_on_loss(NsccObject *self, PyObject *args)
 {
@@ -58,6 +68,7 @@ static PyObject *nscc_on_loss(NsccObject *self, PyObject *args)
 static PyMethodDef nscc_methods[] = {
 	{"on_ack", (PyCFunction)nscc_on_ack, METH_VARARGS,
 	 "on_ack(acked_bytes, rtt or None, ecn, now, srtt)"},
+	{"on_trim", (PyCFunction)nscc_on_trim, METH_VARARGS, "on_trim(trimmed_bytes)"},
 	{"on_loss", (PyCFunction)nscc_on_loss, METH_VARARGS, "on_loss(now, srtt)"},
 	{NULL, NULL, 0, NULL},
 };

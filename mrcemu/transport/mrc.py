@@ -279,6 +279,7 @@ class MrcConnection(ConnectionBase):
             self._stats.trims_nacked += 1
             self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
+            self.cc.on_trim(self.cfg.pmtu)  # and had no room for this packet
 
     # ---- responder ---------------------------------------------------------
     def _control_ev(self) -> Ev | None:

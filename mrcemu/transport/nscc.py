@@ -41,6 +41,15 @@ class Nscc:
                 self.decreases += 1
         self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)
 
+    def on_trim(self, trimmed_bytes: int) -> None:
+        """A switch trimmed one of our packets: a queue had no room for it, so the window
+        gives its bytes up (every trim, not once a round trip). Halving once a round
+        trip alone left a 7:1 incast's senders over the last hop's room for good: a
+        trimmed packet is NACKed within a base RTT and sent again into the same full
+        queue, so a window a few packets too large trimmed ~3 packets per one delivered
+        (README, "Switch data plane")."""
+        self.cwnd = max(self.cwnd - trimmed_bytes, self.min_cwnd)
+
     def on_loss(self, now: float, srtt: float) -> None:
         """A loss (RTO or RACK) means a queue overflowed: as ECN with high delay."""
         if now - self.last_decrease >= srtt:

@@ -3,6 +3,7 @@ bytes out compared with the wire module's trimming, counters read back."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -130,6 +131,30 @@ def test_above_trim_threshold_the_packet_is_cut_exactly_as_the_wire_module_says(
     assert d.trimmed and d.payload == b"" and d.psn == 2
     st = bpf.read_state()[MAC_A]
     assert st["trimmed"] == 1 and st["packets"] == 2
+
+
+def qdisc_sent(ns: str, dev: str) -> tuple[int, int]:
+    """(bytes, packets) the root qdisc of `dev` sent: its byte count is what it charged."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "tc", "-s", "-j", "qdisc", "show", "dev",
+                          dev], capture_output=True, text=True, check=True).stdout
+    q = next(q for q in json.loads(out) if q["handle"] == "1:")
+    return q["bytes"], q["packets"]
+
+
+def test_the_qdisc_charges_a_trimmed_packet_its_trimmed_length(pair):
+    """The kernel sets the length a qdisc charges before the egress hook: unless the
+    trimmed packet goes through its port once more, htb spends a whole packet's time on
+    every trimmed header."""
+    tx, rx = pair
+    sh(f"ip netns exec {A} tc qdisc add dev {IFA} root handle 1: pfifo limit 100")
+    configure(trim_threshold=1000, lasthop=True)
+    first, p = data(psn=1), data(psn=2)
+    assert through(tx, rx, first) == first
+    out = through(tx, rx, p)
+    assert out == codec.trim(p, Dscp.TRIMMED_LASTHOP)
+    st = bpf.read_state()[MAC_A]
+    assert st["trimmed"] == 1 and st["packets"] == 2  # judged and counted once
+    assert qdisc_sent(A, IFA) == (len(first) + 14 + len(out) + 14, 2)
 
 
 def test_a_packet_trimmed_mid_path_is_cut_as_the_wire_module_says(pair):

@@ -16,11 +16,12 @@ ack = st.tuples(st.just("ack"), st.integers(0, 64 * MSS),
                 st.one_of(st.none(), st.floats(0.0, 0.05)), st.booleans(),
                 st.floats(0.0, 0.01), st.floats(1e-6, 0.05))
 loss = st.tuples(st.just("loss"), st.floats(0.0, 0.01), st.floats(1e-6, 0.05))
+trim = st.tuples(st.just("trim"), st.integers(0, 16 * MSS))
 
 
 @settings(max_examples=300, deadline=None)
 @given(start=st.floats(MSS, 256 * MSS), target=st.floats(1e-6, 1e-3),
-       ops=st.lists(st.one_of(ack, loss), max_size=60))
+       ops=st.lists(st.one_of(ack, loss, trim), max_size=60))
 def test_the_compiled_window_is_the_references(start, target, ops):
     ref = Nscc(start, MSS, 2 * MSS, 512 * MSS, target)
     c = datapath.Nscc(start, MSS, 2 * MSS, 512 * MSS, target)
@@ -31,6 +32,9 @@ def test_the_compiled_window_is_the_references(start, target, ops):
             now += dt
             ref.on_ack(acked, rtt, ecn, now, srtt)
             c.on_ack(acked, rtt, ecn, now, srtt)
+        elif op[0] == "trim":
+            ref.on_trim(op[1])
+            c.on_trim(op[1])
         else:
             _, dt, srtt = op
             now += dt

@@ -218,6 +218,30 @@ def test_trims_at_the_last_hop_are_nacked_and_change_no_ev():
     assert [c for c in drain(ca, EvStateChanged) if c.ev >= 0] == []
 
 
+def test_every_trim_takes_its_packet_off_the_window_besides_the_halving():
+    """Halving once a round trip is not enough: a trimmed packet is NACKed and sent again
+    within a base RTT, so each trim also gives the packet's bytes up."""
+    net, ca, cb = pair()
+    net.default.trim_lasthop = 0.05
+    seen: list[tuple[float, float, bool]] = []
+    on_nack = ca._on_nack
+
+    def watched(n: dict, now: float) -> None:
+        before, halvings = ca.cc.cwnd, ca.cc.decreases
+        on_nack(n, now)
+        seen.append((before, ca.cc.cwnd, ca.cc.decreases > halvings))
+    ca._on_nack = watched
+    data, mr = write(ca, cb, 4 << 20)
+    net.run(10.0, stop=lambda: ca.idle)
+    assert sha(mr.buf) == sha(data)
+    floor, pmtu = ca.cc.min_cwnd, ca.cfg.pmtu
+    assert len(seen) == ca.stats.trims_nacked > 0
+    assert any(not halved and before - pmtu >= floor for before, _, halved in seen)
+    for before, after, halved in seen:
+        w = max(floor, before * 0.5) if halved else before
+        assert after == max(w - pmtu, floor)
+
+
 CONTROL = (Opcode.RELIABILITY_SACK, Opcode.RELIABILITY_NACK, Opcode.ACKNOWLEDGE)
 
 
