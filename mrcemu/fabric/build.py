@@ -114,7 +114,7 @@ class Fabric:
                     # buffer, so a congested port drops instead of queueing for seconds.
                     ipr.link("set", index=idx, txqlen=shaping.queue_packets(
                         self.topo.buffer_bytes))
-                shaping.shape(ipr, idx, i.mbps, self.topo.mtu, switch)
+                shaping.shape(ipr, idx, i.mbps, self.topo.mtu)
         finally:
             ipr.close()
 

@@ -18,8 +18,7 @@ def set_port_rate(layout: Layout, pids: dict[str, int], node: str, ifname: str,
         raise MrcemuError(f"{node} has no port {ifname}")
     switch = layout.nodes[node].kind is not Kind.HOST
     with iproute(pids[node]) as ipr:
-        shaping.change_rate(ipr, ipr.link_lookup(ifname=ifname)[0], mbps, layout.topo.mtu,
-                            switch)
+        shaping.change_rate(ipr, ipr.link_lookup(ifname=ifname)[0], mbps, layout.topo.mtu)
     if switch:
         cfg = replace(bpf.port_config(layout, iface), rate_bps=int(mbps * 1e6))
         bpf.configure({iface.mac: cfg}, reset_counters=False)
