@@ -629,7 +629,8 @@ uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto)
 	return fired;
 }
 
-void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now, int trimmed)
+uint32_t mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now,
+		     int trimmed)
 {
 	struct mrc_out *o = lookup(s, unwrap(psn24, s->una));
 	if (path >= 0 && (size_t)path < s->npaths) {
@@ -639,8 +640,10 @@ void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now,
 		if (o && o->slot == path && o->sent_time > fb->heard_sent)
 			fb->heard_sent = o->sent_time;
 	}
-	if (o && !o->lost) /* the receiver said what became of it: no loss to report */
-		mark_lost(s, o, trimmed, -1);
+	if (!o || o->lost)
+		return 0;
+	mark_lost(s, o, trimmed, -1); /* the receiver said what became of it: no loss to report */
+	return o->len;
 }
 
 int mrc_tx_first_live(const struct mrc_sender *s, double *sent)

@@ -209,7 +209,10 @@ uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double
  * MRC_LOSS_RTO. Returns how many fired. */
 uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto);
 /* A NACK for psn24; `path` (-1: none) the EV it came back on. */
-void mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now, int trimmed);
+/* Returns the bytes the NACK took out of flight: the packet's length, 0 if it was
+ * already lost or is unknown (a duplicate or stale NACK). */
+uint32_t mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now,
+		     int trimmed);
 /* Send time of the oldest live (not lost) packet; 0 if none. */
 int mrc_tx_first_live(const struct mrc_sender *s, double *sent);
 /* Feedback on a path: not silent. */

@@ -458,7 +458,7 @@ static PyObject *sender_rto(SenderObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(mrc_tx_rto(&self->s, now, rto));
 }
 
-/* nack(psn, path index or -1, now, trimmed) */
+/* nack(psn, path index or -1, now, trimmed) -> bytes taken out of flight */
 static PyObject *sender_nack(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
@@ -467,8 +467,8 @@ static PyObject *sender_nack(SenderObject *self, PyObject *args)
 	double now;
 	if (!PyArg_ParseTuple(args, "kidp", &psn, &path, &now, &trimmed))
 		return NULL;
-	mrc_tx_nack(&self->s, (uint32_t)psn & 0xFFFFFF, path, now, trimmed);
-	Py_RETURN_NONE;
+	return PyLong_FromUnsignedLong(
+		mrc_tx_nack(&self->s, (uint32_t)psn & 0xFFFFFF, path, now, trimmed));
 }
 
 static PyObject *sender_heard(SenderObject *self, PyObject *args)

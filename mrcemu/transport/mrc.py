@@ -274,12 +274,12 @@ class MrcConnection(ConnectionBase):
         # A NACK crossed the network about a packet that crossed it too: proof of life
         # for its EV. The packet is lost; a trimmed one is retransmitted at once.
         e = self.profile.evs.get(n["entropy"])
-        self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
+        freed = self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
         if trimmed:
             self._stats.trims_nacked += 1
             self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
             self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
-            self.cc.on_trim(self.cfg.pmtu)  # and had no room for this packet
+            self.cc.on_trim(freed)  # and had no room for this packet (0: a stale NACK)
 
     # ---- responder ---------------------------------------------------------
     def _control_ev(self) -> Ev | None:

@@ -135,8 +135,9 @@ def test_a_trim_nack_puts_its_packet_first_in_line():
     rig = Rig()
     rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
     rig.send(0.0)
-    rig.tx.nack(1, 2, 0.001, False)  # PSN 1: lost, queued behind
-    rig.tx.nack(3, 1, 0.001, True)   # PSN 3: trimmed, first in line
+    assert rig.tx.nack(1, 2, 0.001, False) == PMTU  # PSN 1: lost, queued behind
+    assert rig.tx.nack(3, 1, 0.001, True) == PMTU   # PSN 3: trimmed, first in line
+    assert rig.tx.nack(3, 1, 0.001, True) == 0  # the same again: nothing more left flight
     assert [decode(p).psn for _, p in rig.send(0.002)] == [3, 1]
     # The receiver said what became of both: no loss for the path monitor.
     assert rig.tx.take_losses() == []

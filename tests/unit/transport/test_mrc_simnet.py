@@ -8,7 +8,7 @@ from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.events import EvStateChanged, MessageCompleted, MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire import codec
-from mrcemu.wire.constants import MRC_DATA, Opcode
+from mrcemu.wire.constants import MRC_DATA, NackReason, Opcode
 from mrcemu.wire.layout import BTH_AT
 from tests.unit.transport.helpers import drain, pair, write
 
@@ -240,6 +240,14 @@ def test_every_trim_takes_its_packet_off_the_window_besides_the_halving():
     for before, after, halved in seen:
         w = max(floor, before * 0.5) if halved else before
         assert after == max(w - pmtu, floor)
+    # A NACK about a packet no longer in flight (here: long since acknowledged) frees
+    # nothing, so it takes nothing off the window (and, within the round trip of the
+    # last halving, halves nothing either).
+    nack = {"nack_reason": NackReason.TRIMMED_LASTHOP, "nack_psn": 0,
+            "entropy": next(iter(ca.profile.evs))}
+    w = ca.cc.cwnd
+    on_nack(nack, ca.cc.last_decrease)
+    assert ca.cc.cwnd == w
 
 
 CONTROL = (Opcode.RELIABILITY_SACK, Opcode.RELIABILITY_NACK, Opcode.ACKNOWLEDGE)
