@@ -227,7 +227,13 @@ void mrc_resp_sack(struct mrc_responder *r, double now, int probe, uint32_t entr
 {
 	int64_t cack = r->cack;
 	int64_t trigger = probe ? cack : r->last_trigger;
-	int64_t off = trigger - cack - 63;
+	/* The bitmap ends at the newest PSN it must report: the highest received since the
+	 * last SACK (every one of which then fits: rx() keeps their span under 64), else
+	 * the trigger. Ending it at the trigger alone (a duplicate's, or a low
+	 * retransmission's) left packets that arrived before it in no SACK at all, and the
+	 * sender's RACK then called them lost and retired their EVs. */
+	int64_t end = r->unsacked ? r->span_hi : trigger;
+	int64_t off = end - cack - 63;
 	if (off < 1)
 		off = 1;
 	if (off > 32767)
@@ -340,8 +346,9 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 	uint32_t ev = r->k.ev_high_in_sport
 			      ? (uint32_t)p->sport << 16 | (p->flow_label & 0xFFFF)
 			      : (p->flow_label & 0xFFFF) << 16 | p->sport;
-	r->last_ts = tseth ? (uint16_t)mrc_field(tseth, F_TSETH_TS) : 0;
+	uint16_t ts = tseth ? (uint16_t)mrc_field(tseth, F_TSETH_TS) : 0;
 	if (p->trimmed) {
+		r->last_ts = ts;
 		uint8_t reason = (p->tclass >> 2) == MRC_DSCP_TRIMMED_LASTHOP
 					 ? r->k.nack_trimmed_lasthop
 					 : r->k.nack_trimmed;
@@ -351,6 +358,7 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 	}
 	if (psn >= r->cack + (int64_t)r->window) {
 		r->dropped[MRC_D_PSN_OOR]++;
+		r->last_ts = ts;
 		nack(r, psn, r->k.nack_psn_oor, ev);
 		return MRC_RX_DONE;
 	}
@@ -366,11 +374,21 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 		r->dropped[MRC_D_VA_OOR]++;
 		return MRC_RX_DONE;
 	}
+	int fresh = psn >= r->cack && !got(r, psn);
+	if (fresh && r->unsacked) {
+		/* One SACK's bitmap holds 64 PSNs: a new PSN that would stretch the unreported
+		 * ones past that sends those first, under their own trigger. */
+		int64_t lo = psn < r->span_lo ? psn : r->span_lo;
+		int64_t hi = psn > r->span_hi ? psn : r->span_hi;
+		if (hi - (lo > r->cack ? lo : r->cack) >= 64)
+			mrc_resp_sack(r, now, 0, 0, 0, 0);
+	}
+	r->last_ts = ts;
 	if ((p->tclass & 3) == 3)
 		r->mark = r->k.mark_skip_once;
 	r->last_trigger = psn;
 	r->last_ev = ev;
-	if (psn < r->cack || got(r, psn)) {
+	if (!fresh) {
 		r->rx_dup++;
 		mrc_resp_sack(r, now, 0, 0, 0, 0);
 		return MRC_RX_DONE;
@@ -419,7 +437,13 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 		r->next_msn++;
 		done++;
 	}
-	r->unsacked++;
+	if (!r->unsacked++) {
+		r->span_lo = psn;
+		r->span_hi = psn;
+	} else {
+		r->span_lo = psn < r->span_lo ? psn : r->span_lo;
+		r->span_hi = psn > r->span_hi ? psn : r->span_hi;
+	}
 	if (done) {
 		/* A completed message is acknowledged at once twice, on two paths: a SACK and
 		 * a RoCE cumulative ACK, so that one lost on a path nobody yet knows is broken

@@ -102,6 +102,9 @@ struct mrc_responder {
 	uint64_t nmsgs;
 	uint64_t next_msn;
 	uint32_t unsacked;
+	/* the new PSNs received since the last SACK span [span_lo, span_hi], kept under
+	 * the bitmap's 64 (valid while unsacked > 0) */
+	int64_t span_lo, span_hi;
 	double sack_due;     /* < 0: none */
 	int64_t last_trigger;
 	uint32_t last_ev;

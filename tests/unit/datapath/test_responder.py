@@ -118,6 +118,57 @@ def test_a_sack_names_the_cumulative_ack_the_bitmap_and_the_trigger():
     assert s.dscp == Dscp.CONTROL and s.via is not None
 
 
+def reported(c: MrcConnection, now: float) -> set[int]:
+    """The PSNs the SACKs the connection sends now acknowledge, cumulatively or by bit."""
+    out: set[int] = set()
+    for s in control(c):
+        if s.opcode != Opcode.RELIABILITY_SACK:
+            continue
+        seth = s.headers["SETH"]
+        cack = seth["cack_psn"]
+        out |= set(range(cack))
+        out |= {cack + seth["sack_offset"] + i for i in range(64)
+                if seth["sack_bitmap"] >> i & 1}
+    return out
+
+
+def test_a_packet_that_arrived_before_a_low_retransmission_is_still_reported():
+    """The incast case: PSN 0 keeps being trimmed, so the cumulative ack stays at 0; new
+    packets 70 and 71 arrive, then retransmissions of 1 and 2. A bitmap ending at the
+    last trigger (2) covers 1..64 and never names 70 and 71, so the sender's RACK calls
+    them lost although they arrived (and retires their EVs)."""
+    c, mem = responder()
+    mr = mem.register(128 * PMTU)
+    pkts = message(mr, 0, 0, bytes(128 * PMTU))
+    seen: set[int] = set()
+    for psn in (70, 71, 1, 2):
+        c.receive(pkts[psn], 1.0)
+        seen |= reported(c, 1.0)
+    c.timer(1.0 + c.cfg.sack_delay)
+    seen |= reported(c, 1.0 + c.cfg.sack_delay)
+    assert {70, 71, 1, 2} <= seen and 0 not in seen
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=120), st.integers(1, 8))
+def test_every_packet_received_is_reported_by_some_sack(arrivals, every):
+    """Whatever the order (duplicates included) and the SACK cadence, each PSN that was
+    placed appears in a SACK's cumulative ack or bitmap by the time the delayed SACK
+    is due: the sender's RACK treats an unreported packet as lost."""
+    c, mem = responder(TransportConfig(pmtu=PMTU, sack_every=every))
+    mr = mem.register(301 * PMTU)
+    pkts = message(mr, 0, 0, bytes(301 * PMTU))
+    seen: set[int] = set()
+    now = 1.0
+    for psn in arrivals:
+        c.receive(pkts[psn], now)
+        seen |= reported(c, now)
+        now += 1e-4
+    c.timer(now + c.cfg.sack_delay)
+    seen |= reported(c, now + c.cfg.sack_delay)
+    assert set(arrivals) <= seen
+
+
 def test_ce_makes_the_next_sack_skip_once_at_once():
     c, mem = responder()
     mr = mem.register(PMTU * 4)
