@@ -78,7 +78,9 @@ class NicClient:
         try:
             wrote = self.ask([(w["src"], {"op": "write", "peer": w["dst"],
                                           "transport": w["transport"], "size": w["size"],
-                                          "seed": w["seed"], "va": w["va"], "rkey": w["rkey"]})
+                                          "seed": w["seed"], "va": w["va"], "rkey": w["rkey"],
+                                          **({"settings": w["settings"]}
+                                             if w.get("settings") else {})})
                               for w in writes])
         except MrcemuError:
             self.free(writes)

@@ -20,6 +20,7 @@ import traceback
 from ipaddress import IPv6Address
 
 from mrcemu import datapath
+from mrcemu.errors import MrcemuError
 from mrcemu.nic import meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
@@ -81,6 +82,7 @@ class Nic:
         # budget: a request over it is refused before anything is allocated.
         self.memory = MemoryTable(budget=self.topo.nic_memory_mib << 20)
         self.conns: dict[tuple[int, str], Connection] = {}
+        self.conn_settings: dict[tuple[int, str], dict] = {}  # what each was made with
         self.by_qpn: dict[int, Connection] = {}
         self.history: dict[tuple[int, str], History] = {}
         self.t0 = time.monotonic()
@@ -137,11 +139,22 @@ class Nic:
                                         "event": event, **data}) + "\n")
 
     # ---- connections --------------------------------------------------------
-    def conn(self, peer: int, transport: str) -> Connection:
+    def conn(self, peer: int, transport: str, settings: dict | None = None) -> Connection:
+        """The connection with `peer`, made on first use. `settings` (a write's): transport
+        settings of this connection alone, over the fabric's; a connection already made
+        with others refuses them (MrcemuError), as a real NIC's QP keeps its profile."""
         key = (peer, transport)
         c = self.conns.get(key)
+        settings = settings or {}
+        if c is not None and settings != self.conn_settings.get(key, {}):
+            raise MrcemuError(f"the {transport} connection to h{peer} was made with settings "
+                              f"{self.conn_settings.get(key, {})}, not {settings}: use the "
+                              "same settings for every write of a pair")
         if c is None:
-            c = make_connection(transport, self.topo, self.host, peer, self.cfg, self.memory)
+            cfg = (TransportConfig.from_json({**self.cfg.to_json(), **settings}) if settings
+                   else self.cfg)
+            c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory)
+            self.conn_settings[key] = settings
             if self.planes_up != set(self.ports):
                 c.port_status(self.planes_up, self.now())
             self.conns[key] = c
@@ -340,7 +353,10 @@ class Nic:
                 data = bytearray(size)
                 datapath.fill(data, int(req.get("seed", 1)))
                 digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
-            c = self.conn(peer, transport)
+            try:
+                c = self.conn(peer, transport, req.get("settings"))
+            except MrcemuError as e:
+                return {"ok": False, "error": str(e)}
             msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
                                imm=req.get("imm"))
             self.log("post", peer=peer, transport=transport, msn=msn, size=size)

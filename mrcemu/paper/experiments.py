@@ -236,6 +236,63 @@ def e7_measure(report: dict, quick: bool) -> Measured:
     return measured, ok, f"the EV was retired at its first loss found; {why}"
 
 
+# ---- E8: two flows on two EVs of one plane, one pinned -------------------------------------
+# Both cross leaf 0 to leaf 1 in plane 2, restricted to its two lowest spines: EV-A over
+# p2s0, EV-B over p2s1. Flow 2 has a set of one EV a plane, the lowest spine: pinned to
+# EV-A. Each is held to one 20 Mb/s port, and the leaf-spine links are 20 Mb/s too, so
+# both reach line rate only if flow 1 leaves EV-A to flow 2.
+E8_FLOW1, E8_FLOW2 = "h0-h4", "h1-h5"
+E8_PLANE = 2
+E8_EV_A, E8_EV_B = f"p{E8_PLANE}s0", f"p{E8_PLANE}s1"
+PORT_MBPS = 20 * 0.97  # one plane port of `default` as its NIC paces it
+
+
+def e8_scenario(quick: bool) -> dict:
+    one_plane = {"ev_planes": [E8_PLANE]}
+    return _scenario(
+        f"E8 (Fig. 14): {E8_FLOW1} and {E8_FLOW2} over plane {E8_PLANE} only, on its two "
+        f"lowest spines (EV-A over {E8_EV_A}, EV-B over {E8_EV_B}); {E8_FLOW2} is pinned "
+        "to EV-A.",
+        {**_stream([E8_FLOW1, E8_FLOW2], _len(quick, STREAM), both_ways=False),
+         "pair_transport": {E8_FLOW1: {**one_plane, "ev_set_per_plane": 2},
+                            E8_FLOW2: {**one_plane, "ev_set_per_plane": 1}}}, [])
+
+
+def e8_measure(report: dict, quick: bool) -> Measured:
+    mrc, k = _mrc(report)
+    flows = mrc.get("per_flow", {})
+    paths = mrc.get("flow_paths", {})
+    th = rules.THRESHOLDS
+    rates = [_full(flows.get(f, {}).get("goodput_mbps"), k) for f in (E8_FLOW1, E8_FLOW2)]
+    shares = [rules.ratio(r, PORT_MBPS) for r in rates]
+    one = paths.get("flows", {}).get(E8_FLOW1, {})
+    two = paths.get("flows", {}).get(E8_FLOW2, {})
+    bin_s = paths.get("bin_s", 0.05)
+    # The stream's second half (its writes start at about 0 s of the report).
+    a, b = int(_len(quick, STREAM) * k / 2 / bin_s), int(_len(quick, STREAM) * k / bin_s)
+
+    def on(per: dict, name: str) -> int:
+        return sum(per.get(name, [])[a:b])
+
+    total = sum(on(one, n) for n in one)
+    late_a = rules.ratio(on(one, E8_EV_A), total)
+    measured = {"goodput_mbps": dict(zip((E8_FLOW1, E8_FLOW2), rates, strict=True)),
+                "share_of_port": dict(zip((E8_FLOW1, E8_FLOW2), shares, strict=True)),
+                "flow1_paths": sorted(one), "flow2_paths": sorted(two),
+                "flow1_on_ev_a_second_half": late_a}
+    if any(r is None for r in rates) or late_a is None:
+        return measured, False, "a flow delivered nothing"
+    if sorted(two) != [E8_EV_A] or not set(one) <= {E8_EV_A, E8_EV_B}:
+        return measured, False, (f"the flows left their EVs: flow 1 on {sorted(one)}, "
+                                 f"flow 2 on {sorted(two)}")
+    low = min(s for s in shares if s is not None)
+    ok = low >= th.near_line_rate and late_a <= th.moved_off
+    return measured, ok, (f"flow 1 sent {late_a:.2f} of its packets on EV-A in the second half "
+                          f"(moved: <= {th.moved_off:.2f}); the flows carried "
+                          f"{shares[0]:.2f} and {shares[1]:.2f} of a port (near line rate: "
+                          f">= {th.near_line_rate:.2f})")
+
+
 # ---- E11: incast beside a victim --------------------------------------------------------
 E11_INCAST = ["h4-h0", "h5-h0", "h6-h0", "h8-h0", "h9-h0", "h10-h0", "h12-h0"]
 E11_VICTIM = "h13-h3"
@@ -284,8 +341,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("E7", "12, 13", "an EV dropping 20 %: it goes inactive at once, another is "
                "activated, line rate is sustained", e7_scenario, e7_measure),
     Experiment("E8", "14", "two flows on two EVs of one plane, flow 2 pinned to EV-A: "
-               "flow 1 moves to EV-B via ECN, both near line rate", None, None,
-               "needs pinning a flow to one EV and a plane restriction per connection"),
+               "flow 1 moves to EV-B via ECN, both near line rate", e8_scenario, e8_measure),
     Experiment("E9", "16", "ring all-reduce sweep: MRC 1 QP beats RoCE 16 QPs; at 1 % loss "
                "MRC ~1/3, RoCE unusable", None, None,
                "needs the single-plane ECMP RoCE baseline, N QPs a pair and a size sweep"),

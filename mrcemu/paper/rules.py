@@ -26,6 +26,13 @@ class Thresholds:
     victim: float = 0.90
     # "Fair sharing among the incast flows": Jain's index of their goodputs at least.
     fairness: float = 0.95
+    # "Both near line rate" (E8): each flow's goodput at least this share of its one
+    # port's paced rate, as "victim unaffected" (a 4 KiB payload in a 4,244 B frame
+    # makes 0.965 the most a flow can reach).
+    near_line_rate: float = 0.90
+    # "Flow 1 moves to EV-B" (E8): at most this share of its data packets still on EV-A's
+    # path over the stream's second half (spraying evenly over its two EVs gives 0.5).
+    moved_off: float = 0.20
 
 
 THRESHOLDS = Thresholds()

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from mrcemu import fidelity
 from mrcemu.topology import Layout, faults
+from mrcemu.topology.paths import ev_fields
 
 BIN = 0.05  # goodput series resolution, seconds
 PRE_FAULT = 0.3  # the goodput level before a fault is its mean over this long (the
@@ -296,6 +297,37 @@ def per_flow(flows: list[dict]) -> dict[str, dict]:
     return out
 
 
+# A flow's data packets per path are reported for flows that sprayed over at most this
+# many paths: a restricted EV set (PAPER.md E7, E8). An unrestricted flow uses 32 or more
+# on the built-in fabrics, and its per-path bins would bloat every report.
+FLOW_PATHS_MAX = 8
+
+
+def flow_paths(raw: dict) -> dict:
+    """Per direction (`h0-h4`) that used few paths: its data packets (retransmissions
+    included) per path (`p2s0`; `p2` for the same-leaf path) in BIN-wide bins from t0."""
+    t0, t_end = raw["t0"], raw["t_end"]
+    nbins = max(1, int((t_end - t0) / BIN) + 1)
+    out: dict[str, dict[str, list[int]]] = {}
+    for src, c in _conns(raw):
+        per: dict[str, list[int]] = {}
+        for t, ev in zip(c["tx"]["t"], c["tx"]["ev"], strict=True):
+            i = int((t - t0) / BIN)
+            if not 0 <= i < nbins:
+                continue
+            plane, spine = ev_fields(ev)
+            name = f"p{plane}" if spine is None else f"p{plane}s{spine}"
+            if name not in per:
+                if len(per) == FLOW_PATHS_MAX:
+                    break
+                per[name] = [0] * nbins
+            per[name][i] += 1
+        else:
+            if per:
+                out[f"h{src}-h{c['peer']}"] = dict(sorted(per.items()))
+    return {"bin_s": BIN, "flows": dict(sorted(out.items()))}
+
+
 def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     flows = [f for it in raw["iterations"] for f in it["flows"]]
     posted = [f["posted_at"] for f in flows if f.get("posted_at")]
@@ -334,6 +366,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "messages_ok": sum(1 for f in flows if f.get("ok")),
         "integrity_ok": complete and all(f.get("ok") for f in flows),
         "per_flow": per_flow(flows),
+        "flow_paths": flow_paths(raw),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),
         "faults": fault_metrics(raw, layout, series, window_packets),

@@ -49,6 +49,9 @@ class Workload:
     pairs: tuple[tuple[int, int], ...] = ()
     duration: float = 0.0
     depth: int = 4
+    # stream: transport settings of single pairs' connections (`pair_transport`), over
+    # the scenario's `transport:`; PAPER.md E8 pins one flow to one EV.
+    pair_transport: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
 
     def phases(self, hosts: int) -> list[list[tuple[int, int, int]]]:
         """One iteration as phases run one after another; each phase is a set of
@@ -97,7 +100,7 @@ class Scenario:
     slowdown: float = 1.0  # `mrcemu run --slowdown`: how many times slower than written
     # Transport settings the scenario changes (`transport:`), over the fabric's own
     # (TransportConfig.for_topology): EV set, path-health knobs, windows.
-    transport: dict[str, int] = field(default_factory=dict)
+    transport: dict[str, Any] = field(default_factory=dict)
 
     def slowed(self, k: float) -> Scenario:
         """The same experiment k times slower: every link (and with them the transports'
@@ -118,12 +121,13 @@ _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "
         "timeout_s", "settle_s", "map_interval_ms", "transport")
 # What `transport:` may set: the policy, not the clocks (those follow the links, and
 # `--slowdown` scales them) nor what the fabric decides (PMTU, seed).
-TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_backups_per_path", "ev_min_active",
-                      "ce_skip_rotations", "trim_skip_rotations", "probes_to_restore",
+TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
+                      "ev_min_active", "ce_skip_rotations", "trim_skip_rotations",
+                      "probes_to_restore",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
                       "roce_ack_every", "roce_retry_count")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
-             "duration", "depth")
+             "duration", "depth", "pair_transport")
 _FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",
           "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
@@ -190,7 +194,7 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
     senders: tuple[int, ...] = ()
     if kind == "stream":
         return _stream(source, data, topo, size)
-    for k in ("pairs", "both_ways", "duration", "depth"):
+    for k in ("pairs", "both_ways", "duration", "depth", "pair_transport"):
         if k in data:
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it (it is for kind: stream)")
@@ -258,7 +262,21 @@ def _stream(source: str, data: dict, topo: Topology, size: int) -> Workload:
                              "seconds, e.g. 3"))
     depth = int(_number(source, "workload.depth", data.get("depth", 4), 1, 64,
                         "writes in flight per pair, e.g. 4", whole=True))
-    return Workload("stream", size, 1, pairs=tuple(pairs), duration=duration, depth=depth)
+    raw_pt = data.get("pair_transport", {})
+    if not isinstance(raw_pt, dict):
+        raise ConfigError(source, "workload.pair_transport", raw_pt, "must be a mapping",
+                          "e.g. pair_transport: {h1-h5: {ev_planes: [2], ev_set_per_plane: 1}}")
+    pair_transport: dict[tuple[int, int], dict[str, Any]] = {}
+    for k, v in raw_pt.items():
+        where = f"workload.pair_transport.{k}"
+        a, _, b = str(k).partition("-")
+        pair = (_host(source, where, a, topo), _host(source, where, b, topo)) if b else None
+        if pair not in pairs:
+            raise ConfigError(source, where, v, "is not a direction the stream runs",
+                              "name one of workload.pairs (SRC-DST)")
+        pair_transport[pair] = _transport(source, v, topo, where)
+    return Workload("stream", size, 1, pairs=tuple(pairs), duration=duration, depth=depth,
+                    pair_transport=pair_transport)
 
 
 _PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of the rate kept)",
@@ -410,7 +428,7 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
     if 0 < map_ms < 10:
         raise ConfigError(source, "map_interval_ms", map_ms, "must be 0 (off) or at least 10",
                           "e.g. map_interval_ms: 100")
-    transport = _transport(source, data.get("transport"))
+    transport = _transport(source, data.get("transport"), topo)
     if not isinstance(data.get("description", ""), str):
         raise ConfigError(source, "description", data["description"], "must be text",
                           "write description: followed by a sentence")
@@ -421,25 +439,33 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
                     transport=transport)
 
 
-def _transport(source: str, data: Any) -> dict[str, int]:
+def _transport(source: str, data: Any, topo: Topology,
+               where: str = "transport") -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(source, "transport", data, "must be a mapping",
-                          "e.g. transport: {ev_set_per_plane: 2}")
+        raise ConfigError(source, where, data, "must be a mapping",
+                          f"e.g. {where}: {{ev_set_per_plane: 2}}")
     for k, v in data.items():
         if k not in TRANSPORT_SETTINGS:
             close = difflib.get_close_matches(str(k), TRANSPORT_SETTINGS, n=1)
-            raise ConfigError(source, f"transport.{k}", v, "is not a setting a scenario may "
+            raise ConfigError(source, f"{where}.{k}", v, "is not a setting a scenario may "
                               "change", (f"did you mean '{close[0]}'? " if close else "")
                               + "settable: " + ", ".join(TRANSPORT_SETTINGS))
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ConfigError(source, f"transport.{k}", v, "must be a whole number >= 0",
+        if k == "ev_planes":
+            if (not isinstance(v, list) or len(set(map(str, v))) != len(v)
+                    or not all(isinstance(x, int) and not isinstance(x, bool)
+                               and 0 <= x < topo.planes for x in v)):
+                raise ConfigError(source, f"{where}.{k}", v, "must be a list of distinct "
+                                  f"planes of {topo.name} (0-{topo.planes - 1})",
+                                  f"e.g. {k}: [2]")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(source, f"{where}.{k}", v, "must be a whole number >= 0",
                               f"e.g. {k}: 2")
     try:  # the config's own checks, on the defaults with these changes
-        TransportConfig(**data)
+        TransportConfig.from_json({**TransportConfig().to_json(), **data})
     except MrcemuError as e:
-        raise ConfigError(source, "transport", data, str(e), "see the README's Transport "
+        raise ConfigError(source, where, data, str(e), "see the README's Transport "
                           "section for each setting") from None
     return dict(data)
 

@@ -227,8 +227,11 @@ def _run_stream(client: NicClient, sc: Scenario, transport: str, rec: dict, t0: 
     def new(a: int, b: int) -> dict:
         nonlocal made
         made += 1
-        return {"src": a, "dst": b, "size": wl.size, "transport": transport, "phase": 0,
-                "seed": (sc.seed * 1_000_003 + made * 101) & 0x7FFFFFFF}
+        w = {"src": a, "dst": b, "size": wl.size, "transport": transport, "phase": 0,
+             "seed": (sc.seed * 1_000_003 + made * 101) & 0x7FFFFFFF}
+        if (a, b) in wl.pair_transport:
+            w["settings"] = wl.pair_transport[(a, b)]
+        return w
 
     def post(ws: list[dict]) -> list[dict]:
         client.post(ws)

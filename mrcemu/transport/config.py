@@ -97,6 +97,9 @@ class TransportConfig:
     # Active EVs a plane (0: one per path). PAPER.md E7 restricts a connection to 2 a
     # plane, as real NICs' EV profiles can (mrc_ctl.h).
     ev_set_per_plane: int = 0
+    # The planes a connection sprays over (empty: all). With `ev_set_per_plane` 1 it pins
+    # a connection to one EV (the plane's lowest spine): PAPER.md E8.
+    ev_planes: tuple[int, ...] = ()
     seed: int = 1
     # RoCE baseline
     roce_window: int = 16  # packets in flight
@@ -111,6 +114,12 @@ class TransportConfig:
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= least):
                 raise MrcemuError(f"transport config: {name} must be a whole number "
                                   f">= {least}, not {getattr(self, name)!r}")
+        planes = self.ev_planes
+        if (not isinstance(planes, tuple) or len(set(planes)) != len(planes)
+                or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0
+                           for p in planes)):
+            raise MrcemuError("transport config: ev_planes must be distinct plane numbers "
+                              f"(0 and up), not {planes!r}")
 
     @classmethod
     def for_topology(cls, topo: _Fabric, seed: int = 1,
@@ -144,4 +153,6 @@ class TransportConfig:
         if unknown:
             raise MrcemuError(f"transport config: unknown field(s) {', '.join(unknown)}; "
                               f"known: {', '.join(sorted(known))}")
+        if isinstance(data.get("ev_planes"), list):  # JSON has no tuples
+            data = {**data, "ev_planes": tuple(data["ev_planes"])}
         return cls(**data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mrcemu.errors import MrcemuError
 from mrcemu.topology import Topology
 from mrcemu.topology.addressing import host_address
 from mrcemu.topology.paths import paths
@@ -15,7 +16,15 @@ def path_infos(topo: Topology, a: int, b: int) -> list[PathInfo]:
 
 
 def profile(topo: Topology, a: int, b: int, cfg: TransportConfig) -> EvProfile:
-    return EvProfile.build(path_infos(topo, a, b), cfg.ev_backups_per_path, cfg.ev_min_active,
+    infos = path_infos(topo, a, b)
+    if cfg.ev_planes:
+        unknown = sorted(set(cfg.ev_planes) - {p.plane for p in infos})
+        if unknown:
+            raise MrcemuError(f"transport config: ev_planes names plane(s) "
+                              f"{', '.join(map(str, unknown))}, which the fabric does not "
+                              f"have (planes 0-{topo.planes - 1})")
+        infos = [p for p in infos if p.plane in cfg.ev_planes]
+    return EvProfile.build(infos, cfg.ev_backups_per_path, cfg.ev_min_active,
                            seed=cfg.seed * 1_000_003 + a * 1024 + b,
                            per_plane=cfg.ev_set_per_plane)
 

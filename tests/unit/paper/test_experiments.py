@@ -26,7 +26,8 @@ def report(level_at, until: float, slowdown: float = 1.0, faults: list | None = 
 @pytest.mark.parametrize("quick", [True, False])
 def test_every_runnable_experiment_is_a_valid_scenario(quick):
     runnable = [e for e in ex.EXPERIMENTS if e.scenario is not None]
-    assert [e.id for e in runnable] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E11"]
+    assert [e.id for e in runnable] == ["E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8",
+                                        "E11"]
     for e in runnable:
         sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
         assert sc.workload.kind == "stream" and sc.transports == ("mrc",)
@@ -34,6 +35,11 @@ def test_every_runnable_experiment_is_a_valid_scenario(quick):
     assert e11.topology.name == "rack4" and len(e11.workload.pairs) == 8
     # the incast's senders are all in other racks than h0's, the victim's source too
     assert all(e11.topology.leaf_of(a) != 0 and b == 0 for a, b in e11.workload.pairs[:7])
+    e8 = from_mapping(ex.e8_scenario(quick), "<e8>", "E8")
+    assert e8.workload.pairs == ((0, 4), (1, 5)) and e8.transport == {}
+    assert e8.workload.pair_transport == {
+        (0, 4): {"ev_planes": [2], "ev_set_per_plane": 2},
+        (1, 5): {"ev_planes": [2], "ev_set_per_plane": 1}}
     e7 = from_mapping(ex.e7_scenario(quick), "<e7>", "E7")
     assert e7.transport == {"ev_set_per_plane": 2}
     assert [f.target for f in from_mapping(ex.e1_scenario(quick), "<e1>", "E1").faults] == [
@@ -97,6 +103,38 @@ def test_e11_wants_the_victim_at_its_ports_rate_and_the_incast_fair():
     del rep["transports"]["mrc"]["per_flow"][ex.E11_VICTIM]
     assert ex.e11_measure(rep, quick=True)[1:] == (False, "a flow delivered nothing")
     assert rules.jain([1.0, 0.0]) == pytest.approx(0.5) and rules.jain([]) is None
+
+
+def e8_report(k: float, flow1_a: int, flow1_b: int, rate1: float, rate2: float) -> dict:
+    """Flow 1 sprays evenly over EV-A and EV-B in the first half, then `flow1_a` and
+    `flow1_b` packets a bin; flow 2 stays on EV-A."""
+    n = int(ex.STREAM * k / 0.05)
+    half = n // 2
+    return {"slowdown": k, "transports": {"mrc": {
+        "per_flow": {ex.E8_FLOW1: {"goodput_mbps": rate1 / k},
+                     ex.E8_FLOW2: {"goodput_mbps": rate2 / k}},
+        "flow_paths": {"bin_s": 0.05, "flows": {
+            ex.E8_FLOW1: {ex.E8_EV_A: [5] * half + [flow1_a] * (n - half),
+                          ex.E8_EV_B: [5] * half + [flow1_b] * (n - half)},
+            ex.E8_FLOW2: {ex.E8_EV_A: [10] * n}}}}}}
+
+
+def test_e8_wants_flow_1_off_ev_a_and_both_flows_near_a_ports_rate():
+    k = 4.0
+    m, ok, why = ex.e8_measure(e8_report(k, 1, 9, 18.5, 18.0), quick=True)
+    assert ok, why
+    assert m["flow1_on_ev_a_second_half"] == pytest.approx(0.1)
+    assert m["share_of_port"][ex.E8_FLOW2] == pytest.approx(18.0 / ex.PORT_MBPS)
+    # flow 1 stayed on both EVs: not moved
+    m, ok, why = ex.e8_measure(e8_report(k, 5, 5, 18.5, 18.0), quick=True)
+    assert not ok and m["flow1_on_ev_a_second_half"] == pytest.approx(0.5) and "0.50" in why
+    # moved, but the pinned flow starved
+    _, ok, why = ex.e8_measure(e8_report(k, 0, 10, 18.5, 9.0), quick=True)
+    assert not ok and "0.46" in why
+    # a pinned flow that used another path is not the experiment
+    rep = e8_report(k, 0, 10, 18.5, 18.0)
+    rep["transports"]["mrc"]["flow_paths"]["flows"][ex.E8_FLOW2]["p2s3"] = [1]
+    assert "left their EVs" in ex.e8_measure(rep, quick=True)[2]
 
 
 def test_rules_read_whole_bins_of_the_series():

@@ -191,3 +191,21 @@ def test_per_flow_goodput_counts_each_directions_busy_time_once():
     # Only the intact message is goodput; the time is both messages' (it was spent).
     assert got["h2-h1"]["bytes"] == 500_000 and got["h2-h1"]["active_s"] == 1.0
     assert got["h3-h1"] == {"messages": 1, "bytes": 0, "active_s": 0.0, "goodput_mbps": None}
+
+
+def test_flow_paths_bins_each_restricted_flows_packets_by_path_and_skips_wide_ones():
+    raw = raw_record()
+    fp = analysis.flow_paths(raw)
+    assert fp["bin_s"] == analysis.BIN
+    per = fp["flows"]["h0-h7"]
+    assert sorted(per) == ["p0s0", "p3s1"]
+    assert sum(per["p3s1"]) == 4 and sum(per["p0s0"]) == 2
+    # each packet in the bin that holds its send time (within a bin: float rounding)
+    starts = [i * analysis.BIN for i, n in enumerate(per["p3s1"]) for _ in range(n)]
+    assert all(abs(a - b) <= analysis.BIN + 1e-9 for a, b in zip(starts, (0.5, 1.1, 1.2, 1.3),
+                                                           strict=True))
+    # A flow sprayed over more paths than FLOW_PATHS_MAX is left out.
+    conn = raw["traces"]["0"]["conns"][0]
+    evs = [make_ev(p, s, 0) for p in range(3) for s in range(3)]
+    conn["tx"] = {"t": [T0 + 0.1] * len(evs), "ev": evs, "rtx": [0] * len(evs), "overflow": 0}
+    assert analysis.flow_paths(raw)["flows"] == {}

@@ -112,6 +112,20 @@ def test_workload_phases():
     ({"transport": {"ev_set_per_plane": -2}}, "transport.ev_set_per_plane", ">= 0"),
     ({"transport": {"probes_to_restore": 0}}, "transport", "probes_to_restore must be"),
     ({"transport": [2]}, "transport", "{ev_set_per_plane: 2}"),
+    ({"transport": {"ev_planes": [2]}}, "transport.ev_planes", "planes of small (0-1)"),
+    ({"transport": {"ev_planes": 1}}, "transport.ev_planes", "e.g. ev_planes: [2]"),
+    ({"transport": {"ev_planes": [1, 1]}}, "transport.ev_planes", "distinct"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0-h3"],
+                   "pair_transport": {"h1-h2": {"ev_set_per_plane": 1}}}},
+     "workload.pair_transport.h1-h2", "one of workload.pairs"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0-h3"],
+                   "pair_transport": {"h0-h3": {"min_rto": 1}}}},
+     "workload.pair_transport.h0-h3.min_rto", "settable"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0-h3"],
+                   "pair_transport": ["h0-h3"]}}, "workload.pair_transport", "a mapping"),
+    ({"workload": {"kind": "single", "size": "1MiB",
+                   "pair_transport": {"h0-h3": {"ev_set_per_plane": 1}}}},
+     "workload.pair_transport", "kind: stream"),
     ({"faults": [{"at": 1, "kind": "path-loss", "target": "h0-h1/p0s0", "value": 20}]},
      "faults[0].target", "share a leaf"),
 ])
@@ -150,6 +164,15 @@ def test_a_scenario_changes_transport_settings_and_nothing_else(tmp_path):
     sc = load(write(tmp_path, {**BASE, "transport": {"ev_set_per_plane": 2}}))
     assert sc.transport == {"ev_set_per_plane": 2}
     assert load(write(tmp_path, BASE, "t.yaml")).transport == {}
+
+
+def test_a_stream_pins_one_pair_and_leaves_the_others_to_the_scenarios_settings(tmp_path):
+    sc = load(write(tmp_path, {**BASE, "transport": {"ev_set_per_plane": 2}, "workload": {
+        "kind": "stream", "size": "256KiB", "pairs": ["h0-h3", "h1-h2"], "duration": 2,
+        "pair_transport": {"h1-h2": {"ev_planes": [1], "ev_set_per_plane": 1}}}}))
+    assert sc.workload.pair_transport == {(1, 2): {"ev_planes": [1], "ev_set_per_plane": 1}}
+    assert sc.transport == {"ev_set_per_plane": 2}
+    assert sc.slowed(3).workload.pair_transport == sc.workload.pair_transport
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -71,6 +71,7 @@ class StreamNics(FakeNics):
         self.inflight: dict[tuple[str, int], int] = {}
         self.most = 0
         self.hashed = 0
+        self.settings: dict[tuple[str, int], list] = {}  # per direction, per write
 
     def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
         self.host = host
@@ -80,6 +81,7 @@ class StreamNics(FakeNics):
         if req["op"] == "write":
             self.msn += 1
             key = (self.host, req["peer"])
+            self.settings.setdefault(key, []).append(req.get("settings"))
             self.peer[self.msn] = key
             self.inflight[key] = self.inflight.get(key, 0) + 1
             self.most = max(self.most, self.inflight[key])
@@ -100,7 +102,8 @@ def test_a_stream_keeps_its_depth_in_flight_each_way_until_its_duration(monkeypa
     monkeypatch.setattr(client, "request", nics)
     p = tmp_path / "s.yaml"
     p.write_text("topology: small\nworkload: {kind: stream, size: 64KiB, pairs: [h0-h3], "
-                 "both_ways: true, duration: 0.3, depth: 3}\ntransports: [mrc]\n")
+                 "both_ways: true, duration: 0.3, depth: 3, pair_transport: "
+                 "{h0-h3: {ev_planes: [1], ev_set_per_plane: 1}}}\ntransports: [mrc]\n")
     sc = load(p)
     layout = Layout(sc.topology)
     raw = runner.run_transport(sc, "mrc", layout, {}, lambda *_: None, threading.Event())
@@ -114,3 +117,8 @@ def test_a_stream_keeps_its_depth_in_flight_each_way_until_its_duration(monkeypa
     # Every write was hashed at its destination (which frees its region).
     assert nics.hashed == len(flows) == nics.regions and all(f["ok"] for f in flows)
     assert all(v == 0 for v in nics.inflight.values())
+    # The pinned direction's every write carries its settings (the daemon makes its
+    # connection with them); the other direction's none.
+    pinned = {"ev_planes": [1], "ev_set_per_plane": 1}
+    assert set(map(str, nics.settings[("h0", 3)])) == {str(pinned)}
+    assert set(nics.settings[("h3", 0)]) == {None}

@@ -1,9 +1,11 @@
 """A fabric's transport config: clocks scaled to its links, everything else as given."""
 
+import json
 from dataclasses import dataclass
 
 import pytest
 
+from mrcemu.errors import MrcemuError
 from mrcemu.topology import load
 from mrcemu.transport.config import (
     HOST_SLACK,
@@ -72,3 +74,11 @@ def test_a_slowed_run_slows_routing_reconvergence_too():
     base = TransportConfig()
     assert cfg.roce_reconvergence == pytest.approx(10 * base.roce_reconvergence)
     assert cfg.min_rto == pytest.approx(10 * base.min_rto)  # from the slowed links
+
+
+def test_ev_planes_are_distinct_planes_and_survive_json():
+    cfg = TransportConfig(ev_planes=(2, 5))
+    assert TransportConfig.from_json(json.loads(json.dumps(cfg.to_json()))) == cfg
+    for bad in ((1, 1), (-1,), [2], (True,)):
+        with pytest.raises(MrcemuError, match="ev_planes"):
+            TransportConfig(ev_planes=bad)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mrcemu.errors import MrcemuError
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
@@ -79,6 +80,18 @@ def test_a_restricted_set_sprays_its_paths_and_replaces_a_retired_ev_from_an_unu
 def test_an_unrestricted_set_sprays_every_path():
     prof = profile(load("default"), 0, 7, TransportConfig())
     assert all(active_per_path(prof, p) == Counter({0: 1, 1: 1, 2: 1, 3: 1}) for p in range(8))
+
+
+def test_a_pinned_connection_sprays_one_ev_of_its_one_plane():
+    """PAPER.md E8: a connection on plane 2 alone with a set of one EV a plane sends
+    every packet on the EV over plane 2's lowest spine; a plane the fabric does not have
+    is one clear error."""
+    prof = profile(load("default"), 1, 5, TransportConfig(ev_planes=(2,), ev_set_per_plane=1))
+    assert prof.planes == [2] and {e.path.plane for e in prof.evs.values()} == {2}
+    sent = {(e.path.plane, e.path.spine) for e in (prof.next_ev() for _ in range(20))}
+    assert sent == {(2, 0)}
+    with pytest.raises(MrcemuError, match="plane.s. 9, which the fabric does not have"):
+        profile(load("default"), 1, 5, TransportConfig(ev_planes=(2, 9)))
 
 
 @pytest.mark.parametrize("variant_first", [True, False])
