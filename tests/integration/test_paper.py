@@ -31,6 +31,21 @@ def test_paper_e7_retires_the_lossy_ev_and_writes_its_verdict(tmp_path, tidy):
     assert "| E7 | 12, 13 |" in md and "| E9 | 16 |" in md
 
 
+def test_paper_e8_keeps_the_pinned_flow_on_its_one_ev_and_the_other_on_its_two(tmp_path, tidy):
+    """A connection's own settings reach the NIC that makes it: the pinned flow sent on
+    EV-A's path alone, the other on plane 2's two lowest spines, every write intact."""
+    out = tmp_path / "paper"
+    r = mrcemu("paper", "E8", "--quick", "--out", str(out), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (e8,) = json.loads((out / "paper.json").read_text())["experiments"]
+    assert e8["measured"]["flow2_paths"] == ["p2s0"]
+    assert set(e8["measured"]["flow1_paths"]) <= {"p2s0", "p2s1"}
+    mrc = json.loads((out / "E8" / "report.json").read_text())["transports"]["mrc"]
+    assert mrc["integrity_ok"] and set(mrc["flow_paths"]["flows"]) == {"h0-h4", "h1-h5"}
+    assert all(f["bytes"] > 0 for f in mrc["per_flow"].values())
+    assert isinstance(e8["consistent"], bool) and e8["reason"]
+
+
 def test_an_unknown_experiment_is_one_clear_line_and_starts_nothing(tmp_path, tidy):
     r = mrcemu("paper", "E12", "--out", str(tmp_path / "p"))
     assert r.returncode != 0 and "no experiment E12" in r.stderr
