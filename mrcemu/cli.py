@@ -135,6 +135,43 @@ def clean() -> None:
                   f"{done['files']} state files")
 
 
+@main.group()
+def cluster() -> None:
+    """Servers to split a fabric over (Mininet's cluster edition, VXLAN links)."""
+
+
+@cluster.command("local")
+@click.argument("n", type=click.IntRange(2, 65), required=False)
+@click.option("--down", is_flag=True, help="Remove the local servers, leaving nothing.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the cluster file [default: /run/mrcemu/cluster/local.yaml].")
+@friendly
+def cluster_local(n: int | None, down: bool, out: str | None) -> None:
+    """N-1 extra "servers" on this machine: network namespaces running sshd on a private
+    underlay (MTU 9100), and a cluster file for them (plane placement)."""
+    need_root("cluster local")
+    from pathlib import Path
+
+    from mrcemu.fabric import cluster_local as local
+
+    if down:
+        done = local.down()
+        console.print(f"removed {done['sshd']} sshd, {done['namespaces']} namespaces, "
+                      f"{done['devices']} devices")
+        return
+    if n is None:
+        raise click.UsageError("give N, the number of servers (this machine included), "
+                               "or --down")
+    with console.status(f"making {n - 1} local server(s)"):
+        path, c = local.up(n, Path(out) if out else None)
+    t = Table("server", "address", "underlay")
+    for srv in c.servers:
+        t.add_row(srv.name, srv.address, srv.underlay)
+    console.print(t)
+    console.print(f"cluster file: {path}\ntry: {' '.join(local.ssh_args(1, 'ip', '-br', 'link'))}"
+                  "\nremove: sudo mrcemu cluster local --down")
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @friendly

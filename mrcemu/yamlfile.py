@@ -11,18 +11,22 @@ import yaml
 from mrcemu.errors import ConfigError
 
 
-def read(path: str | Path, builtin_dir: Path, what: str) -> tuple[Any, str, str]:
-    """(parsed data, source as the user wrote it, the file's stem)."""
+def read(path: str | Path, builtin_dir: Path | None, what: str) -> tuple[Any, str, str]:
+    """(parsed data, source as the user wrote it, the file's stem). `builtin_dir`: where
+    the built-in files a bare name means are (None: there are none)."""
     p = Path(path)
-    if not p.exists() and not p.suffix and (builtin_dir / f"{p.name}.yaml").exists():
+    if (builtin_dir is not None and not p.exists() and not p.suffix
+            and (builtin_dir / f"{p.name}.yaml").exists()):
         p = builtin_dir / f"{p.name}.yaml"
     source = str(path)
     try:
         text = p.read_text()
     except OSError as e:
-        known = ", ".join(sorted(x.stem for x in builtin_dir.glob("*.yaml")))
+        fix = f"give a path to a {what} YAML file"
+        if builtin_dir is not None:
+            fix += ", or one of: " + ", ".join(sorted(x.stem for x in builtin_dir.glob("*.yaml")))
         raise ConfigError(source, "<file>", str(path), f"cannot be read ({e.strerror})",
-                          f"give a path to a {what} YAML file, or one of: {known}") from None
+                          fix) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # libclang-rt-14-dev: libFuzzer and the sanitizers for `make fuzz` (the compiled parser).
+# openssh-server: the sshd of `mrcemu cluster local`'s servers (its service is not started).
 APT_PKGS=(mininet tcpdump tshark clang llvm libbpf-dev iproute2 nftables iperf bpftool gcc
-          libclang-rt-14-dev)
+          libclang-rt-14-dev openssh-server)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -18,7 +19,17 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "install-deps: apt-get installing ${missing[*]}"
   $SUDO apt-get update -q
+  # No package starts a service here (openssh-server would start sshd on port 22):
+  # Debian's policy-rc.d convention, only while apt runs and only if none is there.
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod +x "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [ -n "$policy" ]; then $SUDO rm -f "$policy"; trap - EXIT; fi
 fi
 
 PY=${PYTHON:-python3}
