@@ -1,0 +1,141 @@
+"""Mininet's cluster edition, extended in this one place for mrcemu (DESIGN.md 13).
+
+`mininet.examples.cluster` runs a node on another server over one ssh connection, in
+the same `mnexec` namespaces mrcemu's nodes are, and links nodes on two servers with
+tunnels. What it assumes that does not hold here, and what this module changes:
+
+- Its cross-server links are GRE (this kernel has none) or `ssh -w` taps, and its GRE
+  MTU is 1450. `VxlanLink` makes a VXLAN device on each server instead, one VNI a link,
+  bound to the server's underlay device, with the layout's MAC and MTU 9000 (the
+  underlay carries 9,070 bytes for IPv6), then moves it into its node.
+- It reaches servers by IPv4 address (`getent ahostsv4`), with the user's own ssh
+  setup, puts `sudo` in front of ssh and of every remote command, and hands ssh a
+  command's words unquoted (the remote shell splits them again). `RemoteNode` takes
+  the cluster file's address (an IPv6 literal too), its key and known_hosts, runs as
+  root with no sudo (a machine may not have it), and quotes what it sends.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import subprocess
+from typing import Any
+
+from mininet.examples.cluster import RemoteLink, RemoteMixin
+from mininet.node import Node
+
+from mrcemu.topology.cluster import Cluster, Server
+
+VXLAN_PORT = 4789
+LINK_MTU = 9000
+
+
+def ssh_base(cluster: Cluster) -> list[str]:
+    """ssh as Mininet's cluster edition runs it, with the cluster file's key and pinned
+    host keys; -tt as it wants for node shells."""
+    out = ["ssh", "-q", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5"]
+    if cluster.ssh_key:
+        out += ["-i", cluster.ssh_key, "-o", "IdentitiesOnly=yes"]
+    if cluster.known_hosts:
+        out += ["-o", f"UserKnownHostsFile={cluster.known_hosts}",
+                "-o", "StrictHostKeyChecking=yes"]
+    return [*out, "-tt"]
+
+
+class RemoteNode(RemoteMixin, Node):  # type: ignore[misc]
+    """A node on one of the cluster's servers (or this one), reached as root over the
+    cluster's ssh: `cluster` and `on` (a Server) are passed as node parameters."""
+
+    def __init__(self, name: str, cluster: Cluster, on: Server, **kwargs: Any) -> None:
+        self.sshbase = ssh_base(cluster)
+        self.on = on
+        super().__init__(name, server="localhost" if on.local else on.address,
+                         user="root", serverIP=None if on.local else on.address, **kwargs)
+
+    def startShell(self, *args: Any, **kwargs: Any) -> None:  # noqa: N802
+        # Node.__init__ starts the shell: ssh's command is set by then, with
+        # `sudo -E -u root` in front, which is not needed as root and not always there.
+        if self.isRemote:
+            self.sshcmd = [*self.sshbase, self.dest]
+        super().startShell(*args, **kwargs)
+
+    def root(self, *cmd: str) -> str:
+        """Run a command in the server's root namespace (not the node's); its output, or
+        an error naming the server. (The cluster edition's rcmd mixes bytes and text
+        under Python 3.)"""
+        full = list(cmd) if not self.isRemote else [
+            *[x for x in self.sshcmd if x != "-tt"], shlex.join(cmd)]
+        r = subprocess.run(full, capture_output=True, text=True, timeout=60)
+        if r.returncode:
+            raise RuntimeError(f"{' '.join(cmd)} on {self.on.name}: "
+                               f"{(r.stderr or r.stdout).strip()[-300:]}")
+        return r.stdout
+
+    def underlay_ip(self, toward: RemoteNode) -> str:
+        """This server's address on the underlay toward `toward`'s server: a remote
+        server's own, this machine's the source of its route there."""
+        if not self.on.local:
+            return _ip(self.on.address)
+        route = self.root("ip", "-o", "route", "get", _ip(toward.on.address))
+        return route.split(" src ")[1].split()[0]
+
+    def _popen(self, cmd: Any, sudo: bool = True, tt: bool = True, **params: Any) -> Any:
+        # As the cluster edition's, less sudo: we are root on every server.
+        if isinstance(cmd, str):
+            cmd = cmd.split()
+        if self.isRemote:
+            # ssh hands its arguments, joined by spaces, to the remote shell to parse
+            # again: quoted, so that `python3 -c "..."` arrives as it left.
+            base = self.sshcmd if tt else [x for x in self.sshcmd if x != "-tt"]
+            cmd = [*base, shlex.join(cmd)]
+        params.update(preexec_fn=self._ignoreSignal)
+        return Node._popen(self, cmd, **params)
+
+
+class VxlanLink(RemoteLink):  # type: ignore[misc]
+    """A link whose ends may be on two servers: a veth pair when both are on one, else a
+    VXLAN device on each server (VNI `vni`), moved into its node."""
+
+    def __init__(self, node1: RemoteNode, node2: RemoteNode, vni: int, **kwargs: Any) -> None:
+        self.vni = vni
+        super().__init__(node1, node2, **kwargs)
+
+    def makeTunnel(self, node1: RemoteNode, node2: RemoteNode, intfname1: str,  # noqa: N802
+                   intfname2: str, addr1: str | None = None,
+                   addr2: str | None = None) -> bool:
+        for me, peer, intf, addr in ((node1, node2, intfname1, addr1),
+                                     (node2, node1, intfname2, addr2)):
+            make = ["ip", "link", "add", intf, "type", "vxlan", "id", str(self.vni),
+                    "remote", peer.underlay_ip(me), "local", me.underlay_ip(peer),
+                    "dstport", str(VXLAN_PORT), "nolearning"]
+            if me.on.underlay:
+                make += ["dev", me.on.underlay]
+            me.root(*make)
+            me.root("ip", "link", "set", intf, "mtu", str(LINK_MTU),
+                    *(["address", addr] if addr else []))
+            me.root("ip", "link", "set", intf, "netns", str(me.pid))
+        self.tunnel = None
+        return True
+
+    def stop(self) -> None:
+        # Deleting one end in its node is enough: the VXLAN device goes with it.
+        self.intf1.delete()
+        self.intf2.delete()
+
+
+def _ip(address: str) -> str:
+    """An IP literal as it is; a host name resolved (IPv6 first, as the underlay is)."""
+    try:
+        socket.inet_pton(socket.AF_INET6, address)
+        return address
+    except OSError:
+        pass
+    try:
+        socket.inet_pton(socket.AF_INET, address)
+        return address
+    except OSError:
+        pass
+    infos = socket.getaddrinfo(address, None)
+    infos.sort(key=lambda i: i[0] != socket.AF_INET6)
+    return str(infos[0][4][0])
