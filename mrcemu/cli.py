@@ -74,10 +74,17 @@ def main() -> None:
 @click.argument("topology", default=DEFAULT_TOPOLOGY)
 @click.option("--seed", default=1, show_default=True,
               help="Transport seed: orders each connection's EV spraying.")
+@click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
+              help="Split the fabric over the servers of this cluster file "
+                   "(see 'mrcemu cluster local').")
 @friendly
-def up(topology: str, seed: int) -> None:
+def up(topology: str, seed: int, cluster_file: str | None) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
+    if cluster_file:
+        from mrcemu.topology.cluster import load as load_cluster
+
+        load_cluster(cluster_file)  # likewise
     need_root("up")
     from mrcemu.fabric.launch import launch
 
@@ -94,7 +101,7 @@ def up(topology: str, seed: int) -> None:
             bar.update(tasks[stage], completed=n)
 
         try:
-            summary = launch(topology, progress, seed=seed)
+            summary = launch(topology, progress, seed=seed, cluster=cluster_file)
         except KeyboardInterrupt:
             err.print("interrupted: the fabric was torn down")
             sys.exit(130)
@@ -178,6 +185,7 @@ def cluster_local(n: int | None, down: bool, out: str | None) -> None:
 def status(as_json: bool) -> None:
     """Nodes, their namespace PIDs, interfaces, link rates and state."""
     from mrcemu.fabric import state
+    from mrcemu.nic.links import OPER_UP
 
     st = state.load_state()
     if st is None:
@@ -214,8 +222,8 @@ def status(as_json: bool) -> None:
     for col in ("node", "pid", "alive", "interfaces up", "down", "NIC daemon"):
         t.add_column(col)
     for n in nodes:
-        up_ = [i["name"] for i in n["interfaces"] if i["state"] == "UP"]
-        dn = [i["name"] for i in n["interfaces"] if i["state"] != "UP"]
+        up_ = [i["name"] for i in n["interfaces"] if i["state"] in OPER_UP]
+        dn = [i["name"] for i in n["interfaces"] if i["state"] not in OPER_UP]
         nic = nics.get(n["name"])
         nic_s = "-" if nic is None else (f"PID {nic['pid']}" if nic["alive"]
                                          else f"[red]DEAD (PID {nic['pid']})[/]")

@@ -18,8 +18,10 @@ from mininet.node import Node
 
 from mrcemu.fabric import bpf, netlink, shaping
 from mrcemu.fabric.netns import iproute, write_sysctls
+from mrcemu.fabric.remote import RemoteNode, VxlanLink
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
+from mrcemu.topology.cluster import Cluster, place
 from mrcemu.topology.routes import tables
 
 Progress = Callable[[str, int, int], None]
@@ -50,8 +52,13 @@ class BareIntf(Intf):
 class Fabric:
     """Owns the Mininet object and the node shells for as long as the fabric lives."""
 
-    def __init__(self, topo: Topology, on_node: Callable[[str, int], None] | None = None) -> None:
+    def __init__(self, topo: Topology, on_node: Callable[[str, int], None] | None = None,
+                 cluster: Cluster | None = None) -> None:
         self.topo = topo
+        # Split over servers (`--cluster`): each node on its server, links between
+        # servers as VXLAN (fabric/remote.py, Mininet's cluster edition).
+        self.cluster = cluster
+        self.placement = place(topo, cluster) if cluster else {}
         self.layout = Layout(topo)
         self.tables = tables(self.layout)
         self.net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False,
@@ -65,7 +72,12 @@ class Fabric:
         layout, t0 = self.layout, time.monotonic()
         nodes = list(layout.nodes.values())
         for n, node in enumerate(nodes, 1):
-            mn = self.net.addHost(node.name, cls=Node, ip=None, inNamespace=True)
+            if self.cluster:
+                on = self.cluster.server(self.placement[node.name])
+                mn = self.net.addHost(node.name, cls=RemoteNode, cluster=self.cluster, on=on,
+                                      ip=None, inNamespace=True)
+            else:
+                mn = self.net.addHost(node.name, cls=Node, ip=None, inNamespace=True)
             self.pids[node.name] = mn.pid
             if self.on_node:
                 self.on_node(node.name, mn.pid)
@@ -77,7 +89,8 @@ class Fabric:
         for n, link in enumerate(layout.links, 1):
             self.net.addLink(link.a.node, link.b.node, intfName1=link.a.name,
                              intfName2=link.b.name, addr1=link.a.mac, addr2=link.b.mac,
-                             intf=BareIntf)
+                             intf=BareIntf, **({"cls": VxlanLink, "vni": n}
+                                               if self.cluster else {}))
             say("links", n, len(layout.links))
         self.timings["links_s"] = time.monotonic() - t1
         t2 = time.monotonic()

@@ -235,16 +235,60 @@ def _our_sshds() -> list[int]:
     return out
 
 
+def _in_namespaces(names: list[str]) -> set[int]:
+    inodes = set()
+    for name in names:
+        try:
+            inodes.add(os.stat(f"/run/netns/{name}").st_ino)
+        except OSError:
+            pass
+    out = set()
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if os.stat(p / "ns" / "net").st_ino in inodes:
+                    out.add(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def _descendants(roots: set[int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(p.name))
+    out: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
 def down() -> dict[str, int]:
     """Remove every local server and what they used; counts of what was removed."""
     rec = _record()
-    pids = set(_our_sshds()) | {s["pid"] for s in rec["servers"] if s.get("pid")}
+    listeners = set(_our_sshds()) | {s["pid"] for s in rec["servers"] if s.get("pid")}
+    # and every process in a server's namespace (the sessions each sshd forked), with
+    # what they started (a node's shell, in a namespace of its own): they outlive their
+    # listener
+    inside = _in_namespaces(sorted(x for x in netns.listnetns() if NS.match(x)))
+    pids = listeners | inside | _descendants(listeners | inside)
     killed = 0
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in sorted(pids):
             try:
                 os.kill(pid, sig)
-                killed += sig == signal.SIGTERM
+                killed += sig == signal.SIGTERM and pid in listeners
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 2

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from mrcemu.errors import FabricStateError, MrcemuError
 from mrcemu.fabric import state
@@ -17,7 +18,8 @@ from mrcemu.fabric.clean import clean
 
 
 def launch(topology: str, progress: Callable[[str, int, int], None] | None = None,
-           seed: int = 1, slowdown: float = 1.0, transport: dict | None = None) -> dict:
+           seed: int = 1, slowdown: float = 1.0, transport: dict | None = None,
+           cluster: str | None = None) -> dict:
     """Start a manager for `topology` and wait until the fabric is up; returns its summary.
     `seed` goes into the fabric's transport config (it orders the EV spraying), and so
     do `transport`'s settings (a scenario's `transport:`, checked by its loader);
@@ -29,7 +31,8 @@ def launch(topology: str, progress: Callable[[str, int, int], None] | None = Non
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
     with open(state.LOG, "a") as log:  # the manager has its own copy
         proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology,
-                                 str(seed), str(slowdown), json.dumps(transport or {})],
+                                 str(seed), str(slowdown), json.dumps(transport or {}),
+                                 str(Path(cluster).resolve()) if cluster else ""],
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
     try:

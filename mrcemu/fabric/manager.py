@@ -24,6 +24,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children, state
 from mrcemu.fabric.build import Fabric
 from mrcemu.topology import load
+from mrcemu.topology.cluster import load as load_cluster
 from mrcemu.transport.config import TransportConfig
 
 
@@ -105,7 +106,7 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
 
 
 def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
-         transport: dict | None = None) -> int:
+         transport: dict | None = None, cluster_path: str | None = None) -> int:
     topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
         else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -117,6 +118,7 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
         cfg = TransportConfig.for_topology(topo, seed, slowdown)
         if transport:
             cfg = TransportConfig.from_json({**cfg.to_json(), **transport})
+        cluster = load_cluster(cluster_path) if cluster_path else None
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
@@ -135,7 +137,11 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
         st.nodes[name] = pid
         st.save()
 
-    fabric = Fabric(topo, on_node=on_node)
+    fabric = Fabric(topo, on_node=on_node, cluster=cluster)
+    if cluster:
+        st.cluster = cluster.source
+        st.placement = fabric.placement
+        st.save()
     nics: list[subprocess.Popen] = []
     code = 0
     try:
@@ -190,4 +196,5 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
                   float(sys.argv[3]) if len(sys.argv) > 3 else 1.0,
-                  json.loads(sys.argv[4]) if len(sys.argv) > 4 else None))
+                  json.loads(sys.argv[4]) if len(sys.argv) > 4 else None,
+                  sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None))

@@ -17,7 +17,9 @@ tunnels. What it assumes that does not hold here, and what this module changes:
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import socket
 import subprocess
 from typing import Any
@@ -79,6 +81,25 @@ class RemoteNode(RemoteMixin, Node):  # type: ignore[misc]
             return _ip(self.on.address)
         route = self.root("ip", "-o", "route", "get", _ip(toward.on.address))
         return route.split(" src ")[1].split()[0]
+
+    def terminate(self) -> None:
+        """Mininet hangs up a node's shell (SIGHUP) and waits for it. A remote node's
+        shell process is ssh, which a parent started under nohup leaves ignoring
+        SIGHUP: that wait never ended. TERM, then KILL, and the session (and its shell)
+        ends on the server."""
+        shell = self.shell
+        if shell is not None and self.isRemote and shell.poll() is None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(shell.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    shell.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        super().terminate()
 
     def _popen(self, cmd: Any, sudo: bool = True, tt: bool = True, **params: Any) -> Any:
         # As the cluster edition's, less sudo: we are root on every server.

@@ -37,6 +37,9 @@ class FabricState:
     # this snapshot, so a file edited while the fabric runs changes nothing.
     topology_snapshot: dict = field(default_factory=dict)
     transport_snapshot: dict = field(default_factory=dict)  # likewise, the TransportConfig
+    # Split over servers (`up --cluster`): the cluster file, and each node's server.
+    cluster: str | None = None
+    placement: dict[str, str] = field(default_factory=dict)
 
     def topo(self) -> Topology:
         return Topology(**self.topology_snapshot)

@@ -15,6 +15,10 @@ import socket
 from pyroute2 import IPRoute
 
 RTMGRP_LINK = 1  # the rtnetlink multicast group of RTM_NEWLINK/RTM_DELLINK
+# Operational states that carry packets: a veth is UP while its peer is; a VXLAN port (a
+# link to another server, `up --cluster`) has no carrier to report and stays UNKNOWN
+# while administratively up.
+OPER_UP = frozenset({"UP", "UNKNOWN"})
 
 
 class LinkWatch:
@@ -47,7 +51,7 @@ class LinkWatch:
     def up(self, names: set[str]) -> set[str]:
         return {name for link in self.ipr.get_links()
                 if (name := link.get_attr("IFLA_IFNAME")) in names
-                and link.get_attr("IFLA_OPERSTATE") == "UP"}
+                and link.get_attr("IFLA_OPERSTATE") in OPER_UP}
 
     def close(self) -> None:
         self.sock.close()

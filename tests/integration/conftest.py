@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,14 @@ def wait_for(cond: Callable[[], bool], limit: float = 30.0) -> None:
     deadline = time.monotonic() + limit
     while not cond() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent that may never reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def leftovers() -> dict[str, object]:

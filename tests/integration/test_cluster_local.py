@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from mrcemu.fabric import cluster_local as local
+from mrcemu.fabric import state
 from mrcemu.topology.cluster import load
-from tests.integration.conftest import mrcemu
+from tests.integration.conftest import alive, mrcemu, wait_for
 
 pytestmark = pytest.mark.skipif(not Path(local.SSHD).exists(),
                                 reason="needs Debian's openssh-server ('make install')")
@@ -62,9 +66,22 @@ def test_two_servers_answer_ssh_on_their_own_underlay_and_down_leaves_nothing(se
 
 def test_down_finds_what_a_kill_left_unrecorded(servers):
     local.up(2)
-    local.RECORD.unlink()  # as if killed before it wrote its record
-    done = local.down()
-    assert done["sshd"] == 1 and done["namespaces"] == 1
+    # a session on the server, whose sshd outlives its listener
+    client = subprocess.Popen(local.ssh_args(1, "sleep", "300"), stdin=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: any(b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()
+                             for p in local._in_namespaces([local.ns_name(1)])))
+        session = local._in_namespaces([local.ns_name(1)])
+        assert len(session) >= 3  # the listener, the session's sshd, sleep
+        listener = int((local.DIR / "srv1" / "sshd.pid").read_text())
+        os.kill(listener, signal.SIGKILL)
+        local.RECORD.unlink()  # as if killed before it wrote its record
+        done = local.down()
+        assert done["namespaces"] == 1
+        assert not [p for p in session if alive(p)]
+        assert client.wait(timeout=10) != 0  # its session was ended under it
+    finally:
+        client.kill()
     nothing_left()
 
 
@@ -73,3 +90,30 @@ def test_one_server_alone_is_one_clear_error_and_makes_nothing(servers):
     assert r.returncode == 2 and "1 is not in the range 2<=x<=65" in r.stderr
     assert "Traceback" not in r.stderr
     nothing_left()
+
+
+def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tidy):
+    """`up --cluster` with plane placement: plane 1's switches on the second server, its
+    host links VXLAN; every path checks, and a write uses the remote plane intact."""
+    path, _ = local.up(2)
+    r = mrcemu("up", "small", "--cluster", str(path), timeout=180)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    try:
+        st = state.load_state()
+        assert st is not None and st.cluster == str(path)
+        assert st.placement["h0"] == "local" and st.placement["p1l0"] == "srv1"
+        assert st.placement["p0l0"] == "srv1"  # one extra server: every plane on it
+        detail = subprocess.run(["mnexec", "-a", str(st.nodes["p1l0"]), "ip", "-d", "link",
+                                 "show", "p1l0-h0"], capture_output=True, text=True).stdout
+        assert "vxlan id" in detail and "mtu 9000" in detail, detail
+        r = mrcemu("check", timeout=120)
+        assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout + r.stderr
+        before = json.loads(mrcemu("stats", "p1l1", "--json").stdout)["p1l1"]["p1l1-h3"]
+        r = mrcemu("send", "h0", "h3", "--size", "1MiB", "--json", timeout=120)
+        sent = json.loads(r.stdout)
+        assert sent["integrity_ok"] and sent["packets_per_plane"]["1"] > 0
+        after = json.loads(mrcemu("stats", "p1l1", "--json").stdout)["p1l1"]["p1l1-h3"]
+        # the remote leaf's switch program counted plane 1's share on its way to h3
+        assert after["packets"] - before["packets"] >= sent["packets_per_plane"]["1"]
+    finally:
+        assert mrcemu("down", timeout=120).returncode == 0

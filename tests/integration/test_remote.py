@@ -3,6 +3,7 @@ a local server, a VXLAN link to it, and a jumbo frame across."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from mrcemu.fabric import cluster_local as local
 from mrcemu.fabric.remote import LINK_MTU, RemoteNode, VxlanLink
 from mrcemu.topology.cluster import Cluster
-from tests.integration.conftest import wait_for
+from tests.integration.conftest import alive, wait_for
 
 pytestmark = pytest.mark.skipif(not Path(local.SSHD).exists(),
                                 reason="needs Debian's openssh-server ('make install')")
@@ -38,8 +39,14 @@ def cluster() -> Iterator[Cluster]:
 
 def test_a_vxlan_link_to_a_node_on_another_server_carries_a_jumbo_frame(cluster):
     here, there = cluster.servers
-    a = RemoteNode("a", cluster, here)
-    b = RemoteNode("b", cluster, there)
+    # As under nohup (CI may run so): the ssh behind a remote node then ignores SIGHUP,
+    # which is how Mininet ends a node's shell; terminate() must end it all the same.
+    hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        a = RemoteNode("a", cluster, here)
+        b = RemoteNode("b", cluster, there)
+    finally:
+        signal.signal(signal.SIGHUP, hup)
     try:
         assert not a.isRemote and b.isRemote
         VxlanLink(a, b, vni=4242, intfName1="a-0", intfName2="b-0",
@@ -62,3 +69,7 @@ def test_a_vxlan_link_to_a_node_on_another_server_carries_a_jumbo_frame(cluster)
     finally:
         for n in (a, b):
             n.terminate()
+    # both shells ended, the remote one with its ssh session
+    assert a.shell is None and b.shell is None
+    wait_for(lambda: not alive(a.pid) and not alive(b.pid))
+    assert not alive(a.pid) and not alive(b.pid)
