@@ -130,7 +130,30 @@ def _restore(layout: Layout, pids: dict[str, int], ends: list[Interface]) -> Non
             restore(ipr, tabs[node], names)
 
 
+def _across_servers(layout: Layout, ends: list[Interface]) -> list[Interface]:
+    """The ends, and the far end of each whose link crosses servers (`up --cluster`).
+    Downing a veth's end takes its peer's carrier with it; a VXLAN port has no carrier,
+    so its far end must go down itself, or its node (a host's NIC, a switch) never
+    learns."""
+    from mrcemu.fabric import state
+
+    st = state.load_state()
+    where = st.placement if st else {}
+    if not where:
+        return ends
+    out = list(ends)
+    names = {(i.node, i.name) for i in ends}
+    for i in ends:
+        if where.get(i.node) != where.get(i.peer_node) and (i.peer_node, i.peer_name) \
+                not in names:
+            (far,) = [x for x in layout.interfaces[i.peer_node] if x.name == i.peer_name]
+            out.append(far)
+            names.add((far.node, far.name))
+    return out
+
+
 def _set_carrier(layout: Layout, pids: dict[str, int], ends: list[Interface], up: bool) -> None:
+    ends = _across_servers(layout, ends)
     for i in ends:
         _ip(pids[i.node], "ip", "link", "set", i.name, "up" if up else "down")
     if up:
@@ -151,7 +174,7 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
             what=f"flap {fault.target}", log=rundir.LOGS / "flap.err")
         fault.pid = proc.pid
     if fault.kind in CARRIER_KINDS:
-        for i in ends:
+        for i in _across_servers(layout, ends):
             _ip(pids[i.node], "ip", "link", "set", i.name, "down")
     elif fault.kind == "degrade":
         for i in ends:

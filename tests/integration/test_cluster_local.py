@@ -14,6 +14,7 @@ import pytest
 from mrcemu.fabric import cluster_local as local
 from mrcemu.fabric import state
 from mrcemu.topology.cluster import load
+from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import alive, mrcemu, wait_for
 
 pytestmark = pytest.mark.skipif(not Path(local.SSHD).exists(),
@@ -115,5 +116,21 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
         after = json.loads(mrcemu("stats", "p1l1", "--json").stdout)["p1l1"]["p1l1-h3"]
         # the remote leaf's switch program counted plane 1's share on its way to h3
         assert after["packets"] - before["packets"] >= sent["packets_per_plane"]["1"]
+        # A host port down on this server takes its leaf's end, a VXLAN port on the
+        # other server, down with it (a VXLAN port has no carrier to lose): exactly
+        # h0's plane-1 paths stop, and come back on heal.
+        assert mrcemu("fail", "host-port-down", "h0-p1").returncode == 0
+        ports = {i["name"]: i["state"] for n in json.loads(mrcemu("status", "--json").stdout)
+                 ["nodes"] for i in n["interfaces"]}
+        assert ports["h0-p1"] == ports["p1l0-h0"] == "DOWN"
+        assert ports["h0-p0"] == ports["p1l0-h1"] == "UNKNOWN"  # VXLAN ports, up
+        pairs = json.loads(mrcemu("check", "--json", timeout=120).stdout)["pairs"]
+        lost = {(p["src"], p["dst"]): len(p["failures"]) for p in pairs if p["failures"]}
+        # h0's plane-1 paths: one to h1 on its leaf, two (one a spine) to h2 and h3
+        assert lost == {(0, 1): 1, (1, 0): 1, (0, 2): 2, (2, 0): 2, (0, 3): 2, (3, 0): 2}
+        assert {ev_fields(int(f["ev"], 16))[0] for p in pairs for f in p["failures"]} == {1}
+        assert mrcemu("heal", "host-port-down:h0-p1").returncode == 0
+        r = mrcemu("check", timeout=120)
+        assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout
     finally:
         assert mrcemu("down", timeout=120).returncode == 0
