@@ -31,19 +31,29 @@ def test_paper_e7_retires_the_lossy_ev_and_writes_its_verdict(tmp_path, tidy):
     assert "| E7 | 12, 13 |" in md and "| E9 | 16 |" in md
 
 
-def test_paper_e8_keeps_the_pinned_flow_on_its_one_ev_and_the_other_on_its_two(tmp_path, tidy):
-    """A connection's own settings reach the NIC that makes it: the pinned flow sent on
-    EV-A's path alone, the other on plane 2's two lowest spines, every write intact."""
+def test_paper_e8_starts_the_pinned_flow_on_its_one_ev_and_the_other_on_its_two(tmp_path,
+                                                                                 tidy):
+    """A connection's own settings reach the NIC that makes it: both flows spray over
+    plane 2 alone, starting on their sets (the pinned one on EV-A's path, the other on
+    plane 2's two lowest spines); every write intact. (A retired EV is replaced from a
+    path the set did not use, so later bins may hold other spines of plane 2.)"""
     out = tmp_path / "paper"
     r = mrcemu("paper", "E8", "--quick", "--out", str(out), timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (e8,) = json.loads((out / "paper.json").read_text())["experiments"]
-    assert e8["measured"]["flow2_paths"] == ["p2s0"]
-    assert set(e8["measured"]["flow1_paths"]) <= {"p2s0", "p2s1"}
-    mrc = json.loads((out / "E8" / "report.json").read_text())["transports"]["mrc"]
-    assert mrc["integrity_ok"] and set(mrc["flow_paths"]["flows"]) == {"h0-h4", "h1-h5"}
-    assert all(f["bytes"] > 0 for f in mrc["per_flow"].values())
     assert isinstance(e8["consistent"], bool) and e8["reason"]
+    mrc = json.loads((out / "E8" / "report.json").read_text())["transports"]["mrc"]
+    assert mrc["integrity_ok"] and all(f["bytes"] > 0 for f in mrc["per_flow"].values())
+    flows = mrc["flow_paths"]["flows"]  # present only for flows over at most 8 paths
+    assert set(flows) == {"h0-h4", "h1-h5"}
+    assert all(path.startswith("p2s") for per in flows.values() for path in per)
+
+    def first_bin(per: dict[str, list[int]]) -> set[str]:
+        i = min(k for counts in per.values() for k, n in enumerate(counts) if n)
+        return {path for path, counts in per.items() if counts[i]}
+
+    assert first_bin(flows["h1-h5"]) == {"p2s0"}
+    assert first_bin(flows["h0-h4"]) <= {"p2s0", "p2s1"}
 
 
 def test_an_unknown_experiment_is_one_clear_line_and_starts_nothing(tmp_path, tidy):
