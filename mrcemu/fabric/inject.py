@@ -174,8 +174,7 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
             what=f"flap {fault.target}", log=rundir.LOGS / "flap.err")
         fault.pid = proc.pid
     if fault.kind in CARRIER_KINDS:
-        for i in _across_servers(layout, ends):
-            _ip(pids[i.node], "ip", "link", "set", i.name, "down")
+        _set_carrier(layout, pids, ends, up=False)
     elif fault.kind == "degrade":
         for i in ends:
             rates.set_port_rate(layout, pids, i.node, i.name, i.mbps * (fault.value or 0) / 100)

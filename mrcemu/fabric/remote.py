@@ -17,6 +17,7 @@ tunnels. What it assumes that does not hold here, and what this module changes:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shlex
 import signal
@@ -148,14 +149,8 @@ class VxlanLink(RemoteLink):  # type: ignore[misc]
 def _ip(address: str) -> str:
     """An IP literal as it is; a host name resolved (IPv6 first, as the underlay is)."""
     try:
-        socket.inet_pton(socket.AF_INET6, address)
-        return address
-    except OSError:
-        pass
-    try:
-        socket.inet_pton(socket.AF_INET, address)
-        return address
-    except OSError:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
         pass
     infos = socket.getaddrinfo(address, None)
     infos.sort(key=lambda i: i[0] != socket.AF_INET6)
