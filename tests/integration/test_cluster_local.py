@@ -13,6 +13,7 @@ import pytest
 
 from mrcemu.fabric import cluster_local as local
 from mrcemu.fabric import state
+from mrcemu.fabric.clean import _cmdline
 from mrcemu.topology.cluster import load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import alive, mrcemu, wait_for
@@ -70,7 +71,8 @@ def test_down_finds_what_a_kill_left_unrecorded(servers):
     # a session on the server, whose sshd outlives its listener
     client = subprocess.Popen(local.ssh_args(1, "sleep", "300"), stdin=subprocess.DEVNULL)
     try:
-        wait_for(lambda: any(b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()
+        # (a short-lived sshd child may be gone by the time its cmdline is read)
+        wait_for(lambda: any("sleep" in _cmdline(p)
                              for p in local._in_namespaces([local.ns_name(1)])))
         session = local._in_namespaces([local.ns_name(1)])
         assert len(session) >= 3  # the listener, the session's sshd, sleep
