@@ -60,15 +60,21 @@ class Fabric:
 
     @classmethod
     def up(cls, topology: str = "default", seed: int = 1,
-           progress: Callable[[str, int, int], None] | None = None) -> Fabric:
-        """Bring `topology` up (a built-in name or a YAML path). A bad file raises a
-        ConfigError before anything is made; a failed start leaves nothing behind."""
+           progress: Callable[[str, int, int], None] | None = None,
+           cluster: str | None = None) -> Fabric:
+        """Bring `topology` up (a built-in name or a YAML path), split over the servers
+        of the `cluster` file if given. A bad file raises a ConfigError before anything
+        is made; a failed start leaves nothing behind."""
         topo = load(topology)
+        if cluster:
+            from mrcemu.topology.cluster import load as load_cluster
+
+            load_cluster(cluster)
         if os.geteuid() != 0:
             raise NeedsRoot("up")
         from mrcemu.fabric.launch import launch
 
-        launch(str(topo.source), progress, seed=seed)
+        launch(str(topo.source), progress, seed=seed, cluster=cluster)
         fab = cls()
         fab._owned = True
         return fab

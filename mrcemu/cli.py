@@ -140,6 +140,8 @@ def clean() -> None:
     done = do_clean()
     console.print(f"removed {done['processes']} processes, {done['veths']} veths, "
                   f"{done['files']} state files")
+    for problem in done["problems"]:
+        console.print(f"[yellow]not cleaned: {problem}[/yellow]")
 
 
 @main.group()
@@ -548,7 +550,12 @@ def stats(node: str | None, as_json: bool) -> None:
     layout = Layout(topo)
     if node is not None and (node not in layout.nodes or node.startswith("h")):
         raise MrcemuError(f"'{node}' is not a switch of this fabric (e.g. p0l0, p3s1)")
-    counters = bpf.read_state()
+    from mrcemu.fabric import state
+    from mrcemu.fabric.servers import Servers
+
+    # every server's switch program, merged (one server: this machine's)
+    merged = Servers.of_state(state.require_state()).counters()
+    counters = merged["state"]
     out: dict[str, dict[str, dict[str, int]]] = {}
     for sw in layout.switches:
         if node is not None and sw.name != node:
@@ -561,7 +568,8 @@ def stats(node: str | None, as_json: bool) -> None:
     # `dropped` is its buffer's; `packets` counts what a path loss dropped too).
     losses = []
     path_losses = [f for f in active_faults() if f.kind == "path-loss"]
-    per_path = bpf.read_path_loss() if path_losses else {}
+    per_path = {bpf.PathLossKey(mac, bytes.fromhex(src), bytes.fromhex(dst), ev_hi): v
+                for mac, src, dst, ev_hi, v in merged["path_loss"]}
     for f in path_losses:
         (port,) = fault_targets(layout, f)
         c = per_path.get(path_loss_key(layout, f), {})
@@ -642,8 +650,11 @@ def _fault_line(d: dict) -> str:
               help="Run the whole experiment this many times slower: links, transport "
                    "clocks, fault times. For a host too small to run it faithfully at "
                    "full speed (see Fidelity in the README).")
+@click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
+              help="Split the fabric over the servers of this cluster file "
+                   "(see 'mrcemu cluster local').")
 @friendly
-def run(scenario: str, out: str, slowdown: float) -> None:
+def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> None:
     """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
     RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
     capture. Ctrl-C stops early, still writing a partial report."""
@@ -657,6 +668,10 @@ def run(scenario: str, out: str, slowdown: float) -> None:
     sc = load_scenario(scenario)  # a bad file stops here, before anything starts
     if slowdown != 1.0:
         sc = sc.slowed(slowdown)
+    if cluster_file:
+        from mrcemu.topology.cluster import load as load_cluster
+
+        load_cluster(cluster_file)  # likewise
     need_root("run")
     from mrcemu.fabric import state
 
@@ -698,11 +713,13 @@ def run(scenario: str, out: str, slowdown: float) -> None:
                 bar.console.print(f"  {d['transport']}: job {s['job_completion_s']} s, "
                                   f"intact: {s['integrity_ok']}")
 
-        folder = run_job(sc, Path(out), ui)
+        folder = run_job(sc, Path(out), ui, cluster=cluster_file)
     rep = json.loads((folder / "report.json").read_text())
     if rep["transports"]:
         head, rows = table_rows(rep)
+        where = rep.get("cluster")
         t = Table(title=f"{rep['scenario']} on {rep['topology']}"
+                  + (f" over {len(where['nodes_per_server'])} servers" if where else "")
                   + (" (PARTIAL)" if rep["partial"] else ""))
         for h in head:
             t.add_column(h)

@@ -18,6 +18,9 @@ MANAGER_LOG = RUN_DIR / "manager.log"
 CHILDREN = RUN_DIR / "children.json"  # helper processes `down` and `clean` must end
 FAULTS = RUN_DIR / "faults.json"  # the active faults
 FAULT_LOG = LOGS / "faults.jsonl"
+# The cluster file of the last fabric split over servers: `clean` cleans its servers.
+LAST_CLUSTER = RUN_DIR / "cluster-last"
+SSH_CONTROL = RUN_DIR / "ssh"  # each server's shared ssh connection (fabric/servers.py)
 
 
 def nic_socket(host: str) -> Path:

@@ -11,18 +11,20 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 
 from mininet.link import Intf
 from mininet.net import Mininet
 from mininet.node import Node
 
-from mrcemu.fabric import bpf, netlink, shaping
+from mrcemu.fabric import netlink, shaping
 from mrcemu.fabric.netns import iproute, write_sysctls
 from mrcemu.fabric.remote import RemoteNode, VxlanLink
+from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
 from mrcemu.topology.cluster import Cluster, place
-from mrcemu.topology.routes import tables
+from mrcemu.topology.routes import NodeTable, tables
 
 Progress = Callable[[str, int, int], None]
 
@@ -59,6 +61,7 @@ class Fabric:
         # servers as VXLAN (fabric/remote.py, Mininet's cluster edition).
         self.cluster = cluster
         self.placement = place(topo, cluster) if cluster else {}
+        self.servers = Servers(cluster, self.placement)
         self.layout = Layout(topo)
         self.tables = tables(self.layout)
         self.net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False,
@@ -81,8 +84,12 @@ class Fabric:
             self.pids[node.name] = mn.pid
             if self.on_node:
                 self.on_node(node.name, mn.pid)
-            write_sysctls(mn.pid, DEFAULT_SYSCTLS | (
-                SWITCH_SYSCTLS if node.kind is not Kind.HOST else {}))
+            sysctls = DEFAULT_SYSCTLS | (SWITCH_SYSCTLS if node.kind is not Kind.HOST else {})
+            if getattr(mn, "isRemote", False):
+                # its namespace is on another server: write them from its own shell
+                mn.cmd("sysctl -q -w " + " ".join(f"{k}={v}" for k, v in sysctls.items()))
+            else:
+                write_sysctls(mn.pid, sysctls)
             say("nodes", n, len(nodes))
         self.timings["nodes_s"] = time.monotonic() - t0
         t1 = time.monotonic()
@@ -93,47 +100,24 @@ class Fabric:
                                                if self.cluster else {}))
             say("links", n, len(layout.links))
         self.timings["links_s"] = time.monotonic() - t1
-        t2 = time.monotonic()
-        for n, node in enumerate(nodes, 1):
-            self.program_node(node.name)
-            say("routes", n, len(nodes))
-        self.timings["program_s"] = time.monotonic() - t2
-        t3 = time.monotonic()
-        self.attach_switch_program(say)
-        self.timings["bpf_s"] = time.monotonic() - t3
-
-    def attach_switch_program(self, say: Progress) -> None:
-        """The tc-BPF switch (virtual queue, ECN, trimming) on every switch egress."""
-        bpf.load()
-        ports = {}
-        switches = self.layout.switches
-        for n, sw in enumerate(switches, 1):
-            ifaces = self.layout.interfaces[sw.name]
-            bpf.attach(self.pids[sw.name], [i.name for i in ifaces])
-            for i in ifaces:
-                ports[i.mac] = bpf.port_config(self.layout, i)
-            say("bpf", n, len(switches))
-        bpf.configure(ports)
-
-    def program_node(self, name: str) -> None:
-        ipr = iproute(self.pids[name])
-        try:
-            netlink.program(ipr, self.tables[name], self.topo.mtu)
-            switch = self.layout.nodes[name].kind is not Kind.HOST
-            for i in self.layout.interfaces[name]:
-                idx = ipr.link_lookup(ifname=i.name)[0]
-                if switch:
-                    # htb's leaf pfifo holds txqueuelen packets: size it to the switch
-                    # buffer, so a congested port drops instead of queueing for seconds.
-                    ipr.link("set", index=idx, txqlen=shaping.queue_packets(
-                        self.topo.buffer_bytes))
-                shaping.shape(ipr, idx, i.mbps, self.topo.mtu)
-        finally:
-            ipr.close()
+        # Each server's agent programs its own nodes (fabric/agent.py): in-process
+        # here, over the shared ssh connection on another server.
+        done = 0
+        for server, names in self.servers.group(n.name for n in nodes).items():
+            took = self.servers.call(server, "program", topology=asdict(self.topo),
+                                     nodes={n: self.pids[n] for n in names})
+            for k, v in took.items():
+                self.timings[k] = self.timings.get(k, 0.0) + v
+            done += len(names)
+            say("routes", done, len(nodes))
 
     def stop(self) -> None:
         """Kill every node shell: each namespace, with its veths, goes with it."""
-        bpf.unload()
+        for server in self.servers.all():
+            try:
+                self.servers.call(server, "unload")
+            except Exception:  # noqa: BLE001 - a server gone already has nothing loaded
+                pass
         for node in self.net.hosts:
             try:
                 node.terminate()
@@ -144,3 +128,22 @@ class Fabric:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def program_node(layout: Layout, table: NodeTable, pid: int) -> None:
+    """Addresses, neighbours, routes and htb into one node's kernel, by its PID on this
+    server (each server's agent runs this for its own nodes)."""
+    topo = layout.topo
+    ipr = iproute(pid)
+    try:
+        netlink.program(ipr, table, topo.mtu)
+        switch = layout.nodes[table.node].kind is not Kind.HOST
+        for i in layout.interfaces[table.node]:
+            idx = ipr.link_lookup(ifname=i.name)[0]
+            if switch:
+                # htb's leaf pfifo holds txqlen packets: size it to the switch buffer,
+                # so a congested port drops instead of queueing for seconds.
+                ipr.link("set", index=idx, txqlen=shaping.queue_packets(topo.buffer_bytes))
+            shaping.shape(ipr, idx, i.mbps, topo.mtu)
+    finally:
+        ipr.close()

@@ -21,7 +21,8 @@ from dataclasses import asdict
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import bpf, children, rates
+from mrcemu.fabric import bpf, children
+from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout
 from mrcemu.topology.addressing import host_address
 from mrcemu.topology.faults import (
@@ -80,6 +81,14 @@ def _log(event: str, fault: Fault) -> None:
                             **asdict(fault)}) + "\n")
 
 
+def _servers() -> Servers:
+    """The running fabric's servers: each fault is applied by its node's server's agent."""
+    from mrcemu.fabric import state
+
+    st = state.load_state()
+    return Servers.of_state(st) if st else Servers()
+
+
 def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
               also: set[str]) -> None:
     """Rewrite the drop rules of every switch an active gray/loss/host-loss fault touches, and of
@@ -99,8 +108,9 @@ def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
                 continue
             cond = "" if ppm >= 1_000_000 else f"numgen random mod 1000000 < {ppm} "
             rules.setdefault(i.node, []).append(f'oifname "{i.name}" {cond}drop')
-    for node in set(rules) | also:
-        _nft_rules(pids[node], rules.get(node, []))
+    servers = _servers()
+    for node in sorted(set(rules) | also):
+        servers.call(servers.of(node), "nft", pid=pids[node], rules=rules.get(node, []))
 
 
 def path_loss_key(layout: Layout, fault: Fault) -> bpf.PathLossKey:
@@ -115,19 +125,16 @@ def path_loss_key(layout: Layout, fault: Fault) -> bpf.PathLossKey:
 
 def _restore(layout: Layout, pids: dict[str, int], ends: list[Interface]) -> None:
     """Both ends of every link that came back up get their addresses, neighbours and
-    routes again (the kernel flushed them when the link went down)."""
-    from mrcemu.fabric.netlink import restore
-    from mrcemu.fabric.netns import iproute
-    from mrcemu.topology.routes import tables
-
-    tabs = tables(layout)
+    routes again (the kernel flushed them when the link went down), each by its
+    server's agent."""
     devs: dict[str, set[str]] = {}
     for i in ends:
         devs.setdefault(i.node, set()).add(i.name)
         devs.setdefault(i.peer_node, set()).add(i.peer_name)
-    for node, names in devs.items():
-        with iproute(pids[node]) as ipr:
-            restore(ipr, tabs[node], names)
+    servers = _servers()
+    for server, nodes in servers.group(sorted(devs)).items():
+        servers.call(server, "restore", topology=asdict(layout.topo),
+                     devs={n: [pids[n], sorted(devs[n])] for n in nodes})
 
 
 def _across_servers(layout: Layout, ends: list[Interface]) -> list[Interface]:
@@ -154,10 +161,27 @@ def _across_servers(layout: Layout, ends: list[Interface]) -> list[Interface]:
 
 def _set_carrier(layout: Layout, pids: dict[str, int], ends: list[Interface], up: bool) -> None:
     ends = _across_servers(layout, ends)
-    for i in ends:
-        _ip(pids[i.node], "ip", "link", "set", i.name, "up" if up else "down")
+    servers = _servers()
+    for server, nodes in servers.group(dict.fromkeys(i.node for i in ends)).items():
+        servers.call(server, "carrier", up=up,
+                     ends=[[pids[i.node], i.name] for i in ends if i.node in nodes])
     if up:
         _restore(layout, pids, ends)
+
+
+def _set_rate(layout: Layout, pids: dict[str, int], i: Interface, mbps: float) -> None:
+    servers = _servers()
+    servers.call(servers.of(i.node), "set_rate", topology=asdict(layout.topo), node=i.node,
+                 pid=pids[i.node], ifname=i.name, mbps=mbps)
+
+
+def _path_loss(layout: Layout, fault: Fault, percent: float | None) -> None:
+    """Set (or, with None, clear) a path loss on the server of the port it acts on."""
+    key = path_loss_key(layout, fault)
+    servers = _servers()
+    (port,) = targets(layout, fault)
+    servers.call(servers.of(port.node), "path_loss", port_mac=key.port_mac,
+                 src=key.src.hex(), dst=key.dst.hex(), ev_hi=key.ev_hi, percent=percent)
 
 
 def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
@@ -177,9 +201,9 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
         _set_carrier(layout, pids, ends, up=False)
     elif fault.kind == "degrade":
         for i in ends:
-            rates.set_port_rate(layout, pids, i.node, i.name, i.mbps * (fault.value or 0) / 100)
+            _set_rate(layout, pids, i, i.mbps * (fault.value or 0) / 100)
     elif fault.kind == "path-loss":
-        bpf.set_path_loss(path_loss_key(layout, fault), fault.value or 0.0)
+        _path_loss(layout, fault, fault.value or 0.0)
     fault.at = time.monotonic()
     active[fault.key] = asdict(fault)
     if fault.kind in DROP_KINDS:
@@ -204,9 +228,9 @@ def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[F
             _set_carrier(layout, pids, targets(layout, f), up=True)
         elif f.kind == "degrade":
             for i in targets(layout, f):
-                rates.set_port_rate(layout, pids, i.node, i.name, i.mbps)
+                _set_rate(layout, pids, i, i.mbps)
         elif f.kind == "path-loss":
-            bpf.clear_path_loss(path_loss_key(layout, f))
+            _path_loss(layout, f, None)
         if f.kind in DROP_KINDS:
             _sync_nft(layout, pids, active, {i.node for i in targets(layout, f)
                                              if not i.node.startswith("h")})

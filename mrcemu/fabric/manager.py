@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import children, state
+from mrcemu.fabric import children, servers, state
 from mrcemu.fabric.build import Fabric
 from mrcemu.topology import load
 from mrcemu.topology.cluster import load as load_cluster
@@ -142,10 +142,16 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
         st.cluster = cluster.source
         st.placement = fabric.placement
         st.save()
+        # Before anything is made there: `clean` then knows which servers to clean.
+        rundir.LAST_CLUSTER.write_text(cluster.source + "\n")
     nics: list[subprocess.Popen] = []
     code = 0
     try:
         t0 = time.monotonic()
+        if cluster:
+            t = time.monotonic()
+            servers.start_masters(cluster)  # one shared connection a server, from here on
+            fabric.timings["ssh_s"] = time.monotonic() - t
         fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
                      if n == total or n % max(1, total // 50) == 0 else None)
         nics = start_nics(st, topo.hosts)
@@ -185,7 +191,10 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
             except subprocess.TimeoutExpired:
                 p.kill()
         fabric.stop()
-        for p in (state.STATE, state.SOCKET, rundir.FAULTS):
+        if cluster:
+            servers.stop_masters(cluster)
+        for p in (state.STATE, state.SOCKET, rundir.FAULTS,
+                  *((rundir.LAST_CLUSTER,) if cluster else ())):
             try:
                 p.unlink()
             except FileNotFoundError:

@@ -13,6 +13,10 @@ tunnels. What it assumes that does not hold here, and what this module changes:
   command's words unquoted (the remote shell splits them again). `RemoteNode` takes
   the cluster file's address (an IPv6 literal too), its key and known_hosts, runs as
   root with no sudo (a machine may not have it), and quotes what it sends.
+- Its shared connection (ControlMaster=auto, ControlPersist=1) is opened by whichever
+  ssh comes first and lingers a second after the last. Here the manager opens each
+  server's master for the fabric's life (`servers.start_masters`) and every ssh,
+  node shells included, rides on it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from mininet.examples.cluster import RemoteLink, RemoteMixin
 from mininet.node import Node
 
+from mrcemu.fabric import servers
 from mrcemu.topology.cluster import Cluster, Server
 
 VXLAN_PORT = 4789
@@ -35,15 +40,9 @@ LINK_MTU = 9000
 
 
 def ssh_base(cluster: Cluster) -> list[str]:
-    """ssh as Mininet's cluster edition runs it, with the cluster file's key and pinned
-    host keys; -tt as it wants for node shells."""
-    out = ["ssh", "-q", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5"]
-    if cluster.ssh_key:
-        out += ["-i", cluster.ssh_key, "-o", "IdentitiesOnly=yes"]
-    if cluster.known_hosts:
-        out += ["-o", f"UserKnownHostsFile={cluster.known_hosts}",
-                "-o", "StrictHostKeyChecking=yes"]
-    return [*out, "-tt"]
+    """ssh as Mininet's cluster edition runs a node's shell (-tt), over the server's
+    shared connection (`servers.ssh_base`)."""
+    return [*servers.ssh_base(cluster), "-tt"]
 
 
 class RemoteNode(RemoteMixin, Node):  # type: ignore[misc]
@@ -133,10 +132,11 @@ class VxlanLink(RemoteLink):  # type: ignore[misc]
                     "dstport", str(VXLAN_PORT), "nolearning"]
             if me.on.underlay:
                 make += ["dev", me.on.underlay]
-            me.root(*make)
-            me.root("ip", "link", "set", intf, "mtu", str(LINK_MTU),
-                    *(["address", addr] if addr else []))
-            me.root("ip", "link", "set", intf, "netns", str(me.pid))
+            steps = [make, ["ip", "link", "set", intf, "mtu", str(LINK_MTU),
+                            *(["address", addr] if addr else [])],
+                     ["ip", "link", "set", intf, "netns", str(me.pid)]]
+            # one round trip to the server, not three; the first failure stops it
+            me.root("sh", "-c", " && ".join(shlex.join(step) for step in steps))
         self.tunnel = None
         return True
 

@@ -60,7 +60,9 @@ def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
             (dest / p.name).write_bytes(data)
 
 
-def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
+def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:
+    """Run a scenario on a fabric of its own (split over `cluster`'s servers if given),
+    and write its folder under `out_root`; returns the folder."""
     started = datetime.datetime.now()
     folder = out_root / f"{started:%Y%m%d-%H%M%S}-{sc.name}"
     folder.mkdir(parents=True, exist_ok=False)
@@ -84,13 +86,19 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
     capture = None
     launched = False
     config: dict = {}
+    config_cluster: dict | None = None
     try:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
         launched = True
         launch(str(sc.topology.source), lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
-            slowdown=sc.slowdown, transport=sc.transport)
+            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster)
         st = state.require_state()
+        if st.cluster:
+            placed: dict[str, int] = {}
+            for server in st.placement.values():
+                placed[server] = placed.get(server, 0) + 1
+            config_cluster = {"file": st.cluster, "nodes_per_server": placed}
         pids, cfg = st.nodes, st.transport()
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
         capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
@@ -118,6 +126,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui) -> Path:
             rep = {"scenario": sc.name, "description": sc.description,
                    "topology": sc.topology.name, "source": sc.source,
                    "slowdown": sc.slowdown,
+                   **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
                    "seed": sc.seed, "transport_config": config,

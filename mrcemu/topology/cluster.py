@@ -9,7 +9,8 @@ each leaf group (leaf i of every plane) and its hosts a server, and spreads the 
 
     servers:
       - {name: local, address: localhost}
-      - {name: srv1, address: "fd6d:7263:656d::2", user: root, underlay: u0}
+      - {name: srv1, address: "fd6d:7263:656d::2", user: root, underlay: u0,
+         python: /opt/mrcemu/.venv/bin/python}   # optional: mrcemu's Python there
     placement: plane
     ssh_key: /run/mrcemu/cluster/id_ed25519        # optional
     known_hosts: /run/mrcemu/cluster/known_hosts   # optional
@@ -33,7 +34,7 @@ LOCAL = "localhost"  # the address of the server mrcemu runs on (no ssh)
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,14}$")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 _TOP = ("servers", "placement", "ssh_key", "known_hosts")
-_SERVER = ("name", "address", "user", "underlay")
+_SERVER = ("name", "address", "user", "underlay", "python")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Server:
     address: str  # an IP address or a host name; LOCAL for this machine
     user: str = "root"
     underlay: str = ""  # the device VXLAN tunnels are bound to ("" = the route's)
+    # The Python with mrcemu installed on that server, for its agent ("" = the path of
+    # the one mrcemu runs under here).
+    python: str = ""
 
     @property
     def local(self) -> bool:
@@ -119,7 +123,13 @@ def from_mapping(data: Any, source: str) -> Cluster:
             _text(source, f"{where}.underlay", underlay,
                   "the network device the server reaches the others through, e.g. eth0",
                   re.compile(r"^[^/\s]{1,15}$"), "is not a device name")
-        servers.append(Server(name, address, user, underlay))
+        python = s.get("python", "")
+        if python != "":
+            _text(source, f"{where}.python", python,
+                  "the absolute path of the Python that has mrcemu installed on that "
+                  "server, e.g. /opt/mrcemu/.venv/bin/python", re.compile(r"^/\S+$"),
+                  "is not an absolute path")
+        servers.append(Server(name, address, user, underlay, python))
     if sum(s.local for s in servers) > 1:
         raise ConfigError(source, "servers", [s.address for s in servers],
                           f"names {LOCAL} more than once", "one server is this machine")
@@ -146,7 +156,8 @@ def to_mapping(c: Cluster) -> dict:
     """What `load` reads back: the file `mrcemu cluster local` writes."""
     out: dict[str, Any] = {"servers": [
         {"name": s.name, "address": s.address, "user": s.user,
-         **({"underlay": s.underlay} if s.underlay else {})} for s in c.servers],
+         **({"underlay": s.underlay} if s.underlay else {}),
+         **({"python": s.python} if s.python else {})} for s in c.servers],
         "placement": c.placement}
     for k in ("ssh_key", "known_hosts"):
         if getattr(c, k):

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from mrcemu import rundir
+from mrcemu.fabric import bpf, state
 from mrcemu.fabric import cluster_local as local
-from mrcemu.fabric import state
-from mrcemu.fabric.clean import _cmdline
+from mrcemu.fabric.clean import IFNAME, _cmdline, our_processes
 from mrcemu.topology.cluster import load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import alive, mrcemu, wait_for
@@ -111,6 +112,11 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
         assert "vxlan id" in detail and "mtu 9000" in detail, detail
         r = mrcemu("check", timeout=120)
         assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout + r.stderr
+        # One shared ssh connection to the other server, for the fabric's life.
+        assert len(masters()) == 1
+        # Each server runs its own switch program: none here (plane placement puts no
+        # switch on this machine), so `stats` below reads the other server's.
+        assert not bpf.PROG.exists()
         before = json.loads(mrcemu("stats", "p1l1", "--json").stdout)["p1l1"]["p1l1-h3"]
         r = mrcemu("send", "h0", "h3", "--size", "1MiB", "--json", timeout=120)
         sent = json.loads(r.stdout)
@@ -134,5 +140,43 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
         assert mrcemu("heal", "host-port-down:h0-p1").returncode == 0
         r = mrcemu("check", timeout=120)
         assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout
+        # A path loss is written into the map of the server that owns its port, and
+        # counted there: every packet of that path is dropped, and the write is intact.
+        assert mrcemu("fail", "path-loss", "h0-h3/p1s1", "--value", "100").returncode == 0
+        r = mrcemu("send", "h0", "h3", "--size", "1MiB", "--json", timeout=120)
+        assert r.returncode == 0 and json.loads(r.stdout)["integrity_ok"], r.stderr
+        stats = json.loads(mrcemu("stats", "--json").stdout)
+        (row,) = [r for ports in stats.values() for c in ports.values()
+                  for r in c.get("path_loss", [])]
+        assert row["path"] == "h0-h3/p1s1" and row["dropped"] == row["matched"] >= 1, row
+        assert mrcemu("heal").returncode == 0
     finally:
         assert mrcemu("down", timeout=120).returncode == 0
+    assert masters() == []
+
+
+def masters() -> list[int]:
+    """The shared ssh connections (fabric/servers.py) alive on this machine: the masters,
+    not the sessions (node shells) riding on them."""
+    return [p for p in our_processes() if "ControlMaster=yes" in _cmdline(p)]
+
+
+def test_clean_after_a_kill_9_cleans_the_other_server_too(servers, tidy):
+    path, _ = local.up(2)
+    r = mrcemu("up", "small", "--cluster", str(path), timeout=180)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    st = state.load_state()
+    assert st is not None
+    remote = [st.nodes[n] for n, where in st.placement.items() if where == "srv1"]
+    os.kill(st.manager_pid, signal.SIGKILL)
+    wait_for(lambda: not alive(st.manager_pid))
+    r = mrcemu("clean", timeout=120)
+    assert r.returncode == 0 and "not cleaned" not in r.stdout, r.stdout + r.stderr
+    # the other server's node shells, its VXLAN ports (gone with its nodes or removed),
+    # the shared connection: nothing of the fabric is left on either server
+    wait_for(lambda: not [p for p in remote if alive(p)])
+    assert not [p for p in remote if alive(p)]
+    assert masters() == [] and not rundir.LAST_CLUSTER.exists()
+    links = ssh(1, "ip", "-o", "link", "show").stdout
+    assert not [x for x in links.splitlines() if IFNAME.match(x.split(":")[1].strip()
+                                                               .split("@")[0])], links

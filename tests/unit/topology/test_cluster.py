@@ -30,6 +30,14 @@ def test_a_file_round_trips_and_defaults_are_filled(tmp_path):
     assert from_mapping(to_mapping(c), c.source) == c
 
 
+def test_a_servers_python_is_kept_for_its_agent(tmp_path):
+    data = {**TWO, "servers": [TWO["servers"][0], {**TWO["servers"][1],
+                                                   "python": "/opt/m/.venv/bin/python"}]}
+    c = load(write(tmp_path, data))
+    assert c.servers[1].python == "/opt/m/.venv/bin/python" and c.servers[0].python == ""
+    assert from_mapping(to_mapping(c), c.source) == c
+
+
 @pytest.mark.parametrize("patch,field,words", [
     ({"servers": []}, "servers", "list of servers"),
     ({"servers": [{"name": "a", "address": LOCAL}, {"name": "a", "address": "10.0.0.2"}]},
@@ -43,6 +51,8 @@ def test_a_file_round_trips_and_defaults_are_filled(tmp_path):
      "known fields are name, address"),
     ({"servers": [{"name": "a", "address": "10.0.0.2", "underlay": "a/b"}]},
      "servers[0].underlay", "eth0"),
+    ({"servers": [{"name": "a", "address": "10.0.0.2", "python": "venv/bin/python"}]},
+     "servers[0].python", "absolute path"),
     ({"placement": "spine"}, "placement", "plane (hosts on the first server"),
     ({"ssh_key": 3}, "ssh_key", "file path"),
     ({"servrs": []}, "servrs", "known fields are servers"),

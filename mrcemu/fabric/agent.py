@@ -1,0 +1,168 @@
+"""The helper that programs and serves one server's share of a fabric (DESIGN.md 13).
+
+Each server runs this module for its own nodes: `python -m mrcemu.fabric.agent` over
+that server's shared ssh connection (`fabric/servers.py`), or in-process on this
+machine. It is fed the topology and the node list (name -> PID on that server) and
+writes addresses, routes, neighbours, htb and the switch BPF program with netlink and
+bpftool there: no ssh round trip per netlink request. Each server loads its own BPF
+object and keeps its own maps, so counters, port rates and path losses are read and
+written on the server that owns the port.
+
+Protocol: one JSON request a line on stdin, `{"op": NAME, "args": {...}}`; one JSON
+answer a line on stdout, `{"ok": true, "result": ...}` or `{"ok": false, "error": TEXT}`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mrcemu.fabric import bpf, rates
+from mrcemu.topology import Layout, Topology
+from mrcemu.topology.addressing import Kind
+
+OPS: dict[str, Callable[..., Any]] = {}
+
+
+def op(fn: Callable[..., Any]) -> Callable[..., Any]:
+    OPS[fn.__name__] = fn
+    return fn
+
+
+def _layout(topology: dict) -> Layout:
+    return Layout(Topology(**topology))
+
+
+@op
+def ping() -> str:
+    return "pong"
+
+
+@op
+def program(topology: dict, nodes: dict[str, int]) -> dict[str, float]:
+    """Routes, neighbours, addresses and htb into each node given, then this server's
+    switch program on each of their switch ports. Returns the seconds each part took."""
+    from mrcemu.fabric.build import program_node
+    from mrcemu.topology.routes import tables
+
+    layout = _layout(topology)
+    tabs = tables(layout)
+    t0 = time.monotonic()
+    for name, pid in nodes.items():
+        program_node(layout, tabs[name], pid)
+    t1 = time.monotonic()
+    switches = [n for n in nodes if layout.nodes[n].kind is not Kind.HOST]
+    if switches:
+        bpf.load()
+        ports = {}
+        for sw in switches:
+            ifaces = layout.interfaces[sw]
+            bpf.attach(nodes[sw], [i.name for i in ifaces])
+            for i in ifaces:
+                ports[i.mac] = bpf.port_config(layout, i)
+        bpf.configure(ports)
+    return {"program_s": t1 - t0, "bpf_s": time.monotonic() - t1}
+
+
+@op
+def counters() -> dict[str, Any]:
+    """This server's switch counters and port configs (per port MAC), and its path
+    losses with their own counters; empty if it runs no switch program."""
+    if not bpf.PROG.exists():
+        return {"state": {}, "config": {}, "path_loss": []}
+    return {"state": bpf.read_state(), "config": bpf.read_config(),
+            "path_loss": [[k.port_mac, k.src.hex(), k.dst.hex(), k.ev_hi, v]
+                          for k, v in bpf.read_path_loss().items()]}
+
+
+@op
+def set_rate(topology: dict, node: str, pid: int, ifname: str, mbps: float) -> None:
+    rates.set_port_rate(_layout(topology), {node: pid}, node, ifname, mbps)
+
+
+@op
+def path_loss(port_mac: str, src: str, dst: str, ev_hi: int, percent: float | None) -> None:
+    """Set a path's loss on this server's port, or clear it (percent None)."""
+    key = bpf.PathLossKey(port_mac, bytes.fromhex(src), bytes.fromhex(dst), ev_hi)
+    if percent is None:
+        bpf.clear_path_loss(key)
+    else:
+        bpf.set_path_loss(key, percent)
+
+
+@op
+def carrier(ends: list[list[Any]], up: bool) -> None:
+    """`ip link set` each [pid, ifname] up or down, in its node's namespace."""
+    from mrcemu.fabric.inject import _ip
+
+    for pid, name in ends:
+        _ip(pid, "ip", "link", "set", name, "up" if up else "down")
+
+
+@op
+def restore(topology: dict, devs: dict[str, list[Any]]) -> None:
+    """Addresses, neighbours and routes again on the named ports of each node
+    ({node: [pid, [ifname, ...]]}): the kernel flushed them when the link went down."""
+    from mrcemu.fabric.netlink import restore as restore_devs
+    from mrcemu.fabric.netns import iproute
+    from mrcemu.topology.routes import tables
+
+    tabs = tables(_layout(topology))
+    for node, (pid, names) in devs.items():
+        with iproute(pid) as ipr:
+            restore_devs(ipr, tabs[node], set(names))
+
+
+@op
+def nft(pid: int, rules: list[str]) -> None:
+    from mrcemu.fabric.inject import _nft_rules
+
+    _nft_rules(pid, rules)
+
+
+@op
+def clean_server() -> dict[str, int]:
+    from mrcemu.fabric.clean import clean_server as clean
+
+    return clean()
+
+
+@op
+def unload() -> None:
+    bpf.unload()
+
+
+def handle(request: Any) -> dict[str, Any]:
+    """One request's answer; a failure is an answer too, never a crash of the agent."""
+    if not isinstance(request, dict) or request.get("op") not in OPS:
+        name = request.get("op") if isinstance(request, dict) else None
+        return {"ok": False, "error": f"unknown op {name!r}; known: {', '.join(sorted(OPS))}"}
+    args = request.get("args") or {}
+    if not isinstance(args, dict):
+        return {"ok": False, "error": "args must be an object"}
+    try:
+        return {"ok": True, "result": OPS[request["op"]](**args)}
+    except Exception as e:  # noqa: BLE001 - reported to the caller, who names the server
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+
+
+def main() -> int:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except ValueError as e:
+            answer = {"ok": False, "error": f"not JSON: {e}"}
+        else:
+            answer = handle(request)
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

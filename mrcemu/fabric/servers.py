@@ -1,0 +1,148 @@
+"""Which server owns each node of a running fabric, and how to reach its agent.
+
+A fabric on one machine has one server, this one, whose agent (`fabric/agent.py`) runs
+in-process. A fabric split over a cluster (`up --cluster`) has one per server in the
+cluster file; a remote server's agent runs over that server's shared ssh connection
+(`ssh_control`), one request a call, and answers in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from mrcemu import rundir
+from mrcemu.errors import MrcemuError
+from mrcemu.fabric import agent
+from mrcemu.topology.cluster import Cluster, Server
+
+# One ssh master connection per server, shared by every command mrcemu runs there
+# (node shells, VXLAN set-up, the agent): OpenSSH's connection multiplexing.
+CONTROL_DIR = rundir.SSH_CONTROL
+THIS = "local"  # the name of this machine's server when there is no cluster
+TIMEOUT = 300
+
+
+def control_path() -> str:
+    return str(CONTROL_DIR / "%C")
+
+
+def ssh_base(cluster: Cluster) -> list[str]:
+    """ssh with the cluster file's key and pinned host keys, over the server's shared
+    connection when its master is up (`start_masters`), directly otherwise."""
+    out = ["ssh", "-q", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5",
+           "-o", f"ControlPath={control_path()}", "-o", "ControlMaster=no"]
+    if cluster.ssh_key:
+        out += ["-i", cluster.ssh_key, "-o", "IdentitiesOnly=yes"]
+    if cluster.known_hosts:
+        out += ["-o", f"UserKnownHostsFile={cluster.known_hosts}",
+                "-o", "StrictHostKeyChecking=yes"]
+    return out
+
+
+def dest(server: Server) -> str:
+    return f"{server.user}@{server.address}"
+
+
+def start_masters(cluster: Cluster) -> None:
+    """Open each remote server's master connection, in the background until
+    `stop_masters`. Its stdio is /dev/null: a master that kept a caller's pipe open
+    would hang the caller waiting for end of file."""
+    CONTROL_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for s in cluster.servers:
+        if s.local:
+            continue
+        base = [x if x != "ControlMaster=no" else "ControlMaster=yes"
+                for x in ssh_base(cluster)]
+        r = subprocess.run([*base, "-o", "ControlPersist=yes", "-f", "-N", dest(s)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+        if r.returncode:
+            raise MrcemuError(f"cannot reach server {s.name} ({dest(s)}) over ssh: "
+                              f"{r.stderr.strip()[-300:] or f'exit {r.returncode}'}")
+
+
+def stop_masters(cluster: Cluster) -> None:
+    for s in cluster.servers:
+        if not s.local:
+            subprocess.run([*ssh_base(cluster), "-O", "exit", dest(s)],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+
+
+def agent_command(server: Server) -> list[str]:
+    """The agent on a server: the Python mrcemu runs under here, at the same path there
+    (a server is installed as this one is)."""
+    return [server.python or sys.executable, "-m", "mrcemu.fabric.agent"]
+
+
+class Servers:
+    """The servers of a fabric, each node's, and a call to each one's agent."""
+
+    def __init__(self, cluster: Cluster | None = None,
+                 placement: dict[str, str] | None = None) -> None:
+        self.cluster = cluster
+        self.placement = placement or {}
+
+    @classmethod
+    def of_state(cls, st: Any) -> Servers:
+        """A running fabric's, from its state (`fabric/state.py`)."""
+        if not st.cluster:
+            return cls()
+        from mrcemu.topology.cluster import load
+
+        return cls(load(st.cluster), st.placement)
+
+    def all(self) -> list[Server]:
+        return list(self.cluster.servers) if self.cluster else [Server(THIS, "localhost")]
+
+    def of(self, node: str) -> Server:
+        if not self.cluster:
+            return self.all()[0]
+        return self.cluster.server(self.placement[node])
+
+    def group(self, nodes: Iterable[str]) -> dict[Server, list[str]]:
+        """The nodes given, by the server that owns each, in the order given."""
+        out: dict[Server, list[str]] = {}
+        for n in nodes:
+            out.setdefault(self.of(n), []).append(n)
+        return out
+
+    def call(self, server: Server, op: str, **args: Any) -> Any:
+        """Run one agent op on a server; its result, or an error naming the server."""
+        request = {"op": op, "args": args}
+        if server.local:
+            answer = agent.handle(request)
+        else:
+            assert self.cluster is not None
+            cmd = [*ssh_base(self.cluster), dest(server), shlex.join(agent_command(server))]
+            try:
+                r = subprocess.run(cmd, input=json.dumps(request) + "\n", capture_output=True,
+                                   text=True, timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise MrcemuError(f"server {server.name}: {op} took over {TIMEOUT} s") from None
+            lines = r.stdout.strip().splitlines()
+            try:
+                answer = json.loads(lines[-1]) if lines else None
+            except ValueError:
+                answer = None
+            if not isinstance(answer, dict):
+                raise MrcemuError(f"server {server.name}: the agent gave no answer to {op} "
+                                  f"(exit {r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}")
+        if not answer.get("ok"):
+            raise MrcemuError(f"server {server.name}: {op}: {answer.get('error')}")
+        return answer.get("result")
+
+    def counters(self) -> dict[str, Any]:
+        """Every server's switch counters, configs and path losses, merged: port MACs
+        are unique across the fabric, so no server's entry hides another's."""
+        out: dict[str, Any] = {"state": {}, "config": {}, "path_loss": []}
+        for s in self.all():
+            part = self.call(s, "counters")
+            out["state"].update(part["state"])
+            out["config"].update(part["config"])
+            out["path_loss"] += part["path_loss"]
+        return out
