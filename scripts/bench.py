@@ -137,9 +137,9 @@ def fabric_cluster_updown() -> str:
     servers (`mrcemu cluster local 2`, plane placement), side by side in one run."""
     if os.geteuid() != 0:
         return "_skipped: needs root_\n"
-    from mrcemu.fabric import cluster_local
+    from mrcemu.fabric import cluster_local, state
 
-    rows = []
+    rows, parts = [], []
     for name in ("default", "large"):
         times: dict[str, tuple[float, float] | str] = {}
         for how in ("one server", "two local servers"):
@@ -160,6 +160,11 @@ def fabric_cluster_updown() -> str:
                 if r.returncode:
                     times[how] = f"failed: {r.stderr.strip()[-200:]}"
                     continue
+                st = state.load_state()
+                took = st.summary if st else {}
+                parts.append(f"| {name} | {how} | " + " | ".join(
+                    f"{took.get(k, 0):.2f} s" for k in ("ssh_s", "nodes_s", "links_s",
+                                                        "program_s", "bpf_s")) + " |")
                 ok = mrcemu("check").returncode == 0
                 t1 = time.monotonic()
                 mrcemu("down")
@@ -181,9 +186,12 @@ def fabric_cluster_updown() -> str:
             "other in this run. Up and down are wall clock from the outside.\n\n"
             "| topology | up, one server | up, two local servers | **ratio** | down, one "
             "server | down, two |\n|---|---|---|---|---|---|\n" + "\n".join(rows)
-            + "\n\nEvery remote node and every command on the other server opens an ssh "
-            "connection of its own (no shared ControlMaster yet), and each VXLAN port is "
-            "made over ssh: that is most of the difference.\n")
+            + "\n\nWhere `up` spent its time, as the manager measured it (the ssh master "
+            "connection; node shells and their sysctls; links, each VXLAN port made in one "
+            "ssh session over the shared connection; each server's agent writing its nodes' "
+            "addresses, routes and htb; and its switch program):\n\n"
+            "| topology | where | ssh master | nodes | links | routes and htb | BPF |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(parts) + "\n")
 
 
 @section("Wire codec: fast struct path against Scapy")

@@ -18,6 +18,17 @@ Measured = tuple[dict[str, Any], bool, str]
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """A second run of an experiment's scenario on its topology changed (`topology`:
+    fields to override), measured the same way and reported beside it, never judged:
+    what the paper's mechanism buys, shown by its absence."""
+
+    key: str  # the prefix of its figures in `measured`, e.g. "no_trim"
+    what: str  # in words, e.g. "trimming off"
+    topology: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Experiment:
     id: str
     figure: str
@@ -25,6 +36,7 @@ class Experiment:
     scenario: Callable[[bool], dict] | None  # quick -> the scenario mapping; None: not yet
     measure: Callable[[dict, bool], Measured] | None  # (report.json, quick)
     missing: str = ""  # why it cannot run yet
+    contrast: Contrast | None = None
 
 
 def _stream(pairs: list[str], duration: float, both_ways: bool = True) -> dict:
@@ -310,12 +322,13 @@ def e11_scenario(quick: bool) -> dict:
 def e11_measure(report: dict, quick: bool) -> Measured:
     mrc, k = _mrc(report)
     flows = mrc.get("per_flow", {})
+    recovery = {x: mrc.get(x) for x in ("trims", "retransmits", "rtos")}
     incast = [_full(flows.get(f, {}).get("goodput_mbps"), k) for f in E11_INCAST]
     victim = _full(flows.get(E11_VICTIM, {}).get("goodput_mbps"), k)
     th = rules.THRESHOLDS
     measured = {"victim_mbps": victim, "victim_share": rules.ratio(victim, PORTS_MBPS),
                 "incast_mbps": incast,
-                "fairness": rules.jain([x for x in incast if x is not None])}
+                "fairness": rules.jain([x for x in incast if x is not None]), **recovery}
     if victim is None or any(x is None for x in incast):
         return measured, False, "a flow delivered nothing"
     share, fair = measured["victim_share"], measured["fairness"]
@@ -349,7 +362,10 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                "does not help", None, None,
                "needs the single-plane ECMP RoCE baseline, N QPs a pair and a size sweep"),
     Experiment("E11", "18", "7:1 incast plus a victim: fair sharing, victim unaffected",
-               e11_scenario, e11_measure),
+               e11_scenario, e11_measure,
+               # PAPER.md's note on E11: the same with trimming disabled, for contrast;
+               # the switches then drop what overflows their buffer.
+               contrast=Contrast("no_trim", "trimming off", {"trim_threshold_bytes": 0})),
 )
 
 BY_ID = {e.id: e for e in EXPERIMENTS}

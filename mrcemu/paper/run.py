@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
 from mrcemu.scenario.model import from_mapping
+from mrcemu.topology import Topology
 
 Ui = Callable[[str, dict], None]
 
@@ -68,6 +72,8 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict
         if not row["faithful"]:
             row["reason"] += " (the run was NOT faithful: " + "; ".join(
                 verdict.get("reasons", [])[:2]) + ")"
+        if e.contrast is not None and row["measured"] is not None:
+            _contrast(e, quick, slowdown, dest, out, row, ui)
         row["folder"] = e.id
         rows.append(row)
         ui("judged", row)
@@ -75,6 +81,41 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict
     (out / "paper.json").write_text(json.dumps(doc, indent=1, default=str))
     (out / "paper.md").write_text(markdown(doc))
     return doc
+
+
+def contrast_topology(e: Experiment, topo: Topology, dest: Path) -> Path:
+    """The experiment's topology with its contrast's changes, as a file a scenario names."""
+    assert e.contrast is not None
+    fields = {k: v for k, v in asdict(topo).items() if k not in ("name", "source")}
+    path = dest / f"{topo.name}-{e.contrast.key.replace('_', '-')}.yaml"
+    path.write_text(yaml.safe_dump({**fields, **e.contrast.topology}, sort_keys=False))
+    return path
+
+
+def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path,
+              row: dict[str, Any], ui: Ui) -> None:
+    """Run the contrast, and add its figures to the row (`KEY_figure`) and its reason."""
+    from mrcemu.scenario.job import run as run_job
+
+    assert e.contrast is not None and e.scenario is not None and e.measure is not None
+    c = e.contrast
+    mapping = e.scenario(quick)
+    topo = from_mapping(mapping, f"<paper {e.id}>", e.id).topology  # at full speed
+    sc = from_mapping({**mapping, "topology": str(contrast_topology(e, topo, dest))},
+                      f"<paper {e.id} {c.key}>", f"{e.id}-{c.key}")
+    if slowdown != 1.0:
+        sc = sc.slowed(slowdown)
+    ui("experiment", {"id": f"{e.id} ({c.what})", "description": sc.description})
+    folder = run_job(sc, out / "runs", ui)
+    report = json.loads((folder / "report.json").read_text())
+    shutil.copy(folder / "report.json", dest / f"report-{c.key.replace('_', '-')}.json")
+    if "mrc" not in report["transports"]:
+        row["reason"] += f"; with {c.what}: the run did not finish"
+        return
+    measured, _, why = e.measure(report, quick)
+    row["measured"].update({f"{c.key}_{k}": v for k, v in measured.items()})
+    faithful = (report.get("fidelity") or {}).get("ok")
+    row["reason"] += f"; with {c.what}{'' if faithful else ' (NOT faithful)'}: {why}"
 
 
 def _measured(row: dict) -> str:

@@ -180,3 +180,28 @@ def test_clean_after_a_kill_9_cleans_the_other_server_too(servers, tidy):
     links = ssh(1, "ip", "-o", "link", "show").stdout
     assert not [x for x in links.splitlines() if IFNAME.match(x.split(":")[1].strip()
                                                                .split("@")[0])], links
+
+
+def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy, tmp_path):
+    """`run --cluster`: the short failover on small, its faults on the other server's
+    switches (applied there by its agent), with the files and keys of a run on one
+    server (test_scenarios.py), and where the nodes ran."""
+    from tests.integration.test_scenarios import shrink
+
+    path, _ = local.up(2)
+    scenario = shrink("failover", tmp_path)
+    out = tmp_path / "runs"
+    r = mrcemu("run", str(scenario), "--cluster", str(path), "--out", str(out), timeout=400)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (folder,) = list(out.iterdir())
+    rep = json.loads((folder / "report.json").read_text())
+    for f in ("report.json", "report.md", "goodput.png", "ev-states.png", "capture.pcapng"):
+        assert (folder / f).stat().st_size > 0, f
+    assert list((folder / "logs").glob("nic-h*.jsonl"))
+    assert rep["cluster"] == {"file": str(path), "nodes_per_server": {"local": 4, "srv1": 8}}
+    assert set(rep["transports"]) == {"mrc", "roce"} and not rep["partial"]
+    for t in rep["transports"].values():
+        assert t["faults"] and all(f["error"] is None for f in t["faults"]), t["faults"]
+    mrc = rep["transports"]["mrc"]
+    assert mrc["integrity_ok"] and mrc["messages_ok"] == mrc["messages"] > 0
+    assert masters() == []  # the run's fabric is down, its connection closed

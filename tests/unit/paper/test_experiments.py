@@ -153,3 +153,32 @@ def test_unknown_ids_are_one_clear_error_and_the_table_says_what_was_not_run():
         {"id": "E9", "figure": "16", "paper": "p", "measured": None, "consistent": None,
          "reason": "not run: needs x"}]})
     assert "| E9 | 16 | p | - | not run | not run: needs x |" in md
+
+
+def test_e11_is_contrasted_with_trimming_off_on_the_same_topology_otherwise(tmp_path):
+    from dataclasses import replace
+
+    from mrcemu.paper.run import contrast_topology
+    from mrcemu.topology import load as load_topology
+
+    e = ex.BY_ID["E11"]
+    assert e.contrast is not None and e.contrast.key == "no_trim"
+    assert [x.id for x in ex.EXPERIMENTS if x.contrast] == ["E11"]
+    rack4 = from_mapping(e.scenario(True), "<e11>", "E11").topology
+    path = contrast_topology(e, rack4, tmp_path)
+    changed = load_topology(path)
+    assert changed.trim_threshold_bytes == 0 and rack4.trim_threshold_bytes > 0
+    assert replace(changed, trim_threshold_bytes=rack4.trim_threshold_bytes, name=rack4.name,
+                   source=rack4.source) == rack4
+    # the scenario reads it as its topology: the same hosts, pairs and times
+    sc = from_mapping({**e.scenario(True), "topology": str(path)}, "<c>", "E11-no_trim")
+    assert sc.workload == from_mapping(e.scenario(True), "<e11>", "E11").workload
+
+
+def test_e11_reports_how_the_losses_were_recovered():
+    flows = {f: {"goodput_mbps": 20.0} for f in ex.E11_INCAST}
+    rep = {"slowdown": 1.0, "transports": {"mrc": {
+        "per_flow": {**flows, ex.E11_VICTIM: {"goodput_mbps": 150.0}},
+        "trims": 12, "retransmits": 30, "rtos": 2}}}
+    m, _, _ = ex.e11_measure(rep, quick=True)
+    assert (m["trims"], m["retransmits"], m["rtos"]) == (12, 30, 2)
