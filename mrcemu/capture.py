@@ -12,27 +12,47 @@ import subprocess
 import time
 from pathlib import Path
 
+from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children
+from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout
+from mrcemu.topology.cluster import Server
 
 DRAIN_S = 0.6  # over two of libpcap's 250 ms block timeouts
+REMOTE_DIR = rundir.REMOTE_CAPTURES
 
 
 class Capture:
     def __init__(self, layout: Layout, pids: dict[str, int], interfaces: tuple[str, ...],
-                 folder: Path, snaplen: int = 256, max_mb: float = 50.0) -> None:
+                 folder: Path, snaplen: int = 256, max_mb: float = 50.0,
+                 servers: Servers | None = None) -> None:
         owner = {i.name: node for node, ifs in layout.interfaces.items() for i in ifs}
-        self.specs = [(name, pids[owner[name]]) for name in interfaces]
+        self.servers = servers or Servers()
+        # a port on another server (a split fabric) is captured there, by its agent
+        self.specs = [(name, pids[owner[name]], self.servers.of(owner[name]))
+                      for name in interfaces]
         self.folder = folder
         self.snaplen, self.max_mb = snaplen, max_mb
         self.procs: list[tuple[subprocess.Popen, Path, Path]] = []
+        self.remote: list[tuple[Server, int, str, Path]] = []  # server, dumpcap PID, there, here
 
     def start(self, tag: str, timeout: float = 10.0) -> None:
         """Start capturing; returns once every dumpcap says it is capturing."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        for name, pid in self.specs:
+        for name, pid, server in self.specs:
             out = self.folder / f"{tag}-{name}.pcapng"
+            if not server.local:
+                there = str(REMOTE_DIR / f"{tag}-{name}.pcapng")
+                try:
+                    cap = self.servers.call(server, "capture_start", pid=pid, ifname=name,
+                                            snaplen=self.snaplen, path=there,
+                                            filesize_kb=max(1, int(self.max_mb * 1000)))
+                except MrcemuError:
+                    self.stop()
+                    raise
+                self.remote.append((server, cap, there, out))
+                continue
             errf = self.folder / f"{tag}-{name}.log"
             errf.unlink(missing_ok=True)
             # Recorded as a child of the fabric (so `down`/`clean` end it after a kill -9
@@ -54,7 +74,7 @@ class Capture:
 
     def stop(self) -> list[Path]:
         """Stop every dumpcap (each closes its file) and return the files written."""
-        if self.procs:
+        if self.procs or self.remote:
             # libpcap hands dumpcap packets a block at a time, a block at the latest
             # after its 250 ms timeout, and dumpcap drops the unread block when told to
             # stop: wait for the last one, or the capture misses the run's last packets.
@@ -68,6 +88,12 @@ class Capture:
             if out.exists() and out.stat().st_size > 0:
                 files.append(out)
         self.procs = []
+        for server, cap, there, out in self.remote:
+            self.servers.call(server, "capture_stop", pid=cap)
+            self.servers.fetch(server, there, out)
+            if out.stat().st_size > 0:
+                files.append(out)
+        self.remote = []
         return files
 
 

@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -196,23 +195,25 @@ def status(as_json: bool) -> None:
             return
         raise FabricStateError("no fabric is running: start one with 'sudo mrcemu up'")
     need_root("status")
-    from mrcemu.fabric.netns import iproute
+    from mrcemu.fabric.servers import Servers
 
     topo = st.topo()
     layout = Layout(topo)
+    # each node as its own server sees it (a split fabric's PIDs are that server's)
+    servers = Servers.of_state(st)
+    seen: dict[str, dict] = {}
+    for server, names in servers.group(st.nodes).items():
+        seen.update(servers.call(server, "links", nodes={n: st.nodes[n] for n in names}))
     nodes = []
     for name, pid in st.nodes.items():
-        alive = state.pid_alive(pid)
+        alive, links = seen[name]["alive"], seen[name]["links"]
         ifaces = []
         if alive:
-            with iproute(pid) as ipr:
-                links = {x.get_attr("IFLA_IFNAME"): x for x in ipr.get_links()}
             for i in layout.interfaces[name]:
-                link = links.get(i.name)
                 ifaces.append({"name": i.name, "peer": f"{i.peer_node}:{i.peer_name}",
-                               "mbps": i.mbps,
-                               "state": link.get_attr("IFLA_OPERSTATE") if link else "MISSING"})
-        nodes.append({"name": name, "pid": pid, "alive": alive, "interfaces": ifaces})
+                               "mbps": i.mbps, "state": links.get(i.name, "MISSING")})
+        nodes.append({"name": name, "pid": pid, "alive": alive, "interfaces": ifaces,
+                      **({"server": st.placement[name]} if st.placement else {})})
     nics = {h: {"pid": pid, "alive": state.pid_alive(pid)} for h, pid in st.nics.items()}
     out = {"running": state.pid_alive(st.manager_pid), "phase": st.phase,
            "manager_pid": st.manager_pid, "topology": st.topology, "summary": st.summary,
@@ -278,21 +279,17 @@ def _host_index(name: str, topo: Topology) -> int:
 def routes(node: str, as_json: bool) -> None:
     """NODE's kernel IPv6 routes, as the kernel reports them."""
     need_root("routes")
-    _topo, nodes = running_topology()
-    pid = node_pid(nodes, node)
-    if as_json:
-        from mrcemu.fabric.netlink import read_routes
-        from mrcemu.fabric.netns import iproute
+    from mrcemu.fabric import state
+    from mrcemu.fabric.servers import Servers
 
-        with iproute(pid) as ipr:
-            rs = read_routes(ipr)
-        click.echo(json.dumps([{"dst": str(r.dst), "dev": r.dev, "gateway": str(r.gateway)
-                                if r.gateway else None, "end_next_csid": r.end_next_csid,
-                                "lblen": r.lblen, "nflen": r.nflen} for r in rs], indent=1))
+    st = state.require_state()
+    pid = node_pid(st.nodes, node)
+    servers = Servers.of_state(st)
+    got = servers.call(servers.of(node), "routes", pid=pid)  # read on the node's server
+    if as_json:
+        click.echo(json.dumps(got["routes"], indent=1))
         return
-    out = subprocess.run(["mnexec", "-a", str(pid), "ip", "-6", "route", "show"],
-                         capture_output=True, text=True)
-    click.echo(out.stdout, nl=False)
+    click.echo(got["text"], nl=False)
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})
@@ -302,9 +299,15 @@ def routes(node: str, as_json: bool) -> None:
 def exec_(node: str, cmd: tuple[str, ...]) -> None:
     """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr"""
     need_root("exec")
-    _topo, nodes = running_topology()
-    pid = node_pid(nodes, node)
-    os.execvp("mnexec", ["mnexec", "-a", str(pid), *cmd])
+    from mrcemu.fabric import state
+    from mrcemu.fabric.servers import Servers, exec_argv
+
+    st = state.require_state()
+    pid = node_pid(st.nodes, node)
+    servers = Servers.of_state(st)
+    argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
+                     tty=sys.stdin.isatty())
+    os.execvp(argv[0], argv)
 
 
 @main.command(name="map")

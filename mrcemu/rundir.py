@@ -20,6 +20,7 @@ FAULTS = RUN_DIR / "faults.json"  # the active faults
 FAULT_LOG = LOGS / "faults.jsonl"
 # The cluster file of the last fabric split over servers: `clean` cleans its servers.
 LAST_CLUSTER = RUN_DIR / "cluster-last"
+REMOTE_CAPTURES = RUN_DIR / "capture"  # where another server's dumpcap writes, there
 SSH_CONTROL = RUN_DIR / "ssh"  # each server's shared ssh connection (fabric/servers.py)
 
 

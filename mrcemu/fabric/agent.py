@@ -124,6 +124,87 @@ def nft(pid: int, rules: list[str]) -> None:
 
 
 @op
+def links(nodes: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Each node's shell alive or not, and its interfaces' operational states."""
+    from mrcemu.fabric import state
+    from mrcemu.fabric.netns import iproute
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, pid in nodes.items():
+        alive = state.pid_alive(pid)
+        states: dict[str, str] = {}
+        if alive:
+            with iproute(pid) as ipr:
+                states = {x.get_attr("IFLA_IFNAME"): x.get_attr("IFLA_OPERSTATE")
+                          for x in ipr.get_links()}
+        out[name] = {"alive": alive, "links": states}
+    return out
+
+
+@op
+def routes(pid: int) -> dict[str, Any]:
+    """A node's kernel IPv6 routes: as `ip -6 route` prints them, and as parsed."""
+    import subprocess
+
+    from mrcemu.fabric.netlink import read_routes
+    from mrcemu.fabric.netns import iproute
+
+    with iproute(pid) as ipr:
+        rs = read_routes(ipr)
+    text = subprocess.run(["mnexec", "-a", str(pid), "ip", "-6", "route", "show"],
+                          capture_output=True, text=True).stdout
+    return {"text": text, "routes": [
+        {"dst": str(r.dst), "dev": r.dev, "gateway": str(r.gateway) if r.gateway else None,
+         "end_next_csid": r.end_next_csid, "lblen": r.lblen, "nflen": r.nflen} for r in rs]}
+
+
+@op
+def capture_start(pid: int, ifname: str, snaplen: int, filesize_kb: int, path: str,
+                  timeout: float = 10.0) -> int:
+    """dumpcap on one of this server's node ports, writing `path` here, detached from the
+    agent (it keeps capturing after this call returns); its PID once it is capturing."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.with_suffix(".log")
+    with open(log, "w") as err:
+        p = subprocess.Popen(["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i",
+                              ifname, "-s", str(snaplen), "-a", f"filesize:{filesize_kb}",
+                              "-w", str(out)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while "Capturing on" not in log.read_text():
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            raise RuntimeError(f"dumpcap did not start: {log.read_text().strip()[:300]}")
+        time.sleep(0.02)
+    os.unlink(log)
+    return p.pid
+
+
+@op
+def capture_stop(pid: int, timeout: float = 10.0) -> None:
+    """SIGINT a capture_start's dumpcap (it closes its file), and wait for it to end."""
+    import os
+    import signal
+
+    from mrcemu.fabric import state
+
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while state.pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if state.pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+@op
 def clean_server() -> dict[str, int]:
     from mrcemu.fabric.clean import clean_server as clean
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -87,6 +88,7 @@ def clean_server() -> dict[str, int]:
     _kill(pids)
     links = _our_links()
     bpf.unload()
+    shutil.rmtree(rundir.REMOTE_CAPTURES, ignore_errors=True)  # captures never fetched
     return {"processes": len(pids), "veths": links}
 
 

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from mrcemu import rundir
@@ -79,6 +80,16 @@ def agent_command(server: Server) -> list[str]:
     return [server.python or sys.executable, "-m", "mrcemu.fabric.agent"]
 
 
+def exec_argv(servers: Servers, server: Server, cmd: list[str], tty: bool = False) -> list[str]:
+    """`cmd` as run on `server`: itself here; over its shared connection elsewhere (with a
+    terminal when ours is one, so an interactive command behaves)."""
+    if server.local:
+        return cmd
+    assert servers.cluster is not None
+    return [*ssh_base(servers.cluster), *(["-t"] if tty else []), dest(server),
+            shlex.join(cmd)]
+
+
 class Servers:
     """The servers of a fabric, each node's, and a call to each one's agent."""
 
@@ -135,6 +146,19 @@ class Servers:
         if not answer.get("ok"):
             raise MrcemuError(f"server {server.name}: {op}: {answer.get('error')}")
         return answer.get("result")
+
+    def fetch(self, server: Server, path: str, to: Path) -> None:
+        """Move a file the server wrote (a capture) here: copied over the shared
+        connection, then removed there."""
+        assert self.cluster is not None and not server.local
+        there = f"{shlex.join(['cat', path])} && {shlex.join(['rm', '-f', path])}"
+        with open(to, "wb") as f:
+            r = subprocess.run([*ssh_base(self.cluster), dest(server), there],
+                               stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.PIPE,
+                               timeout=TIMEOUT)
+        if r.returncode:
+            raise MrcemuError(f"server {server.name}: cannot fetch {path}: "
+                              f"{r.stderr.decode(errors='replace').strip()[-300:]}")
 
     def counters(self) -> dict[str, Any]:
         """Every server's switch counters, configs and path losses, merged: port MACs

@@ -20,6 +20,7 @@ from mrcemu import fidelity
 from mrcemu.capture import Capture, merge
 from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
+from mrcemu.fabric.servers import Servers
 from mrcemu.scenario import analysis, plots, report
 from mrcemu.scenario.model import Scenario
 from mrcemu.scenario.runner import run_transport
@@ -102,7 +103,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
         pids, cfg = st.nodes, st.transport()
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
         capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
-                          sc.capture.snaplen, sc.capture.max_mb)
+                          sc.capture.snaplen, sc.capture.max_mb, Servers.of_state(st))
         for k, transport in enumerate(sc.transports):
             if halt.is_set():
                 break

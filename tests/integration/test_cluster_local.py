@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mrcemu import rundir
 from mrcemu.fabric import bpf, state
@@ -112,6 +113,16 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
         assert "vxlan id" in detail and "mtu 9000" in detail, detail
         r = mrcemu("check", timeout=120)
         assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout + r.stderr
+        # exec, routes and status reach a node on its own server (over its connection)
+        r = mrcemu("exec", "p1l0", "--", "ip", "-d", "link", "show", "p1l0-h0")
+        assert r.returncode == 0 and "vxlan id" in r.stdout, r.stdout + r.stderr
+        routes = json.loads(mrcemu("routes", "p1l0", "--json").stdout)
+        assert sum(r["end_next_csid"] for r in routes) == 1 and len(routes) == 5, routes
+        assert "action End flavors next-csid" in mrcemu("routes", "p1l0").stdout
+        nodes = {n["name"]: n for n in json.loads(mrcemu("status", "--json").stdout)["nodes"]}
+        assert nodes["p1l0"]["server"] == "srv1" and nodes["h0"]["server"] == "local"
+        assert nodes["p1l0"]["alive"] and {i["state"] for i in nodes["p1l0"]["interfaces"]} \
+            == {"UNKNOWN", "UP"}  # VXLAN ports to the hosts, veths to the spines
         # One shared ssh connection to the other server, for the fabric's life.
         assert len(masters()) == 1
         # Each server runs its own switch program: none here (plane placement puts no
@@ -186,10 +197,14 @@ def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy,
     """`run --cluster`: the short failover on small, its faults on the other server's
     switches (applied there by its agent), with the files and keys of a run on one
     server (test_scenarios.py), and where the nodes ran."""
-    from tests.integration.test_scenarios import shrink
+    from tests.integration.test_scenarios import shrink, tshark
 
     path, _ = local.up(2)
     scenario = shrink("failover", tmp_path)
+    # a port here and a port on the other server, captured where each is
+    data = yaml.safe_load(scenario.read_text())
+    data["capture"] = {"interfaces": ["h0-p0", "p0l1-h3"], "snaplen": 128, "max_mb": 5}
+    scenario.write_text(yaml.safe_dump(data))
     out = tmp_path / "runs"
     r = mrcemu("run", str(scenario), "--cluster", str(path), "--out", str(out), timeout=400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -205,3 +220,7 @@ def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy,
     mrc = rep["transports"]["mrc"]
     assert mrc["integrity_ok"] and mrc["messages_ok"] == mrc["messages"] > 0
     assert masters() == []  # the run's fabric is down, its connection closed
+    # The merged capture has both ports, each with MRC on it, and opens in tshark.
+    got = tshark(folder / "capture.pcapng", "frame.interface_name")
+    assert set(got) == {"h0-p0", "p0l1-h3"}, set(got)
+    assert not list(rundir.REMOTE_CAPTURES.glob("*"))  # fetched, then removed there
