@@ -117,6 +117,15 @@ def _bridge(ipr: IPRoute) -> int:
     return idx
 
 
+def _pid_in(path: Path) -> int | None:
+    """The PID a daemon wrote to `path`; None while it is missing or not yet written."""
+    try:
+        words = path.read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(words[0]) if words and words[0].isdigit() else None
+
+
 def _server(k: int, rec: dict, ipr: IPRoute, bridge: int) -> None:
     name, d = ns_name(k), DIR / f"srv{k}"
     rec["servers"].append({"k": k, "ns": name, "veth": f"mrcemu-s{k}", "pid": None})
@@ -145,11 +154,12 @@ def _server(k: int, rec: dict, ipr: IPRoute, bridge: int) -> None:
     _run("ip", "netns", "exec", name, SSHD, "-f", str(d / "sshd_config"))
     pid_file = d / "sshd.pid"
     deadline = time.monotonic() + 10
-    while not pid_file.exists() and time.monotonic() < deadline:
+    # sshd creates its PID file, then writes it: wait for the number, not the file
+    while (pid := _pid_in(pid_file)) is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    if not pid_file.exists():
-        raise MrcemuError(f"sshd in {name} did not start (no {pid_file})")
-    rec["servers"][-1]["pid"] = int(pid_file.read_text().split()[0])
+    if pid is None:
+        raise MrcemuError(f"sshd in {name} did not start (no PID in {pid_file})")
+    rec["servers"][-1]["pid"] = pid
     _save(rec)
 
 
