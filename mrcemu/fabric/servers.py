@@ -9,9 +9,11 @@ cluster file; a remote server's agent runs over that server's shared ssh connect
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -67,11 +69,30 @@ def start_masters(cluster: Cluster) -> None:
                               f"{r.stderr.strip()[-300:] or f'exit {r.returncode}'}")
 
 
-def stop_masters(cluster: Cluster) -> None:
+def stop_masters(cluster: Cluster, timeout: float = 10.0) -> None:
+    """Close each server's master connection, and return once its process is gone (a
+    caller that looks right after must not find it still exiting)."""
     for s in cluster.servers:
-        if not s.local:
-            subprocess.run([*ssh_base(cluster), "-O", "exit", dest(s)],
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        if s.local:
+            continue
+        check = subprocess.run([*ssh_base(cluster), "-O", "check", dest(s)],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=30)
+        m = re.search(r"pid=(\d+)", check.stderr + check.stdout)
+        subprocess.run([*ssh_base(cluster), "-O", "exit", dest(s)],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        if m:
+            pid, deadline = int(m[1]), time.monotonic() + timeout
+            while _running(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (whoever reaps an orphaned master may take its time)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def agent_command(server: Server) -> list[str]:
