@@ -101,14 +101,16 @@ def seeds(corpus: Path) -> int:
 
 
 def run(runs: int, workdir: Path, timeout: float = 600, wire_c: Path = SOURCES[1],
-        responder_c: Path = SOURCES[2]) -> Result:
-    """Build, seed and run `runs` inputs; FuzzError with the fuzzer's report on a bug."""
+        responder_c: Path = SOURCES[2], seed: int = 0) -> Result:
+    """Build, seed and run `runs` inputs; FuzzError with the fuzzer's report on a bug.
+    `seed` is libFuzzer's random seed: 0, a new one each run; any other, the same inputs
+    each run (on the same build)."""
     workdir.mkdir(parents=True, exist_ok=True)
     exe = build(workdir, wire_c, responder_c)
     corpus = workdir / "corpus"
     seeds(corpus)
     r = subprocess.run([str(exe), f"-runs={runs}", "-max_len=9100", "-print_final_stats=1",
-                        f"-artifact_prefix={workdir}/", str(corpus)],
+                        f"-seed={seed}", f"-artifact_prefix={workdir}/", str(corpus)],
                        capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         summary = [ln for ln in r.stderr.splitlines() if ln.startswith(("SUMMARY:", "==")) and
@@ -132,10 +134,13 @@ def main(argv: list[str]) -> int:
                     help="the parser source to fuzz (default: the package's)")
     ap.add_argument("--responder-c", type=Path, default=SOURCES[2],
                     help="the responder source to fuzz (default: the package's)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="libFuzzer's random seed: 0 (default) draws one; another number "
+                         "replays the same inputs")
     a = ap.parse_args(argv)
     try:
         res = run(a.runs, a.workdir, timeout=3600, wire_c=a.wire_c,
-                  responder_c=a.responder_c)
+                  responder_c=a.responder_c, seed=a.seed)
     except FuzzError as e:
         print(f"fuzz: {e}", file=sys.stderr)
         return 1
