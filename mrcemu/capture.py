@@ -15,6 +15,7 @@ from pathlib import Path
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children
+from mrcemu.fabric.agent import dumpcap_argv
 from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout
 from mrcemu.topology.cluster import Server
@@ -59,9 +60,8 @@ class Capture:
             # of ours), in a session of its own (our Ctrl-C must not reach it first), and
             # asked to stop with SIGINT, on which dumpcap closes its file cleanly.
             p = children.spawn(
-                ["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i", name,
-                 "-s", str(self.snaplen), "-a", f"filesize:{max(1, int(self.max_mb * 1000))}",
-                 "-w", str(out)], what=f"capture {name}", log=errf,
+                dumpcap_argv(pid, name, self.snaplen, max(1, int(self.max_mb * 1000)), out),
+                what=f"capture {name}", log=errf,
                 stop_signal=signal.SIGINT)
             self.procs.append((p, out, errf))
         deadline = time.monotonic() + timeout

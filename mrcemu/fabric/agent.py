@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mrcemu.fabric import bpf, rates
@@ -158,6 +159,13 @@ def routes(pid: int) -> dict[str, Any]:
          "end_next_csid": r.end_next_csid, "lblen": r.lblen, "nflen": r.nflen} for r in rs]}
 
 
+def dumpcap_argv(pid: int, ifname: str, snaplen: int, filesize_kb: int, out: Path
+                 ) -> list[str]:
+    """dumpcap on one port of the node whose shell is `pid`, on the server it runs on."""
+    return ["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i", ifname, "-s",
+            str(snaplen), "-a", f"filesize:{filesize_kb}", "-w", str(out)]
+
+
 @op
 def capture_start(pid: int, ifname: str, snaplen: int, filesize_kb: int, path: str,
                   timeout: float = 10.0) -> int:
@@ -165,15 +173,13 @@ def capture_start(pid: int, ifname: str, snaplen: int, filesize_kb: int, path: s
     agent (it keeps capturing after this call returns); its PID once it is capturing."""
     import os
     import subprocess
-    from pathlib import Path
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.with_suffix(".log")
     with open(log, "w") as err:
-        p = subprocess.Popen(["nsenter", f"--net=/proc/{pid}/ns/net", "dumpcap", "-q", "-i",
-                              ifname, "-s", str(snaplen), "-a", f"filesize:{filesize_kb}",
-                              "-w", str(out)], stdin=subprocess.DEVNULL,
+        p = subprocess.Popen(dumpcap_argv(pid, ifname, snaplen, filesize_kb, out),
+                             stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     deadline = time.monotonic() + timeout
     while "Capturing on" not in log.read_text():

@@ -20,7 +20,7 @@ from typing import Any
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric import agent
+from mrcemu.fabric import agent, state
 from mrcemu.topology.cluster import Cluster, Server
 
 # One ssh master connection per server, shared by every command mrcemu runs there
@@ -34,11 +34,13 @@ def control_path() -> str:
     return str(CONTROL_DIR / "%C")
 
 
-def ssh_base(cluster: Cluster) -> list[str]:
+def ssh_base(cluster: Cluster, master: bool = False) -> list[str]:
     """ssh with the cluster file's key and pinned host keys, over the server's shared
-    connection when its master is up (`start_masters`), directly otherwise."""
+    connection when its master is up (`start_masters`), directly otherwise; `master`:
+    the master itself."""
     out = ["ssh", "-q", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5",
-           "-o", f"ControlPath={control_path()}", "-o", "ControlMaster=no"]
+           "-o", f"ControlPath={control_path()}",
+           "-o", f"ControlMaster={'yes' if master else 'no'}"]
     if cluster.ssh_key:
         out += ["-i", cluster.ssh_key, "-o", "IdentitiesOnly=yes"]
     if cluster.known_hosts:
@@ -59,9 +61,8 @@ def start_masters(cluster: Cluster) -> None:
     for s in cluster.servers:
         if s.local:
             continue
-        base = [x if x != "ControlMaster=no" else "ControlMaster=yes"
-                for x in ssh_base(cluster)]
-        r = subprocess.run([*base, "-o", "ControlPersist=yes", "-f", "-N", dest(s)],
+        r = subprocess.run([*ssh_base(cluster, master=True), "-o", "ControlPersist=yes",
+                            "-f", "-N", dest(s)],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True, timeout=60)
         if r.returncode:
@@ -83,16 +84,8 @@ def stop_masters(cluster: Cluster, timeout: float = 10.0) -> None:
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
         if m:
             pid, deadline = int(m[1]), time.monotonic() + timeout
-            while _running(pid) and time.monotonic() < deadline:
+            while state.pid_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.02)
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (whoever reaps an orphaned master may take its time)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def agent_command(server: Server) -> list[str]:
