@@ -156,7 +156,8 @@ def routes(pid: int) -> dict[str, Any]:
                           capture_output=True, text=True).stdout
     return {"text": text, "routes": [
         {"dst": str(r.dst), "dev": r.dev, "gateway": str(r.gateway) if r.gateway else None,
-         "end_next_csid": r.end_next_csid, "lblen": r.lblen, "nflen": r.nflen} for r in rs]}
+         "end_next_csid": r.end_next_csid, "lblen": r.lblen, "nflen": r.nflen,
+         "nexthops": [[d, str(g) if g else None] for d, g in r.nexthops]} for r in rs]}
 
 
 def dumpcap_argv(pid: int, ifname: str, snaplen: int, filesize_kb: int, out: Path

@@ -80,12 +80,14 @@ def port_config(layout: Layout, i: Interface) -> PortConfig:
     """The switch config of one egress port. A leaf's host-facing port is the last hop:
     it trims to TRIMMED_LASTHOP, and it never marks ECN (PAPER.md B3): the queue there
     is the receiver's incast, which no choice of path avoids, so a mark would only
-    push senders off good paths."""
+    push senders off good paths. An ECMP fabric's switches are the RoCE baseline's,
+    which mark everywhere: DCQCN's notification point needs the incast's marks."""
     t = layout.topo
     node = layout.nodes[i.node]
     peer = layout.nodes[i.peer_node]
     lasthop = node.kind is Kind.LEAF and peer.kind is Kind.HOST
-    return PortConfig(int(i.mbps * 1e6), 0 if lasthop else t.ecn_threshold_bytes,
+    return PortConfig(int(i.mbps * 1e6),
+                      0 if lasthop and not t.ecmp else t.ecn_threshold_bytes,
                       t.trim_threshold_bytes, t.buffer_bytes, lasthop)
 
 

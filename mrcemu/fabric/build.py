@@ -42,6 +42,17 @@ DEFAULT_SYSCTLS = {
     "net.ipv6.conf.default.seg6_enabled": "1",
 }
 SWITCH_SYSCTLS = {"net.ipv6.conf.all.forwarding": "1"}
+# An ECMP fabric's switches (topology `routing: ecmp`): hash a flow on its addresses,
+# next header and flow label (policy 0, L3: a RoCE QP's flow label is its entropy), with
+# one fixed seed, so that the same flows take the same spines in every run (0 would be
+# a random seed per namespace); and stop using a next hop whose carrier is gone, as a
+# switch does at once; the other switches learn of it by reconvergence (fabric/inject).
+ECMP_HASH_SEED = 0x6D726365
+ECMP_SYSCTLS = {
+    "net.ipv6.fib_multipath_hash_policy": "0",
+    "net.ipv4.fib_multipath_hash_seed": str(ECMP_HASH_SEED),
+    "net.ipv6.conf.all.ignore_routes_with_linkdown": "1",
+}
 
 
 class BareIntf(Intf):
@@ -84,7 +95,9 @@ class Fabric:
             self.pids[node.name] = mn.pid
             if self.on_node:
                 self.on_node(node.name, mn.pid)
-            sysctls = DEFAULT_SYSCTLS | (SWITCH_SYSCTLS if node.kind is not Kind.HOST else {})
+            sysctls = DEFAULT_SYSCTLS
+            if node.kind is not Kind.HOST:
+                sysctls = sysctls | SWITCH_SYSCTLS | (ECMP_SYSCTLS if self.topo.ecmp else {})
             if getattr(mn, "isRemote", False):
                 # its namespace is on another server: write them from its own shell
                 mn.cmd("sysctl -q -w " + " ".join(f"{k}={v}" for k, v in sysctls.items()))

@@ -68,7 +68,12 @@ def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str 
     if route.end:
         kw.update(encap_type=LWTUNNEL_ENCAP_SEG6_LOCAL,
                   attrs=[("RTA_ENCAP", end_next_csid_encap())])
-    if route.gateway is not None:
+    if route.also:
+        # ECMP: one route, a next hop per spine; the kernel hashes each flow onto one.
+        del kw["oif"]
+        kw["multipath"] = [{"gateway": str(gw), "oif": ifindex[dev]}
+                           for dev, gw in route.nexthops]
+    elif route.gateway is not None:
         kw["gateway"] = str(route.gateway)
     if route.src is not None:
         kw["prefsrc"] = str(route.src)
@@ -92,7 +97,7 @@ def restore(ipr: IPRoute, table: NodeTable, devs: set[str]) -> None:
             ipr.neigh("replace", dst=str(n.address), lladdr=n.mac, ifindex=ifindex[n.dev],
                       state=NUD_PERMANENT, family=socket.AF_INET6)
     for route in table.routes:
-        if route.dev in devs:
+        if any(dev in devs for dev, _ in route.nexthops):
             add_route(ipr, route, ifindex, "replace")
 
 
@@ -127,6 +132,8 @@ class KernelRoute:
     end_next_csid: bool
     lblen: int | None
     nflen: int | None
+    # An ECMP route's next hops, (dev, gateway) each, the first also in dev/gateway.
+    nexthops: tuple[tuple[str, IPv6Address | None], ...] = ()
 
 
 def read_routes(ipr: IPRoute) -> list[KernelRoute]:
@@ -149,6 +156,13 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
                 nflen = flv.get_attr("SEG6_LOCAL_FLV_LCNODE_FN_BITS")
                 end = encap.get_attr("SEG6_LOCAL_ACTION") == 1 and bool(
                     op & SEG6_LOCAL_FLV_OP_NEXT_CSID)
-        out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), names.get(
-            r.get_attr("RTA_OIF"), "?"), IPv6Address(gw) if gw else None, end, lblen, nflen))
+        hops = tuple((names.get(nh["oif"], "?"),
+                      IPv6Address(g) if (g := nh.get_attr("RTA_GATEWAY")) else None)
+                     for nh in r.get_attr("RTA_MULTIPATH") or ())
+        if hops:
+            dev, gw_addr = hops[0]
+        else:
+            dev, gw_addr = names.get(r.get_attr("RTA_OIF"), "?"), IPv6Address(gw) if gw else None
+        out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), dev, gw_addr, end,
+                               lblen, nflen, hops if len(hops) > 1 else ()))
     return out

@@ -7,7 +7,8 @@ until each completes, fails or the caller gives up) and `verify` (SHA-256 at the
 destination against the source's, then free the region). `mrcemu send`, the
 scenario runner and the Python API all use these.
 
-A write is a dict (it goes into reports as it is): src, dst, size, transport, seed; after
+A write is a dict (it goes into reports as it is): src, dst, size, transport, seed, and
+qp (which of the pair's QPs, RoCE's QP scaling; 0 if absent); after
 `post` rkey, va, msn, sha_src; after `wait` posted_at, done_at, failed, acked_pkts,
 npkts; after `verify` sha_dst and ok.
 """
@@ -33,6 +34,12 @@ def poll_interval(host_link_mbps: float) -> float:
     that delay the same in round trips, and spares the NICs k times the requests. Never
     more often than at 20 Mb/s."""
     return POLL * max(1.0, clock_scale(host_link_mbps))
+
+
+def qp_arg(w: dict) -> dict:
+    """The `qp` of a request about write `w`'s connection (none for the first QP, so
+    that requests of one-QP workloads are as they were)."""
+    return {"qp": w["qp"]} if w.get("qp") else {}
 
 
 class NicClient:
@@ -79,6 +86,7 @@ class NicClient:
             wrote = self.ask([(w["src"], {"op": "write", "peer": w["dst"],
                                           "transport": w["transport"], "size": w["size"],
                                           "seed": w["seed"], "va": w["va"], "rkey": w["rkey"],
+                                          **qp_arg(w),
                                           **({"settings": w["settings"]}
                                              if w.get("settings") else {})})
                               for w in writes])
@@ -91,7 +99,8 @@ class NicClient:
 
     def poll(self, writes: list[dict]) -> None:
         states = self.ask([(w["src"], {"op": "msg", "peer": w["dst"],
-                                       "transport": w["transport"], "msn": w["msn"]})
+                                       "transport": w["transport"], "msn": w["msn"],
+                                       **qp_arg(w)})
                            for w in writes])
         for w, m in zip(writes, states, strict=True):
             for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):

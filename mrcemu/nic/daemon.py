@@ -32,10 +32,12 @@ from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
 from mrcemu.transport.factory import make_connection
+from mrcemu.transport.profiles import MAX_QPS, qp_of
 from mrcemu.transport.memory import BudgetExceeded, MemoryTable
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
 
+ConnKey = tuple[int, str, int]  # peer, transport, QP index of the pair
 ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263  # not exported by Python's socket module
@@ -81,10 +83,12 @@ class Nic:
         # Registered regions and the source buffers of unfinished writes share one
         # budget: a request over it is refused before anything is allocated.
         self.memory = MemoryTable(budget=self.topo.nic_memory_mib << 20)
-        self.conns: dict[tuple[int, str], Connection] = {}
-        self.conn_settings: dict[tuple[int, str], dict] = {}  # what each was made with
+        # A connection is known by (peer, transport, QP index): RoCE's QP scaling gives a
+        # pair several QPs; MRC's one QP a pair is index 0.
+        self.conns: dict[ConnKey, Connection] = {}
+        self.conn_settings: dict[ConnKey, dict] = {}  # what each was made with
         self.by_qpn: dict[int, Connection] = {}
-        self.history: dict[tuple[int, str], History] = {}
+        self.history: dict[ConnKey, History] = {}
         self.t0 = time.monotonic()
         self.ports: dict[int, socket.socket] = {}
         self.iface: dict[int, str] = {}
@@ -127,7 +131,7 @@ class Nic:
         # The loop visits a connection when it received, when its timer is due, or when
         # it waits for send budget: never every connection it ever had.
         self.wake: Wakeups[Connection] = Wakeups()
-        self.keys: dict[Connection, tuple[int, str]] = {}
+        self.keys: dict[Connection, ConnKey] = {}
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
         self.meter = meter.Meter(self.ports, self.rate, self.now(), self.tx_ports)
 
@@ -139,11 +143,13 @@ class Nic:
                                         "event": event, **data}) + "\n")
 
     # ---- connections --------------------------------------------------------
-    def conn(self, peer: int, transport: str, settings: dict | None = None) -> Connection:
-        """The connection with `peer`, made on first use. `settings` (a write's): transport
-        settings of this connection alone, over the fabric's; a connection already made
-        with others refuses them (MrcemuError), as a real NIC's QP keeps its profile."""
-        key = (peer, transport)
+    def conn(self, peer: int, transport: str, settings: dict | None = None,
+             qp: int = 0) -> Connection:
+        """The connection with `peer` (its QP `qp` of the pair), made on first use.
+        `settings` (a write's): transport settings of this connection alone, over the
+        fabric's; a connection already made with others refuses them (MrcemuError), as a
+        real NIC's QP keeps its profile."""
+        key = (peer, transport, qp)
         c = self.conns.get(key)
         settings = settings or {}
         if c is not None and settings != self.conn_settings.get(key, {}):
@@ -153,7 +159,7 @@ class Nic:
         if c is None:
             cfg = (TransportConfig.from_json({**self.cfg.to_json(), **settings}) if settings
                    else self.cfg)
-            c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory)
+            c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory, qp)
             self.conn_settings[key] = settings
             if self.planes_up != set(self.ports):
                 c.port_status(self.planes_up, self.now())
@@ -167,7 +173,7 @@ class Nic:
     def drain_events(self, c: Connection) -> None:
         """Take the connection's events into its history, logging the ones a person
         reading the log wants to see."""
-        peer, transport = self.keys[c]
+        peer, transport, _qp = key = self.keys[c]
 
         def log(ev: Event) -> None:
             if isinstance(ev, EvStateChanged):
@@ -175,7 +181,7 @@ class Nic:
                          ev=f"0x{ev.ev & 0xFFFFFFFF:08x}", old=ev.old, new=ev.new, why=ev.why)
             elif isinstance(ev, ConnectionFailed):
                 self.log("qp_failed", peer=f"h{peer}", transport=transport, why=ev.why)
-        self.history[(peer, transport)].drain(c, log)
+        self.history[key].drain(c, log)
 
     def source_bytes(self) -> int:
         """Bytes held as the source of writes not yet complete (released when done)."""
@@ -265,9 +271,9 @@ class Nic:
                     c.receive_decoded(d, self.now())
                     self.touched.add(c)
                 return
-            for transport, base in (("mrc", 0x1000), ("roce", 0x2000)):
-                if base <= q < base + self.topo.hosts and q - base != self.host:
-                    c = self.conn(q - base, transport)
+            known = qp_of(q, self.topo.hosts)
+            if known is not None and known[1] != self.host:
+                c = self.conn(known[1], known[0], qp=known[2])
             if c is None:
                 self._malformed("unknown_qp")
                 return
@@ -341,9 +347,12 @@ class Nic:
                 digest = mr.sha256()
             return {"ok": True, "sha256": digest}
         if op == "write":
-            peer, transport = int(req["peer"]), req.get("transport", "mrc")
+            peer, transport, qp = self._key(req)
             if not 0 <= peer < self.topo.hosts or peer == self.host:
                 return {"ok": False, "error": f"no peer h{peer}"}
+            if not 0 <= qp < (MAX_QPS if transport == "roce" else 1):
+                return {"ok": False, "error": f"no {transport} QP {qp}: a pair has "
+                        f"{MAX_QPS if transport == 'roce' else 1} at most"}
             size = int(req["size"])
             try:
                 self.memory.check_budget(size, also_held=self.source_bytes())
@@ -354,23 +363,23 @@ class Nic:
                 datapath.fill(data, int(req.get("seed", 1)))
                 digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
             try:
-                c = self.conn(peer, transport, req.get("settings"))
+                c = self.conn(peer, transport, req.get("settings"), qp)
             except MrcemuError as e:
                 return {"ok": False, "error": str(e)}
             msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
                                imm=req.get("imm"))
-            self.log("post", peer=peer, transport=transport, msn=msn, size=size)
+            self.log("post", peer=peer, transport=transport, qp=qp, msn=msn, size=size)
             self.flush(c)
             return {"ok": True, "msn": msn, "sha256": digest}
         if op == "stats":
-            peer, transport = int(req["peer"]), req.get("transport", "mrc")
-            c = self.conns.get((peer, transport))
+            key = self._key(req)
+            c = self.conns.get(key)
             if c is None:
                 if req.get("missing_ok"):
                     return {"ok": True, "stats": None}
-                return {"ok": False, "error": f"no {transport} connection to h{peer}"}
+                return {"ok": False, "error": f"no {key[1]} connection to h{key[0]}"}
             self.drain_events(c)
-            h = self.history[(peer, transport)]
+            h = self.history[key]
             return {"ok": True, "stats": c.stats.to_json(),
                     "unfinished": [h.message(c, m.msn) for m in c.unfinished()],
                     "ev_states": c.profile.states(), "failed": c.failed,
@@ -389,20 +398,20 @@ class Nic:
         if op == "batch":
             return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
         if op == "msg":
-            peer, transport = int(req["peer"]), req.get("transport", "mrc")
-            c = self.conns.get((peer, transport))
+            key = self._key(req)
+            c = self.conns.get(key)
             if c is None:
-                return {"ok": False, "error": f"no {transport} connection to h{peer}"}
+                return {"ok": False, "error": f"no {key[1]} connection to h{key[0]}"}
             self.drain_events(c)
-            m = self.history[(peer, transport)].message(c, int(req["msn"]))
+            m = self.history[key].message(c, int(req["msn"]))
             if m is None:
                 return {"ok": False, "error": f"no message {req['msn']} (unknown, or "
                                              "completed too long ago to be remembered)"}
             return {"ok": True, **m, "failed": c.failed}
         if op == "internals":  # a snapshot of each busy connection, for diagnosis
             now = self.now()
-            out = [{"peer": peer, "transport": transport, **c.snapshot(now)}
-                   for (peer, transport), c in self.conns.items() if c.busy]
+            out = [{"peer": peer, "transport": transport, "qp": qp, **c.snapshot(now)}
+                   for (peer, transport, qp), c in self.conns.items() if c.busy]
             return {"ok": True, "conns": out, "backlog": self.tx_ports.backlog(),
                     "ports": self.tx_ports.counters(),
                     "connections": len(self.conns), "active": len(self.wake)}
@@ -414,11 +423,12 @@ class Nic:
             return {"ok": True, "t": self.now()}
         if op == "trace":
             conns = []
-            for (peer, transport), c in self.conns.items():
+            for (peer, transport, qp), c in self.conns.items():
                 self.drain_events(c)
-                h = self.history[(peer, transport)]
+                h = self.history[(peer, transport, qp)]
                 conns.append({
-                    "peer": peer, "transport": transport, "stats": c.stats.to_json(),
+                    "peer": peer, "transport": transport, "qp": qp,
+                    "stats": c.stats.to_json(),
                     "tx": c.tx_trace.to_json(), "ev_changes": h.ev_change_rows(),
                     "path_changes": h.path_change_rows(), "rto": c.rto, "srtt": c.srtt,
                     "cwnd": c.cwnd,
@@ -436,6 +446,11 @@ class Nic:
             self.running = False
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    @staticmethod
+    def _key(req: dict) -> ConnKey:
+        """The connection a request names: peer, transport (MRC by default) and QP."""
+        return int(req["peer"]), req.get("transport", "mrc"), int(req.get("qp", 0))
 
     def _try(self, req: dict) -> dict:
         try:

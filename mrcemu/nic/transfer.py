@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
-from mrcemu.nic.client import NicClient, poll_interval
+from mrcemu.nic.client import NicClient, poll_interval, qp_arg
 from mrcemu.topology import Topology
-from mrcemu.topology.paths import ev_fields
+from mrcemu.topology.paths import ev_fields, path_label
 
 COUNTERS = ("retransmits", "trims_nacked", "nacks_rx", "rtos")
 
@@ -25,7 +25,7 @@ Spec = tuple[int, int, int, str, int]  # src, dst, size, transport, seed
 def _stats(client: NicClient, writes: list[dict]) -> list[dict]:
     """Each write's connection's stats reply (empty before its first use)."""
     return client.ask([(w["src"], {"op": "stats", "peer": w["dst"], "transport": w["transport"],
-                                   "missing_ok": True}) for w in writes])
+                                   "missing_ok": True, **qp_arg(w)}) for w in writes])
 
 
 def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: float,
@@ -90,9 +90,9 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
     per_path: Counter = Counter()
     for ev, n in per_ev.items():
         if n:
-            plane, spine = ev_fields(ev)
+            plane, _spine = ev_fields(ev)
             per_plane[plane] += n
-            per_path[f"p{plane}s{spine}" if spine is not None else f"p{plane}"] += n
+            per_path[path_label(ev)] += n
     dt = (w["done_at"] - w["posted_at"]) if w.get("done_at") else None
     return {
         "src": f"h{w['src']}", "dst": f"h{w['dst']}", "transport": w["transport"],

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from mrcemu import fidelity
 from mrcemu.topology import Layout, faults
-from mrcemu.topology.paths import ev_fields
+from mrcemu.topology.paths import ev_fields, path_label
 
 BIN = 0.05  # goodput series resolution, seconds
 PRE_FAULT = 0.3  # the goodput level before a fault is its mean over this long (the
@@ -98,6 +98,12 @@ def _recovery(series: dict, at: float, until: float,
         elif dipped:
             return level, round(tt + BIN - at, 3)
     return level, (0.0 if not dipped else None)
+
+
+def conn_label(c: dict) -> str:
+    """A daemon trace's connection as the runner's counters before the run key it:
+    `peer:transport`, and `:qp` for a pair's QPs after the first."""
+    return f"{c['peer']}:{c['transport']}" + (f":{c['qp']}" if c.get("qp") else "")
 
 
 def _conns(raw: dict) -> list[tuple[int, dict]]:
@@ -315,8 +321,7 @@ def flow_paths(raw: dict) -> dict:
             i = int((t - t0) / BIN)
             if not 0 <= i < nbins:
                 continue
-            plane, spine = ev_fields(ev)
-            name = f"p{plane}" if spine is None else f"p{plane}s{spine}"
+            name = path_label(ev)
             if name not in per:
                 if len(per) == FLOW_PATHS_MAX:
                     break
@@ -340,7 +345,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     totals: dict[str, int] = defaultdict(int)
     counters: dict[str, int] = defaultdict(int)  # every connection counter, summed
     for src, c in _conns(raw):
-        b = before.get(str(src), {}).get(f"{c['peer']}:{c['transport']}", {})
+        b = before.get(str(src), {}).get(conn_label(c), {})
         for k, v in c["stats"].items():
             if isinstance(v, int):
                 counters[k] += v - b.get(k, 0)

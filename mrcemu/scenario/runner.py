@@ -18,6 +18,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
 from mrcemu.nic.client import NicClient, poll_interval
+from mrcemu.scenario.analysis import conn_label
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
 from mrcemu.topology.faults import Fault
@@ -141,7 +142,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         client.ask_each("trace_reset")
         before = client.ask_each("trace")
         raw["stats_before"] = {
-            str(h): {f"{c['peer']}:{c['transport']}": c["stats"] for c in r["conns"]}
+            str(h): {conn_label(c): c["stats"] for c in r["conns"]}
             for h, r in zip(hosts, before, strict=True)}
         t0 = time.monotonic()
         raw["t0"] = t0

@@ -19,7 +19,12 @@ from mrcemu.errors import ConfigError
 MAX_PLANES = 16
 MAX_INDEX = 1023
 # Spine index 1023 is reserved: it marks the same-leaf path in an EV.
-MAX_SPINES = 1023
+MAX_SPINES = 1022
+# How switches forward host traffic. "usid": static SRv6 uSID source routes, the path
+# chosen by the sending NIC (MRC's fabric). "ecmp": also one multipath route per remote
+# host, the kernel hashing each packet's flow onto a spine (the white paper's RoCE
+# baseline: a single-plane fabric of routers doing ECMP).
+ROUTINGS = ("usid", "ecmp")
 
 # Built-in topologies: inside the package when installed from a wheel, else the
 # source tree's top-level topologies/ (an editable install, or a checkout).
@@ -43,6 +48,7 @@ class Topology:
     ecn_threshold_bytes: int = 30_000
     trim_threshold_bytes: int = 60_000
     nic_memory_mib: int = 1024  # per NIC daemon: registered regions + unfinished sources
+    routing: str = "usid"  # see ROUTINGS
     name: str = "topology"
     source: str = "<memory>"
 
@@ -53,6 +59,10 @@ class Topology:
         """The same fabric with every link k times slower (`mrcemu run --slowdown`)."""
         return replace(self, host_link_mbps=self.host_link_mbps / k,
                        fabric_link_mbps=self.fabric_link_mbps / k)
+
+    @property
+    def ecmp(self) -> bool:
+        return self.routing == "ecmp"
 
     @property
     def hosts_per_leaf(self) -> int:
@@ -99,7 +109,7 @@ def _validate(t: Topology) -> None:
                f"use at most {MAX_INDEX + 1} leaves per plane")
     _check_int(t, "spines_per_plane", 1, MAX_SPINES,
                f"must be 1..{MAX_SPINES}: a spine index is a 10-bit field of the uSID "
-               f"and index {MAX_INDEX} is reserved for same-leaf paths",
+               f"and indices {MAX_SPINES}-{MAX_INDEX} are reserved (ECMP, same-leaf paths)",
                f"use at most {MAX_SPINES} spines per plane")
     _check_int(t, "hosts", 1, MAX_INDEX + 1,
                f"must be 1..{MAX_INDEX + 1}: a host index is a 10-bit field of the uSID",
@@ -118,6 +128,17 @@ def _validate(t: Topology) -> None:
         if not value > 0:
             raise ConfigError(t.source, name, value, "a link rate must be positive",
                               f"set {name} to a positive number such as 20")
+    if t.routing not in ROUTINGS:
+        raise ConfigError(t.source, "routing", t.routing,
+                          f"must be one of {', '.join(ROUTINGS)}",
+                          "use usid (MRC's source routes) or ecmp (a single-plane fabric "
+                          "that hashes flows over its spines)")
+    if t.ecmp and t.planes != 1:
+        raise ConfigError(t.source, "routing", t.routing,
+                          f"an ECMP fabric has one plane, not {t.planes}: a host's flows "
+                          "are hashed over the spines of its one plane",
+                          "set planes: 1 (and host_link_mbps to the planes' sum), as "
+                          "topologies/ecmp.yaml does")
     _check_int(t, "mtu", 1280, 9000, "must be 1280..9000 (IPv6 needs at least 1280)",
                "set mtu to 1500")
     _check_int(t, "nic_memory_mib", 1, None,

@@ -14,6 +14,7 @@ from mrcemu.topology.addressing import (
     host_address,
     plane_prefix,
     shift,
+    usid,
     usid_prefix,
 )
 from mrcemu.topology.layout import Interface, Layout
@@ -31,10 +32,20 @@ class Route:
     gateway: IPv6Address | None = None  # peer's link-local; None for End
     src: IPv6Address | None = None  # preferred source (hosts only)
     end: bool = False  # seg6local End with flavor next-csid
+    # An ECMP route's other next hops, (dev, gateway) each; dev/gateway are the first.
+    # The kernel hashes each packet's flow onto one of them.
+    also: tuple[tuple[str, IPv6Address], ...] = ()
+
+    @property
+    def nexthops(self) -> tuple[tuple[str, IPv6Address | None], ...]:
+        return ((self.dev, self.gateway), *self.also)
 
     def describe(self) -> str:
         if self.end:
             return f"{self.dst} seg6local End next-csid lblen 32 nflen 16 dev {self.dev}"
+        if self.also:
+            return f"{self.dst} " + " ".join(f"nexthop via {g} dev {d}"
+                                             for d, g in self.nexthops)
         via = f" via {self.gateway}" if self.gateway else ""
         src = f" src {self.src}" if self.src else ""
         return f"{self.dst}{via} dev {self.dev}{src}"
@@ -59,6 +70,26 @@ def _via(i: Interface, dst: IPv6Network, src: IPv6Address | None = None) -> Rout
     return Route(dst, i.name, i.peer_link_local, src)
 
 
+def ecmp_routes(layout: Layout, name: str) -> list[Route]:
+    """An ECMP fabric's switch routes to the hosts, besides its uSID routes: a leaf
+    reaches each host of another leaf over every spine at once, a spine each host over
+    the host's leaf. Host addresses are plane 0's, the one plane such a fabric has."""
+    topo, node = layout.topo, layout.nodes[name]
+    ifaces = layout.interfaces[name]
+    out = []
+    for h in range(topo.hosts):
+        dst = usid_prefix(usid(0, Kind.HOST, h))
+        if node.kind is Kind.LEAF and topo.leaf_of(h) != node.index:
+            up = [i for i in ifaces if i.peer_node.startswith(f"p{node.plane}s")]
+            out.append(Route(dst, up[0].name, up[0].peer_link_local,
+                             also=tuple((i.name, i.peer_link_local) for i in up[1:])))
+        elif node.kind is Kind.SPINE:
+            down = next(i for i in ifaces if layout.nodes[i.peer_node].index
+                        == topo.leaf_of(h))
+            out.append(_via(down, dst))
+    return out
+
+
 def tables(layout: Layout) -> dict[str, NodeTable]:
     out: dict[str, NodeTable] = {}
     for name, node in layout.nodes.items():
@@ -73,6 +104,8 @@ def tables(layout: Layout) -> dict[str, NodeTable]:
         else:
             routes.append(Route(usid_prefix(layout.node_usid(name)), END_DEV, end=True))
             routes += [_via(i, usid_prefix(i.peer_usid)) for i in ifaces]
+            if layout.topo.ecmp:
+                routes += ecmp_routes(layout, name)
         neigh = tuple(Neighbour(i.name, i.peer_link_local, i.peer_mac) for i in ifaces)
         out[name] = NodeTable(name, tuple(routes), tuple(addrs), neigh)
     return out
@@ -92,8 +125,10 @@ class ForwardingError(Exception):
 
 
 def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Address,
-         hop_limit: int = 64) -> tuple[list[str], str, IPv6Address, int]:
-    """Forward a packet through the tables the way the kernels would.
+         hop_limit: int = 64, pick: int = 0) -> tuple[list[str], str, IPv6Address, int]:
+    """Forward a packet through the tables the way the kernels would. At an ECMP route
+    the packet takes next hop `pick` modulo their number (the kernel's hash does pick
+    one; which one is the kernel's, not this model's).
 
     Returns (nodes visited, arriving interface, final destination, hop limit on arrival).
     """
@@ -118,7 +153,8 @@ def walk(layout: Layout, tabs: dict[str, NodeTable], src_host: str, dst: IPv6Add
             hop_limit -= 1
             if hop_limit <= 0:
                 raise ForwardingError(f"{node}: hop limit exceeded")
-        node, iface = peer_of[(node, route.dev)]
+        hops = route.nexthops
+        node, iface = peer_of[(node, hops[pick % len(hops)][0])]
         visited.append(node)
     raise ForwardingError("forwarding loop")
 

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+import zlib
+
 from mrcemu.topology import Topology
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.mrc import MrcConnection
-from mrcemu.transport.profiles import profile, qpn
+from mrcemu.transport.profiles import ecmp_profile, profile, qpn
 from mrcemu.transport.roce import RoceConnection
 
 TRANSPORTS = ("mrc", "roce")
 
 
+# Flows a RoCE QP may be rehashed through on an ECMP fabric (each a flow label).
+ECMP_REHASHES = 8
+
+
 def make_connection(transport: str, topo: Topology, host: int, peer: int,
-                    cfg: TransportConfig, memory: MemoryTable | None = None) -> Connection:
-    """`host`'s connection toward `peer`: the QP numbers and EV profile from the
-    topology, the transport by name."""
+                    cfg: TransportConfig, memory: MemoryTable | None = None,
+                    qp: int = 0) -> Connection:
+    """`host`'s connection toward `peer` (its QP `qp` of the pair): the QP numbers and
+    EV profile from the topology, the transport by name."""
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}: use {' or '.join(TRANSPORTS)}")
-    prof = profile(topo, host, peer, cfg)
-    local, remote = qpn(peer, transport), qpn(host, transport)
+    local, remote = qpn(peer, transport, qp), qpn(host, transport, qp)
     if transport == "mrc":
-        return MrcConnection(cfg, prof, local, remote, memory)
-    return RoceConnection(cfg, prof, local, remote, memory,
-                          flow_key=bytes([host & 0xFF, peer & 0xFF]))
+        return MrcConnection(cfg, profile(topo, host, peer, cfg), local, remote, memory)
+    key = bytes([host & 0xFF, peer & 0xFF])
+    if topo.ecmp:
+        # Like a RoCEv2 NIC's UDP source port, the flow's entropy is a hash of the QP:
+        # the switches' multipath hash, not this NIC, then picks its spine.
+        ents = [zlib.crc32(key + local.to_bytes(4, "big") + bytes([k]))
+                for k in range(ECMP_REHASHES)]
+        prof = ecmp_profile(topo, host, peer, ents)
+    else:
+        prof = profile(topo, host, peer, cfg)
+    return RoceConnection(cfg, prof, local, remote, memory, flow_key=key)

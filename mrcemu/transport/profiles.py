@@ -5,7 +5,7 @@ from __future__ import annotations
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import Topology
 from mrcemu.topology.addressing import host_address
-from mrcemu.topology.paths import paths
+from mrcemu.topology.paths import ecmp_paths, paths
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import EvProfile, PathInfo
 
@@ -29,14 +29,39 @@ def profile(topo: Topology, a: int, b: int, cfg: TransportConfig) -> EvProfile:
                            per_plane=cfg.ev_set_per_plane)
 
 
+def ecmp_profile(topo: Topology, a: int, b: int, entropies: list[int]) -> EvProfile:
+    """A RoCE QP's flows on an ECMP fabric: one EV per entropy, all active (the QP takes
+    one; a rehash, the next)."""
+    infos = [PathInfo(p.ev, p.plane, p.spine, host_address(0, a).packed,
+                      p.container.packed, p.delivered.packed)
+             for p in ecmp_paths(topo, a, b, entropies)]
+    return EvProfile.build(infos, backups_per_path=0)
+
+
 QPN_BASE = {"mrc": 0x1000, "roce": 0x2000}
+# QPs a pair may have per transport (RoCE's QP scaling): QP k of a pair is numbered
+# k * QP_STRIDE above the first, so that a QP number says peer, transport and k.
+MAX_QPS = 16
+QP_STRIDE = 0x400
 
 
-def qpn(peer: int, transport: str = "mrc") -> int:
+def qpn(peer: int, transport: str = "mrc", qp: int = 0) -> int:
     """Our QP number for the connection with `peer` (deterministic, so no handshake)."""
-    return QPN_BASE[transport] + peer
+    if not 0 <= qp < (MAX_QPS if transport == "roce" else 1):
+        raise ValueError(f"{transport} QP {qp}: a pair has "
+                         f"{MAX_QPS if transport == 'roce' else 1} at most")
+    return QPN_BASE[transport] + qp * QP_STRIDE + peer
 
 
-def local_qpn_pair(a: int, b: int, transport: str = "mrc") -> tuple[int, int]:
+def qp_of(q: int, hosts: int) -> tuple[str, int, int] | None:
+    """(transport, peer, QP index) a QP number of ours stands for, or None."""
+    for transport, base in QPN_BASE.items():
+        k, peer = divmod(q - base, QP_STRIDE)
+        if 0 <= k < (MAX_QPS if transport == "roce" else 1) and 0 <= peer < hosts:
+            return transport, peer, k
+    return None
+
+
+def local_qpn_pair(a: int, b: int, transport: str = "mrc", qp: int = 0) -> tuple[int, int]:
     """(a's QPN for b, b's QPN for a)."""
-    return qpn(b, transport), qpn(a, transport)
+    return qpn(b, transport, qp), qpn(a, transport, qp)

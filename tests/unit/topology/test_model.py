@@ -15,7 +15,7 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize("name", ["small", "default", "large"])
+@pytest.mark.parametrize("name", ["small", "default", "large", "rack4", "ecmp"])
 def test_shipped_topologies_load(name):
     t = load(TOPOLOGY_DIR / f"{name}.yaml")
     assert t.hosts % t.leaves_per_plane == 0
@@ -43,6 +43,10 @@ def test_default_shape():
     (GOOD + "trim_threshold_bytes: 900000\n", "trim_threshold_bytes", "above buffer"),
     (GOOD + "ecn_threshold_bytes: -1\n", "ecn_threshold_bytes", "zero"),
     (GOOD.replace("planes: 2", "planes: 2.5"), "planes", "whole number"),
+    (GOOD + "routing: bgp\n", "routing", "one of usid, ecmp"),
+    (GOOD + "routing: ecmp\n", "routing", "one plane, not 2"),
+    (GOOD.replace("spines_per_plane: 2", "spines_per_plane: 1023"), "spines_per_plane",
+     "reserved (ECMP"),
     ("- just\n- a list\n", "<document>", "mapping"),
     ("planes: [1,\n", "<yaml>", "YAML"),
 ])

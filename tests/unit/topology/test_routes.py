@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 from mrcemu.topology import Layout, Topology, load
 from mrcemu.topology.addressing import Kind, container_usids
-from mrcemu.topology.paths import ev_fields, ev_flow_label, ev_udp_sport, paths
+from mrcemu.topology.paths import (
+    ecmp_paths,
+    ev_fields,
+    ev_flow_label,
+    ev_udp_sport,
+    is_ecmp_ev,
+    path_label,
+    paths,
+)
 from mrcemu.topology.routes import ForwardingError, tables, walk
 
 
@@ -90,3 +98,60 @@ def topologies(draw):
 @given(topologies())
 def test_walk_property_random_topologies(topo):
     check_all_pairs(topo)
+
+
+# ---- ECMP fabrics (routing: ecmp): the white paper's single-plane RoCE baseline ----
+
+def test_ecmp_topology_is_default_at_one_plane():
+    e, d = load("ecmp"), load("default")
+    assert e.ecmp and not d.ecmp and e.planes == 1
+    assert e.host_link_mbps == d.planes * d.host_link_mbps  # the same aggregate
+    # non-blocking, as default: a leaf's uplinks carry what its hosts can send
+    assert e.spines_per_plane * e.fabric_link_mbps == e.hosts_per_leaf * e.host_link_mbps
+
+
+def test_ecmp_leaf_routes_each_remote_host_over_every_spine():
+    layout = Layout(load("ecmp"))
+    tabs = tables(layout)
+    multi = [r for r in tabs["p0l0"].routes if r.also]
+    # h4..h7 are under p0l1: one route each, a next hop per spine
+    assert sorted(str(r.dst) for r in multi) == [
+        f"fcbb:bb00:{0xC00 + h:x}::/48" for h in range(4, 8)]
+    for r in multi:
+        assert [d for d, _ in r.nexthops] == ["p0l0-s0", "p0l0-s1", "p0l0-s2", "p0l0-s3"]
+        assert "nexthop via" in r.describe()
+    # a spine reaches each host over that host's leaf, with one next hop
+    spine = {str(r.dst): r.dev for r in tabs["p0s2"].routes if r.dst.prefixlen == 48}
+    assert spine["fcbb:bb00:c01::/48"] == "p0s2-l0" and spine["fcbb:bb00:c06::/48"] == "p0s2-l1"
+    # uSID fabrics have no multipath route at all
+    assert not any(r.also for t in tables(Layout(load("default"))).values() for r in t.routes)
+
+
+@pytest.mark.parametrize("pick", range(4))
+def test_ecmp_walk_delivers_plain_host_addresses_over_each_spine(pick):
+    topo = load("ecmp")
+    layout = Layout(topo)
+    tabs = tables(layout)
+    for a in range(topo.hosts):
+        for b in range(topo.hosts):
+            if a == b:
+                continue
+            (p,) = ecmp_paths(topo, a, b, [77])
+            visited, iface, final, hlim = walk(layout, tabs, f"h{a}", p.container, 64, pick)
+            assert final == p.delivered == p.container and iface == f"h{b}-p0"
+            if topo.leaf_of(a) == topo.leaf_of(b):
+                assert visited == [f"h{a}", f"p0l{topo.leaf_of(a)}", f"h{b}"]
+            else:  # the pick-th spine: each next hop of the route leads on to b
+                assert visited[2] == f"p0s{pick}" and hlim == 61
+    # and the uSID containers still work there (check, map, MRC on one plane)
+    check_all_pairs(topo)
+
+
+def test_ecmp_paths_carry_their_entropy_in_the_flow_label():
+    topo = load("ecmp")
+    ps = ecmp_paths(topo, 0, 5, [0x1234, 0xABC, 0x1234 + 0x10000])
+    assert [ev_flow_label(p.ev) for p in ps] == [0x234, 0xABC]  # 12 bits, no duplicates
+    assert all(is_ecmp_ev(p.ev) and ev_fields(p.ev) == (0, None) for p in ps)
+    assert path_label(ps[0].ev) == "p0-ecmp" and path_label(paths(topo, 0, 5)[1].ev) == "p0s1"
+    with pytest.raises(ValueError, match="not an ECMP fabric"):
+        ecmp_paths(load("default"), 0, 5, [1])
