@@ -32,8 +32,8 @@ from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
 from mrcemu.transport.factory import make_connection
-from mrcemu.transport.profiles import MAX_QPS, qp_of
 from mrcemu.transport.memory import BudgetExceeded, MemoryTable
+from mrcemu.transport.profiles import MAX_QPS, qp_of
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from mrcemu import fidelity
 from mrcemu.topology import Layout, faults
-from mrcemu.topology.paths import ev_fields, path_label
+from mrcemu.topology.paths import path_label
 
 BIN = 0.05  # goodput series resolution, seconds
 PRE_FAULT = 0.3  # the goodput level before a fault is its mean over this long (the
