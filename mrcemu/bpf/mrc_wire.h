@@ -16,6 +16,7 @@
 #define MRC_OP_RC_WRITE_LAST_IMM 0x09
 #define MRC_OP_RC_WRITE_ONLY 0x0A
 #define MRC_OP_RC_ACK 0x11
+#define MRC_OP_CNP 0x81
 #define MRC_OP_WRITE_FIRST 0xC6
 #define MRC_OP_WRITE_MIDDLE 0xC7
 #define MRC_OP_WRITE_LAST 0xC8
@@ -423,6 +424,15 @@
 #define MRC_EETH_RSV6_BITOFF 240
 #define MRC_EETH_RSV6_BITS 48
 #define MRC_EETH_RSV6_BYTE 30
+
+/* CNP: 16 bytes */
+#define MRC_CNP_LEN 16
+#define MRC_CNP_RSV0_BITOFF 0
+#define MRC_CNP_RSV0_BITS 64
+#define MRC_CNP_RSV0_BYTE 0
+#define MRC_CNP_RSV1_BITOFF 64
+#define MRC_CNP_RSV1_BITS 64
+#define MRC_CNP_RSV1_BYTE 8
 
 /* BTH plus the longest MRC data header chain: what a trimmed packet keeps
    after UDP (METH, TSETH, RETH, ImmDt). */

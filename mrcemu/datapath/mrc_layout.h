@@ -19,7 +19,8 @@ static const struct mrc_field MRC_NETH_FIELDS[] = { {"type", 0, 4, 0}, {"nxt", 4
 static const struct mrc_field MRC_PETH_FIELDS[] = { {"type", 0, 4, 0}, {"nxt", 4, 5, 0}, {"rsv0", 9, 7, 0}, {"rsv1", 16, 8, 0}, {"vendor", 24, 8, 0}, {"probe_id", 32, 16, 0}, {"rsv2", 48, 16, 0}, {"spdcid", 64, 16, 0}, {"dpdcid", 80, 16, 0}, {"tx_timestamp", 96, 16, 0}, {"tsr", 112, 1, 0}, {"rsv3", 113, 11, 0}, {"ftype", 124, 4, 0} };
 static const struct mrc_field MRC_ERTH_FIELDS[] = { {"type", 0, 4, 0}, {"nxt", 4, 5, 0}, {"rsv0", 9, 5, 0}, {"op", 14, 2, 0}, {"rsv1", 16, 8, 0}, {"vendor", 24, 8, 0}, {"port_status_mask", 32, 32, 0}, {"rsv2", 64, 32, 0}, {"tx_timestamp", 96, 16, 0}, {"tsr", 112, 1, 0}, {"rsv3", 113, 11, 0}, {"ftype", 124, 4, 0} };
 static const struct mrc_field MRC_EETH_FIELDS[] = { {"type", 0, 4, 0}, {"nxt", 4, 5, 0}, {"rsv0", 9, 3, 0}, {"op", 12, 2, 0}, {"rsv1", 14, 2, 0}, {"rsv2", 16, 64, 0}, {"rsv3", 80, 64, 0}, {"rsv4", 144, 64, 0}, {"rsv5", 208, 16, 0}, {"tx_timestamp", 224, 16, 0}, {"rsv6", 240, 48, 0} };
-#define MRC_NHEADERS 12
+static const struct mrc_field MRC_CNP_FIELDS[] = { {"rsv0", 0, 64, 0}, {"rsv1", 64, 64, 0} };
+#define MRC_NHEADERS 13
 #define MRC_H_BTH 0
 #define MRC_H_METH 1
 #define MRC_H_TSETH 2
@@ -32,7 +33,8 @@ static const struct mrc_field MRC_EETH_FIELDS[] = { {"type", 0, 4, 0}, {"nxt", 4
 #define MRC_H_PETH 9
 #define MRC_H_ERTH 10
 #define MRC_H_EETH 11
-static const struct mrc_header MRC_HEADERS[MRC_NHEADERS] = { {"BTH", 12, 16, MRC_BTH_FIELDS}, {"METH", 4, 2, MRC_METH_FIELDS}, {"TSETH", 4, 4, MRC_TSETH_FIELDS}, {"RETH", 16, 3, MRC_RETH_FIELDS}, {"ImmDt", 4, 1, MRC_IMMDT_FIELDS}, {"AETH", 4, 2, MRC_AETH_FIELDS}, {"SETH", 28, 17, MRC_SETH_FIELDS}, {"CC_STATE", 8, 6, MRC_CC_STATE_FIELDS}, {"NETH", 20, 14, MRC_NETH_FIELDS}, {"PETH", 16, 13, MRC_PETH_FIELDS}, {"ERTH", 16, 12, MRC_ERTH_FIELDS}, {"EETH", 36, 11, MRC_EETH_FIELDS} };
+#define MRC_H_CNP 12
+static const struct mrc_header MRC_HEADERS[MRC_NHEADERS] = { {"BTH", 12, 16, MRC_BTH_FIELDS}, {"METH", 4, 2, MRC_METH_FIELDS}, {"TSETH", 4, 4, MRC_TSETH_FIELDS}, {"RETH", 16, 3, MRC_RETH_FIELDS}, {"ImmDt", 4, 1, MRC_IMMDT_FIELDS}, {"AETH", 4, 2, MRC_AETH_FIELDS}, {"SETH", 28, 17, MRC_SETH_FIELDS}, {"CC_STATE", 8, 6, MRC_CC_STATE_FIELDS}, {"NETH", 20, 14, MRC_NETH_FIELDS}, {"PETH", 16, 13, MRC_PETH_FIELDS}, {"ERTH", 16, 12, MRC_ERTH_FIELDS}, {"EETH", 36, 11, MRC_EETH_FIELDS}, {"CNP", 16, 2, MRC_CNP_FIELDS} };
 
 /* Headers after BTH per [opcode][ts]: count (-1: an opcode we do not accept),
    then up to MRC_MAX_AFTER_BTH indices into MRC_HEADERS. */
@@ -167,7 +169,7 @@ static const signed char MRC_AFTER_BTH[256][2][MRC_MAX_AFTER_BTH + 1] = {
   { { -1 }, { -1 } }, /* 0x7E */
   { { -1 }, { -1 } }, /* 0x7F */
   { { -1 }, { -1 } }, /* 0x80 */
-  { { -1 }, { -1 } }, /* 0x81 */
+  { { 1, 12 }, { 1, 12 } }, /* 0x81 */
   { { -1 }, { -1 } }, /* 0x82 */
   { { -1 }, { -1 } }, /* 0x83 */
   { { -1 }, { -1 } }, /* 0x84 */
@@ -305,7 +307,7 @@ static const unsigned char MRC_OPCODE_KIND[256] = {
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 2, 2, 0, 0, 2, 2, 2, 0,
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,

@@ -162,12 +162,15 @@ enum mrc_rx_result roce_rx_packet(struct roce_rx *r, const uint8_t *pkt, size_t 
 		r->dropped[ROCE_D_WRONG_QP]++;
 		return MRC_RX_DONE;
 	}
-	if (p->opcode == MRC_OP_RC_ACK)
+	if (p->opcode == MRC_OP_RC_ACK || p->opcode == MRC_OP_CNP)
 		return MRC_RX_POLICY;
 	if (!is_data(p->opcode)) {
 		r->dropped[ROCE_D_UNEXPECTED_OPCODE]++;
 		return MRC_RX_DONE;
 	}
+	/* ECN is the traffic class's low two bits: byte 1, bits 5:4 of the IPv6 header. */
+	if (((pkt[p->ip + 1] >> 4) & 3) == 3)
+		r->rx_ce++;
 	const uint8_t *reth = NULL, *imm = NULL;
 	for (int i = 0; i < p->nheaders; i++) {
 		if (p->header[i] == MRC_H_RETH)

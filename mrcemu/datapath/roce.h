@@ -76,6 +76,9 @@ struct roce_rx {
 	size_t ndone, done_cap;
 	/* counters (transport/base.py Stats names: an ACK is counted as sacks_tx) */
 	uint64_t rx_data, rx_bytes, rx_dup, sacks_tx, nacks_tx, ctl_overflow;
+	/* Data packets for this QP that arrived CE-marked (placed or not): DCQCN's
+	 * notification point (transport/dcqcn.py) turns them into CNPs. */
+	uint64_t rx_ce;
 	uint64_t dropped[ROCE_D_N];
 };
 

@@ -337,6 +337,8 @@ static PyMethodDef roceqp_methods[] = {
 };
 
 static PyMemberDef roceqp_members[] = {
+	{"rx_ce", T_ULONGLONG, offsetof(RoceQpObject, rx.rx_ce), READONLY,
+	 "data packets for this QP that arrived CE-marked"},
 	{"rx_bytes", T_ULONGLONG, offsetof(RoceQpObject, rx.rx_bytes), READONLY,
 	 "payload bytes placed"},
 	{"expected", T_LONGLONG, offsetof(RoceQpObject, rx.expected), READONLY,

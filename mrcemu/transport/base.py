@@ -93,6 +93,10 @@ class Stats:
     losses: int = 0  # packets found lost and not trimmed (SACK hole or RTO)
     losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
+    # DCQCN (RoCE): CE-marked data received, CNPs sent for it, CNPs received
+    rx_ce: int = 0
+    cnps_tx: int = 0
+    cnps_rx: int = 0
 
     def to_json(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}

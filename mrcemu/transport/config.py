@@ -29,7 +29,8 @@ REFERENCE_MBPS = 20.0
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
 RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "probe_interval",
-               "roce_timeout")
+               "roce_timeout", "dcqcn_cnp_interval", "dcqcn_alpha_interval",
+               "dcqcn_increase_interval")
 # The switch queues a data packet between hosts on different leaves waits in: the
 # leaf's uplink, the spine's downlink (fabric links), the leaf's host-facing port.
 FABRIC_QUEUES, HOST_QUEUES = 2, 1
@@ -107,6 +108,16 @@ class TransportConfig:
     roce_ack_every: int = 8
     roce_retry_count: int = 7
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
+    # DCQCN (transport/dcqcn.py): RoCE data is ECN-capable, a responder answers CE with
+    # CNPs and a requester cuts its rate on each. Clocks at 20 Mb/s, where a round trip
+    # is 5-15 ms: a CNP at most every 5 ms a QP (NP), alpha's decay every 10 ms (K) and
+    # a rate increase every 30 ms (T) or 32 packets sent (B).
+    roce_dcqcn: bool = True
+    roce_line_rate: float = REFERENCE_MBPS * 1e6 / 8  # bytes/s of a QP's port
+    dcqcn_cnp_interval: float = 0.005
+    dcqcn_alpha_interval: float = 0.010
+    dcqcn_increase_interval: float = 0.030
+    dcqcn_increase_packets: int = 32
 
     def __post_init__(self) -> None:
         for name, least in (("ce_skip_rotations", 1), ("trim_skip_rotations", 1),
@@ -139,6 +150,7 @@ class TransportConfig:
         k = clock_scale(topo.host_link_mbps)
         base = cls()
         return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
+                   roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    reorder_window=round(trim_bounded_delay(topo) + HOST_SLACK * k, 9),
                    **{name: getattr(base, name) * k for name in RATE_CLOCKS})

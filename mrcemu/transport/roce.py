@@ -5,6 +5,10 @@ run, on the same data path: the per-packet work (framing from the source buffers
 in-order placement, ACK/NAK framing) is compiled (`datapath.RoceQp`, roce.c) and this
 module keeps the go-back-N policy at event granularity.
 
+With `roce_dcqcn` (the default) its data is ECN-capable and DCQCN (`dcqcn.py`) sets
+its rate: as the responder it answers CE-marked data with CNPs, as the requester it
+sends no faster than the rate its CNPs left it.
+
 On a dead path it keeps retrying the same path (with exponential backoff,
 like an RC QP's local ACK timeout) until an emulated routing reconvergence
 delay has passed, then re-hashes; after `roce_retry_count` retries without a
@@ -18,14 +22,18 @@ from collections import deque
 from collections.abc import Iterable
 
 from mrcemu import datapath
-from mrcemu.transport.base import ConnectionBase, Message, Stats, unwrap
+from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames, unwrap
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.dcqcn import Dcqcn, DcqcnParams
 from mrcemu.transport.events import ConnectionFailed, MessageReceived, PathRehashed
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
-from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
+from mrcemu.wire.constants import ICRC_LEN, ROCE_DATA, Dscp, Opcode
+from mrcemu.wire.layout import BTH, ROCE_BTH_AT
+
+ECT0 = 0b10  # ECN-capable transport: a switch may mark CE instead of dropping
 
 SYNDROME_ACK = 0x00
 SYNDROME_NAK_PSN = 0x60
@@ -57,7 +65,8 @@ class RoceConnection(ConnectionBase):
             local_qpn, remote_qpn, cfg.pmtu, cfg.roce_ack_every, cfg.roce_reconvergence,
             self.memory.native,
             codec.body({"opcode": Opcode.RC_ACK, "dqpn": remote_qpn}, {"AETH": {}}),
-            (SYNDROME_ACK, SYNDROME_NAK_PSN), Dscp.NO_TRIM << 2, bodies)
+            (SYNDROME_ACK, SYNDROME_NAK_PSN),
+            (Dscp.NO_TRIM << 2) | (ECT0 if cfg.roce_dcqcn else 0), bodies)
         # One ECMP-hashed path for data and ACKs alike: the data path holds it, since
         # its responder moves it too (lost ACKs, after a reconvergence).
         self.dp.set_route([(ev, ev >> 16, ev & 0xFFFF, p.src, p.delivered, p.container)
@@ -75,6 +84,18 @@ class RoceConnection(ConnectionBase):
         self._failed = False
         self.timeout_at: float | None = None
         self.max_sent = 0
+        # DCQCN: the reaction point (our rate), and the notification point's state
+        self.dcqcn = (Dcqcn(DcqcnParams(
+            cfg.roce_line_rate, cfg.dcqcn_alpha_interval, cfg.dcqcn_increase_interval,
+            cfg.dcqcn_increase_packets * cfg.pmtu)) if cfg.roce_dcqcn and cfg.roce_line_rate
+            else None)
+        # What a full data packet costs on the wire (Ethernet, IPv6, UDP, BTH, ICRC): the
+        # rate counts what the port carries, as the NIC's pacer does.
+        self.wire_bytes = 14 + ROCE_BTH_AT + BTH.size + cfg.pmtu + ICRC_LEN
+        self._ce_seen = 0
+        self._cnp_at = float("-inf")
+        self._cnp_due = False
+        self.cnps_tx = 0
 
     @property
     def path_index(self) -> int:
@@ -111,6 +132,11 @@ class RoceConnection(ConnectionBase):
         n = min(self.next_psn, self.una + self.cfg.roce_window) - self.send_psn
         return max(0, n if budget is None else min(n, budget))
 
+    def _rate_allows(self, n: int, now: float) -> int:
+        if self.dcqcn is None or not n:
+            return n
+        return min(n, self.dcqcn.allowed(now, self.wire_bytes))
+
     def _sent(self, n: int, now: float) -> None:
         """n data packets from send_psn went out on the current path: the bookkeeping."""
         if not n:
@@ -138,11 +164,25 @@ class RoceConnection(ConnectionBase):
     def _output(self, out: list[tuple[int, bytes]] | datapath.Ports, now: float,
               budget: int | None) -> int:
         sent = self.dp.take_control(out)
-        n = self._window(budget)  # the budget is for data, as MRC's
+        if self._cnp_due:
+            self._cnp_due = False
+            sent += put_frames(out, [self._cnp()])
+        n = self._rate_allows(self._window(budget), now)  # the budget is for data, as MRC's
         if n:
             n = self.dp.send(out, self.send_psn, n)
             self._sent(n, now)
+            if self.dcqcn is not None:
+                self.dcqcn.sent(n, self.wire_bytes, now)
         return sent + n
+
+    def _cnp(self) -> tuple[int, bytes]:
+        """A CNP to the requester, on our current path to it (the one our ACKs take)."""
+        p = self.ev.path
+        self.cnps_tx += 1
+        return self.dp.ev, codec.encode(
+            p.src, p.container, delivered=p.delivered, sport=self.dp.ev >> 16,
+            flow_label=self.dp.ev & 0xFFFF, dscp=Dscp.CONTROL, ecn=0,
+            bth={"opcode": Opcode.CNP, "dqpn": self.remote_qpn, "becn": 1})
 
     def attach(self, ports: datapath.Ports) -> None:
         ports.attach(self.local_qpn, self.dp, None)
@@ -152,6 +192,12 @@ class RoceConnection(ConnectionBase):
         path changes become events."""
         for msn, imm in self.dp.take_completions():
             self._events.append(MessageReceived(msn, imm, now))
+        ce = self.dp.rx_ce
+        if ce != self._ce_seen:  # DCQCN's notification point: CE in, a CNP out (paced)
+            self._ce_seen = ce
+            if self.cfg.roce_dcqcn and now - self._cnp_at >= self.cfg.dcqcn_cnp_interval:
+                self._cnp_at = now
+                self._cnp_due = True
         for t, old, new in self.dp.take_rehashes():
             self._events.append(PathRehashed(t, old, new))
 
@@ -193,10 +239,16 @@ class RoceConnection(ConnectionBase):
             self._stats.dropped["data_without_frame"] += 1
         elif d.opcode == Opcode.RC_ACK:
             self._on_ack(d, now)
+        elif d.opcode == Opcode.CNP:
+            self._stats.cnps_rx += 1
+            if self.dcqcn is not None:
+                self.dcqcn.on_cnp(now)
         else:
             self._stats.dropped["unexpected_opcode"] += 1
 
     def timer(self, now: float) -> None:
+        if self.dcqcn is not None:
+            self.dcqcn.on_time(now)
         if self.timeout_at is None or now < self.timeout_at or self._failed:
             return
         self._stats.rtos += 1
@@ -223,7 +275,12 @@ class RoceConnection(ConnectionBase):
         self.received(now)  # the rehash's event, in order
 
     def next_timer(self) -> float | None:
-        return None if self._failed else self.timeout_at
+        if self._failed:
+            return None
+        if self.dcqcn is None:
+            return self.timeout_at
+        rate = self.dcqcn.next_time(self.wire_bytes, self._window(None) > 0)
+        return min((t for t in (self.timeout_at, rate) if t is not None), default=None)
 
     def port_status(self, planes_up: set[int], now: float) -> None:
         """An RC QP has no port status protocol: it learns of a dead path from its ACK
@@ -236,6 +293,7 @@ class RoceConnection(ConnectionBase):
         s.tx_data, s.tx_bytes = c["tx_data"], c["tx_bytes"]
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.sacks_tx, s.nacks_tx = c["sacks_tx"], c["nacks_tx"]
+        s.cnps_tx, s.rx_ce = self.cnps_tx, self.dp.rx_ce
         for reason, n in c["dropped"].items():  # the data path's own count, not a sum
             s.dropped[reason] = n
         if c["ctl_overflow"]:
@@ -272,4 +330,6 @@ class RoceConnection(ConnectionBase):
         return {"una": self.una, "send_psn": self.send_psn, "next_psn": self.next_psn,
                 "retries": self.retries, "rto": self.rto, "failed": self._failed,
                 "path": f"0x{self.dp.ev:08x}", "expected": self.dp.expected,
+                "rate_mbps": (self.dcqcn.rc * 8 / 1e6 if self.dcqcn else None),
+                "alpha": self.dcqcn.alpha if self.dcqcn else None,
                 "next_timer_in": (self.next_timer() or now) - now}

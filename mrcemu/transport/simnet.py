@@ -19,7 +19,7 @@ from typing import Protocol
 from mrcemu.topology.addressing import container, container_usids
 from mrcemu.topology.paths import ev_fields
 from mrcemu.wire import codec
-from mrcemu.wire.constants import MRC_DATA, Dscp
+from mrcemu.wire.constants import MRC_DATA, ROCE_DATA, Dscp
 from mrcemu.wire.layout import IPV6_DST, bth_at
 
 
@@ -90,6 +90,8 @@ class SimNet:
                 pkt = codec.trim(pkt, Dscp.TRIMMED_LASTHOP)
             elif self.rng.random() < props.ce:
                 pkt = codec.mark_ce(pkt)
+        elif op in ROCE_DATA and (pkt[1] >> 4) & 3 and self.rng.random() < props.ce:
+            pkt = codec.mark_ce(pkt)  # ECN-capable RoCE data (DCQCN)
         copies = 2 if self.rng.random() < props.dup else 1
         _core, peer = self._nodes[src]
         for _ in range(copies):

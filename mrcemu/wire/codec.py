@@ -101,7 +101,7 @@ class Header:
 
 
 _BY_LAYOUT = {lay: Header(lay) for lay in layout.HEADERS}
-BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH, PETH, ERTH, EETH = (
+BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH, PETH, ERTH, EETH, CNPETH = (
     _BY_LAYOUT[lay] for lay in layout.HEADERS)
 
 # Headers after BTH, per opcode: the table's, as codec headers.

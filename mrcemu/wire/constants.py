@@ -37,6 +37,9 @@ class Opcode(enum.IntEnum):
     RC_WRITE_LAST_IMM = 0x09
     RC_WRITE_ONLY = 0x0A
     RC_ACK = 0x11
+    # RoCEv2's Congestion Notification Packet (IBTA RoCEv2 annex A17): a responder that
+    # received CE-marked data tells the requester's QP; DCQCN's sender lowers its rate.
+    CNP = 0x81
     # MRC: RETH in every data packet.
     WRITE_FIRST = 0xC6
     WRITE_MIDDLE = 0xC7

@@ -165,14 +165,22 @@ class EETH(_Chained):
     fields_desc = from_layout(LAYOUT)
 
 
+class CNP(_Chained):
+    """RoCEv2's congestion notification: 16 reserved bytes (DCQCN, the RoCE baseline)."""
+
+    LAYOUT = layout.CNPETH
+    name = LAYOUT.name
+    fields_desc = from_layout(LAYOUT)
+
+
 # Each header of the table after BTH, by name: where `_next_layer` finds a layer.
 _LAYER: dict[str, type[Packet]] = {c.LAYOUT.name: c for c in (METH, TSETH, RETH, ImmDt, AETH,
                                                             SETH, CCState, NETH, PETH, ERTH,
-                                                            EETH)}
+                                                            EETH, CNP)}
 
 
 split_layers(UDP, roce.BTH, dport=ROCE_UDP_PORT)
 bind_layers(UDP, BTH, dport=ROCE_UDP_PORT)
 
 __all__ = ["BTH", "METH", "TSETH", "RETH", "ImmDt", "AETH", "SETH", "CCState", "NETH", "PETH",
-           "ERTH", "EETH"]
+           "ERTH", "EETH", "CNP"]

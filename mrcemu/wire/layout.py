@@ -141,12 +141,15 @@ EETH = _layout(
     F("tx_timestamp", 16, lua="ts"), F("rsv6", 48), lua="mrc.ep",
 )
 
+# A CNP's 16 reserved bytes after BTH (RoCEv2 annex A17: PSN 0, nothing else meant).
+CNPETH = _layout("CNP", F("rsv0", 64, hex=True), F("rsv1", 64, hex=True), lua="mrc.cnp")
+
 HEADERS: tuple[Layout, ...] = (BTH, METH, TSETH, RETH, IMMDT, AETH, SETH, CC_STATE, NETH,
-                               PETH, ERTH, EETH)
+                               PETH, ERTH, EETH, CNPETH)
 
 # Which headers follow BTH, per opcode. Data packets depend on BTH.ts (TSETH) too.
 CONTROL: dict[Opcode, tuple[Layout, ...]] = {
-    Opcode.ACKNOWLEDGE: (AETH,), Opcode.RC_ACK: (AETH,),
+    Opcode.ACKNOWLEDGE: (AETH,), Opcode.RC_ACK: (AETH,), Opcode.CNP: (CNPETH,),
     Opcode.RELIABILITY_SACK: (SETH, CC_STATE), Opcode.RELIABILITY_NACK: (NETH,),
     Opcode.RELIABILITY_PROBE_REQ: (PETH,), Opcode.ENDPOINT_REQUEST: (ERTH,),
     Opcode.ENDPOINT_RESPONSE: (EETH,),

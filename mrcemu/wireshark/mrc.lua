@@ -6,7 +6,7 @@
 local mrc = Proto("mrc", "Multipath Reliable Connection")
 
 -- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit
-local V_Opcode = { [0x06] = "RC_WRITE_FIRST", [0x07] = "RC_WRITE_MIDDLE", [0x08] = "RC_WRITE_LAST", [0x09] = "RC_WRITE_LAST_IMM", [0x0A] = "RC_WRITE_ONLY", [0x11] = "RC_ACK", [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST", [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM", [0xD1] = "ACKNOWLEDGE", [0xD8] = "ENDPOINT_REQUEST", [0xD9] = "ENDPOINT_RESPONSE", [0xDC] = "RELIABILITY_SACK", [0xDD] = "RELIABILITY_NACK", [0xDE] = "RELIABILITY_PROBE_REQ" }
+local V_Opcode = { [0x06] = "RC_WRITE_FIRST", [0x07] = "RC_WRITE_MIDDLE", [0x08] = "RC_WRITE_LAST", [0x09] = "RC_WRITE_LAST_IMM", [0x0A] = "RC_WRITE_ONLY", [0x11] = "RC_ACK", [0x81] = "CNP", [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST", [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM", [0xD1] = "ACKNOWLEDGE", [0xD8] = "ENDPOINT_REQUEST", [0xD9] = "ENDPOINT_RESPONSE", [0xDC] = "RELIABILITY_SACK", [0xDD] = "RELIABILITY_NACK", [0xDE] = "RELIABILITY_PROBE_REQ" }
 local V_SackMark = { [0x00] = "NONE", [0x01] = "SKIP_ONCE", [0x02] = "ALWAYS_SKIP" }
 local V_NackReason = { [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER", [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT" }
 local V_EndpointOp = { [0x00] = "PORT_STATUS_UPDATE", [0x01] = "EV_PROBE" }
@@ -115,6 +115,8 @@ H.ERTH = { len = 16, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 2, vend
   show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_op, 1, 1 }, { f.mrc_ep_vendor, 3, 1 }, { f.mrc_ep_port_status, 4, 4 }, { f.mrc_ep_ts, 12, 2 }, { f.mrc_ep_tsr, 14, 1 }, { f.mrc_ep_ftype, 15, 1 } } }
 H.EETH = { len = 36, off = { type = 0, nxt = 0, rsv0 = 1, op = 1, rsv1 = 1, rsv2 = 2, rsv3 = 10, rsv4 = 18, rsv5 = 26, tx_timestamp = 28, rsv6 = 30 },
   show = { { f.mrc_ep_type, 0, 1 }, { f.mrc_ep_nxt, 0, 2 }, { f.mrc_ep_resp_op, 1, 1 }, { f.mrc_ep_ts, 28, 2 } } }
+H.CNP = { len = 16, off = { rsv0 = 0, rsv1 = 8 },
+  show = {  } }
 local EV_FIELDS = { { f.ev_plane, 26, 4 }, { f.ev_spine, 16, 10 }, { f.ev_variant, 12, 4 }, { f.ev_index, 0, 12 } }  -- { field, lowest bit, bits }
 -- END GENERATED
 local OPCODES, NACK_REASONS, SACK_M = V_Opcode, V_NackReason, V_SackMark

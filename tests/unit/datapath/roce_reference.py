@@ -18,6 +18,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import ConnectionFailed, MessageReceived, PathRehashed
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryRegion, MemoryTable
+from mrcemu.transport.roce import ECT0
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
@@ -124,7 +125,8 @@ class RoceConnection(ConnectionBase):
                 headers["ImmDt"] = {"imm": msg.imm or 0}
             last = offset + length >= msg.size
             pkt = self.wire.encode(p.src, p.container, delivered=p.delivered, sport=e.ev >> 16,
-                               flow_label=e.ev & 0xFFFF, dscp=Dscp.NO_TRIM, ecn=0,
+                               flow_label=e.ev & 0xFFFF, dscp=Dscp.NO_TRIM,
+                               ecn=ECT0 if self.cfg.roce_dcqcn else 0,
                                bth={"opcode": op, "dqpn": self.remote_qpn,
                                     "psn": self.send_psn & PSN_MASK, "ackreq": int(last)},
                                headers=headers, payload=bytes(msg.data[offset:offset + length]))

@@ -13,7 +13,7 @@ from mrcemu.wire.constants import MRC_DATA, ROCE_DATA, Opcode
 SCAPY = {"METH": layers.METH, "TSETH": layers.TSETH, "RETH": layers.RETH,
          "ImmDt": layers.ImmDt, "AETH": layers.AETH, "SETH": layers.SETH,
          "CC_STATE": layers.CCState, "NETH": layers.NETH, "PETH": layers.PETH,
-         "ERTH": layers.ERTH, "EETH": layers.EETH}
+         "ERTH": layers.ERTH, "EETH": layers.EETH, "CNP": layers.CNP}
 
 SIGNED = {"ack_psn_offset", "sack_offset"}
 

@@ -16,7 +16,7 @@ from mrcemu.wire.constants import Opcode
 SCAPY = {"BTH": layers.BTH, "METH": layers.METH, "TSETH": layers.TSETH, "RETH": layers.RETH,
          "ImmDt": layers.ImmDt, "AETH": layers.AETH, "SETH": layers.SETH,
          "CC_STATE": layers.CCState, "NETH": layers.NETH, "PETH": layers.PETH,
-         "ERTH": layers.ERTH, "EETH": layers.EETH}
+         "ERTH": layers.ERTH, "EETH": layers.EETH, "CNP": layers.CNP}
 
 
 def reference_pack(lay: layout.Layout, values: dict[str, int]) -> bytes:
