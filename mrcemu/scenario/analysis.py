@@ -333,6 +333,27 @@ def flow_paths(raw: dict) -> dict:
     return {"bin_s": BIN, "flows": dict(sorted(out.items()))}
 
 
+def per_size(raw: dict) -> dict[str, dict]:
+    """Per message size (a sweep's, or the one size), over the iterations that completed:
+    their median time and bus bandwidth, the bytes each host sent in an iteration over
+    that time (NCCL's busbw: a ring all-reduce's 2(n-1)/n of the size, an all-to-all's
+    n-1 messages); and its p99. A stream has no iterations to time (empty)."""
+    out: dict[str, dict] = {}
+    for size in dict.fromkeys(it.get("size") for it in raw["iterations"]):
+        its = [it for it in raw["iterations"] if it.get("size") == size and "end" in it]
+        if size is None or not its:
+            continue
+        times = [it["end"] - it["start"] for it in its]
+        senders = {f["src"] for f in its[0]["flows"]}
+        per_host = sum(f["size"] for f in its[0]["flows"]) / max(1, len(senders))
+        p50 = percentile(times, 50)
+        out[str(size)] = {"iterations": len(its), "iteration_s_p50": _r(p50),
+                          "iteration_s_p99": _r(percentile(times, 99)),
+                          "host_bytes": int(per_host),
+                          "busbw_mbps": _r(per_host * 8 / p50 / 1e6, 2) if p50 else None}
+    return out
+
+
 def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     flows = [f for it in raw["iterations"] for f in it["flows"]]
     posted = [f["posted_at"] for f in flows if f.get("posted_at")]
@@ -371,6 +392,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "messages_ok": sum(1 for f in flows if f.get("ok")),
         "integrity_ok": complete and all(f.get("ok") for f in flows),
         "per_flow": per_flow(flows),
+        "per_size": per_size(raw),
         "flow_paths": flow_paths(raw),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),

@@ -111,7 +111,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                 ui("stage", {"text": f"healed; settling {sc.settle_s:g} s"})
                 time.sleep(sc.settle_s)
             capture.start(transport)
-            ui("transport", {"transport": transport, "iterations": sc.workload.iterations})
+            ui("transport", {"transport": transport,
+                             "iterations": sc.workload.iterations * len(sc.workload.sizes)})
             try:
                 raw = run_transport(sc, transport, layout, pids, ui, halt)
             finally:
@@ -133,6 +134,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                    "seed": sc.seed, "transport_config": config,
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
                                 "iterations": sc.workload.iterations,
+                                **({"sizes": list(sc.workload.sweep)}
+                                   if sc.workload.sweep else {}),
+                                **({"qps": sc.workload.qps} if sc.workload.qps > 1 else {}),
                                 **({"pairs": [f"h{a}-h{b}" for a, b in sc.workload.pairs],
                                     "duration_s": sc.workload.duration,
                                     "depth": sc.workload.depth}

@@ -17,6 +17,7 @@ from mrcemu.errors import ConfigError, MrcemuError
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.profiles import MAX_QPS
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast", "stream")
@@ -52,6 +53,16 @@ class Workload:
     # stream: transport settings of single pairs' connections (`pair_transport`), over
     # the scenario's `transport:`; PAPER.md E8 pins one flow to one EV.
     pair_transport: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    # A message-size sweep (`size: [64KiB, 1MiB]`): `iterations` at each size in turn;
+    # empty, `size` alone. PAPER.md E9/E10 (the paper's Fig. 16/17).
+    sweep: tuple[int, ...] = ()
+    # RoCE QPs a pair (its QP scaling: each message split over them, as a collective
+    # library splits one over its QPs); MRC sprays each pair's one QP whatever this says.
+    qps: int = 1
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return self.sweep or (self.size,)
 
     def phases(self, hosts: int) -> list[list[tuple[int, int, int]]]:
         """One iteration as phases run one after another; each phase is a set of
@@ -127,7 +138,7 @@ TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
                       "roce_ack_every", "roce_retry_count")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
-             "duration", "depth", "pair_transport")
+             "duration", "depth", "pair_transport", "qps")
 _FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",
           "duty")
 _CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
@@ -187,13 +198,27 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
     if "size" not in data:
         raise ConfigError(source, "workload.size", None, "is required",
                           "add 'size: 512KiB' (bytes per message)")
-    size = _size(source, "workload.size", data["size"])
+    sweep: tuple[int, ...] = ()
+    if isinstance(data["size"], list):
+        if not data["size"] or kind == "stream":
+            raise ConfigError(source, "workload.size", data["size"],
+                              "a list of sizes is a sweep of an iterated workload" if
+                              data["size"] else "is an empty sweep",
+                              "give one size (a stream), or a non-empty list such as "
+                              "[64KiB, 1MiB]")
+        sweep = tuple(_size(source, f"workload.size[{i}]", v)
+                      for i, v in enumerate(data["size"]))
+        size = sweep[0]
+    else:
+        size = _size(source, "workload.size", data["size"])
+    qps = int(_number(source, "workload.qps", data.get("qps", 1), 1, MAX_QPS,
+                      f"use 1..{MAX_QPS} RoCE QPs a pair", whole=True))
     iterations = int(_number(source, "workload.iterations", data.get("iterations", 1), 1, 10000,
                              "use a whole number of iterations, e.g. 4", whole=True))
     src = dst = None
     senders: tuple[int, ...] = ()
     if kind == "stream":
-        return _stream(source, data, topo, size)
+        return replace(_stream(source, data, topo, size), qps=qps)
     for k in ("pairs", "both_ways", "duration", "depth", "pair_transport"):
         if k in data:
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
@@ -224,7 +249,7 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                           or (k == "dst" and kind not in ("single", "incast"))):
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it")
-    return Workload(kind, size, iterations, src, dst, senders)
+    return Workload(kind, size, iterations, src, dst, senders, sweep=sweep, qps=qps)
 
 
 def _stream(source: str, data: dict, topo: Topology, size: int) -> Workload:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
@@ -134,7 +134,6 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     Returns the raw record; `stop` (set on Ctrl-C) ends it early and the record says
     how far it got."""
     hosts = range(sc.topology.hosts)
-    phases = sc.workload.phases(sc.topology.hosts)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
                  "failed_flows": [], "cpus": fidelity.cpus(), "slowdown": sc.slowdown}
@@ -153,9 +152,15 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         if mapper is not None:
             mapper.start()
         timeline.start()
+        # A sweep runs its iterations at each size in turn; its iterations are numbered
+        # on across sizes, and each record says its size.
+        runs = [(size, replace(sc.workload, size=size).phases(sc.topology.hosts))
+                for size in sc.workload.sizes]
+        todo = [(size, phases) for size, phases in runs
+                for _ in range(sc.workload.iterations)]
         try:
-            for it in range(sc.workload.iterations):
-                rec: dict = {"index": it, "flows": [], "complete": False}
+            for it, (size, phases) in enumerate(todo):
+                rec: dict = {"index": it, "flows": [], "complete": False, "size": size}
                 raw["iterations"].append(rec)
                 if sc.workload.kind == "stream":
                     rec["complete"] = _run_stream(client, sc, transport, rec, t0, stop)
@@ -172,7 +177,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                 if rec["complete"] and posted and ends:
                     rec["start"], rec["end"] = min(posted), max(ends)
                 notify("iteration", {"transport": transport, "index": it,
-                                     "of": sc.workload.iterations, "record": rec,
+                                     "of": len(todo), "record": rec,
                                      "t": time.monotonic() - t0})
                 if not rec["complete"]:
                     # Why it stopped: Ctrl-C, a connection that gave up (a RoCE QP past
@@ -197,14 +202,32 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     return raw
 
 
+def qps_of(sc: Scenario, transport: str) -> int:
+    """The QPs a pair uses: the workload's `qps` for RoCE; MRC sprays one QP a pair."""
+    return sc.workload.qps if transport == "roce" else 1
+
+
+def split_over_qps(flows: list[tuple[int, int, int]], qps: int
+                   ) -> list[tuple[int, int, int, int]]:
+    """Each (src, dst, bytes) message as (src, dst, bytes, qp) writes: split over `qps`
+    QPs in equal parts (the first ones a byte more where it does not divide), none
+    empty, as a collective library splits a message over a pair's QPs."""
+    out = []
+    for s, d, n in flows:
+        k = min(qps, n)
+        out += [(s, d, n // k + (1 if q < n % k else 0), q) for q in range(k)]
+    return out
+
+
 def _run_phase(client: NicClient, sc: Scenario, transport: str, it: int, ph: int,
                flows: list[tuple[int, int, int]], rec: dict, t0: float,
                stop: threading.Event) -> bool:
     """Post one phase's writes at once and wait for all; then check every message's
     SHA-256 at the destination. False if it did not finish."""
     writes = [{"src": s, "dst": d, "size": n, "transport": transport, "phase": ph,
-               "seed": (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF}
-              for k, (s, d, n) in enumerate(flows)]
+               "seed": (sc.seed * 1_000_003 + it * 10_007 + ph * 101 + k) & 0x7FFFFFFF,
+               **({"qp": q} if q else {})}
+              for k, (s, d, n, q) in enumerate(split_over_qps(flows, qps_of(sc, transport)))]
     client.post(writes)
     rec["flows"].extend(writes)
     client.wait(writes, lambda: stop.is_set() or time.monotonic() - t0 > sc.timeout_s,
@@ -230,6 +253,8 @@ def _run_stream(client: NicClient, sc: Scenario, transport: str, rec: dict, t0: 
         made += 1
         w = {"src": a, "dst": b, "size": wl.size, "transport": transport, "phase": 0,
              "seed": (sc.seed * 1_000_003 + made * 101) & 0x7FFFFFFF}
+        if (q := made % qps_of(sc, transport)):  # a pair's writes take its QPs in turn
+            w["qp"] = q
         if (a, b) in wl.pair_transport:
             w["settings"] = wl.pair_transport[(a, b)]
         return w

@@ -128,6 +128,13 @@ def test_workload_phases():
      "workload.pair_transport", "kind: stream"),
     ({"faults": [{"at": 1, "kind": "path-loss", "target": "h0-h1/p0s0", "value": 20}]},
      "faults[0].target", "share a leaf"),
+    ({"workload": {"kind": "all-to-all", "size": []}}, "workload.size", "empty sweep"),
+    ({"workload": {"kind": "all-to-all", "size": ["1MiB", "big"]}}, "workload.size[1]",
+     "not a size"),
+    ({"workload": {"kind": "stream", "size": ["1MiB"], "duration": 1}}, "workload.size",
+     "sweep of an iterated workload"),
+    ({"workload": {"kind": "all-to-all", "size": "1MiB", "qps": 17}}, "workload.qps",
+     "1..16 RoCE QPs"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})
@@ -227,3 +234,13 @@ def test_run_refuses_a_slowdown_below_one():
     from mrcemu import cli
     r = CliRunner().invoke(cli.main, ["run", "failover", "--slowdown", "0.5"])
     assert r.exit_code == 2 and "--slowdown" in r.output
+
+
+def test_a_size_list_is_a_sweep_and_qps_are_roce_qps(tmp_path):
+    p = write(tmp_path, {**BASE, "workload": {"kind": "ring-allreduce", "iterations": 2,
+                                              "size": ["64KiB", "1MiB"], "qps": 4}})
+    wl = load(p).workload
+    assert wl.sizes == (65536, 1 << 20) and wl.size == 65536 and wl.qps == 4
+    one = load(write(tmp_path, {**BASE, "workload": {"kind": "all-to-all", "size": "1MiB"}},
+                     "one.yaml")).workload
+    assert one.sizes == (1 << 20,) and one.qps == 1

@@ -122,3 +122,55 @@ def test_a_stream_keeps_its_depth_in_flight_each_way_until_its_duration(monkeypa
     pinned = {"ev_planes": [1], "ev_set_per_plane": 1}
     assert set(map(str, nics.settings[("h0", 3)])) == {str(pinned)}
     assert set(nics.settings[("h3", 0)]) == {None}
+
+
+class QpNics(FakeNics):
+    """Records each write's QP and size."""
+
+    def __init__(self) -> None:
+        super().__init__(qp_fails=False)
+        self.writes: list[tuple[str, int, int, int]] = []
+
+    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+        self.host = host
+        return super().__call__(host, op, timeout, **args)
+
+    def one(self, req: dict) -> dict:
+        if req["op"] == "write":
+            self.writes.append((self.host, req["peer"], req.get("qp", 0), req["size"]))
+        return super().one(req)
+
+
+def test_split_over_qps_keeps_every_byte_and_no_empty_write():
+    assert runner.split_over_qps([(0, 1, 10)], 4) == [(0, 1, 3, 0), (0, 1, 3, 1),
+                                                      (0, 1, 2, 2), (0, 1, 2, 3)]
+    assert runner.split_over_qps([(0, 1, 2)], 4) == [(0, 1, 1, 0), (0, 1, 1, 1)]
+    assert runner.split_over_qps([(0, 1, 7)], 1) == [(0, 1, 7, 0)]
+
+
+@pytest.mark.parametrize("transport", ["roce", "mrc"])
+def test_a_sweep_runs_each_size_in_turn_and_roce_splits_over_its_qps(monkeypatch, tmp_path,
+                                                                     transport):
+    nics = QpNics()
+    monkeypatch.setattr(client, "request", nics)
+    p = tmp_path / "s.yaml"
+    p.write_text("topology: small\nworkload: {kind: all-to-all, size: [4KiB, 64KiB], "
+                 "iterations: 2, qps: 4}\ntransports: [mrc, roce]\n")
+    sc = load(p)
+    layout = Layout(sc.topology)
+    raw = runner.run_transport(sc, transport, layout, {}, lambda *_: None, threading.Event())
+    assert [it["size"] for it in raw["iterations"]] == [4096, 4096, 65536, 65536]
+    assert raw["completed"]
+    pairs = 4 * 3
+    qps = 4 if transport == "roce" else 1
+    assert len(nics.writes) == 4 * pairs * qps
+    # each message's bytes, over the pair's QPs: every QP used, every byte posted
+    assert {q for *_, q, _n in nics.writes} == set(range(qps))
+    assert sum(n for *_, n in nics.writes) == 2 * pairs * (4096 + 65536)
+    s = analysis.summarize(raw, layout, 64)
+    assert sorted(s["per_size"]) == ["4096", "65536"]
+    assert s["per_size"]["65536"]["iterations"] == 2
+    assert s["per_size"]["65536"]["host_bytes"] == 3 * 65536  # n-1 messages a host
+    # the fake completes each write 0.5 s after posting: busbw = bytes a host sent / 0.5 s
+    assert s["per_size"]["65536"]["busbw_mbps"] == pytest.approx(3 * 65536 * 8 / 0.5 / 1e6,
+                                                                 abs=0.01)
