@@ -33,6 +33,9 @@ class Thresholds:
     # "Flow 1 moves to EV-B" (E8): at most this share of its data packets still on EV-A's
     # path over the stream's second half (spraying evenly over its two EVs gives 0.5).
     moved_off: float = 0.20
+    # "MRC ahead" (E9, E10): MRC's bus bandwidth over each RoCE configuration's, at each
+    # loss level and size judged, at least this.
+    ahead: float = 1.0
 
 
 THRESHOLDS = Thresholds()
@@ -92,3 +95,18 @@ def jain(xs: list[float]) -> float | None:
     if not xs or not any(xs):
         return None
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def ahead(ratios: dict[str, float | None], what: str,
+          th: Thresholds = THRESHOLDS) -> tuple[bool, str]:
+    """Every ratio (MRC's figure over a baseline's) at least `ahead`."""
+    vs = {k: v for k, v in ratios.items() if v is not None}
+    if not vs or len(vs) != len(ratios):
+        return False, f"no measurement for {what}"
+    low_key = min(vs, key=lambda k: vs[k])
+    low = vs[low_key]
+    if low >= th.ahead:
+        return True, f"{what}: at least {low:.2f} times in all {len(vs)} comparisons"
+    behind = sum(1 for v in vs.values() if v < th.ahead)
+    return False, (f"{what}: behind in {behind} of {len(vs)} comparisons, the lowest "
+                   f"{low:.2f} ({low_key})")

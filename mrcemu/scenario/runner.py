@@ -57,6 +57,14 @@ class Timeline(threading.Thread):
         self.halt = threading.Event()
         self.lock = threading.Lock()
 
+    def apply_at_start(self) -> None:
+        """Apply the faults at t=0 now, before the workload starts (the run's thread then
+        begins after them): a fault at 0 is in place from the first packet on, however
+        long injecting it takes (host-loss on 8 hosts takes ~1 s of nft calls)."""
+        while self.plan and self.plan[0][0] <= self.t0:
+            _, action, i = self.plan.pop(0)
+            self._apply(action, i)
+
     def run(self) -> None:
         for when, action, i in self.plan:
             if self.halt.wait(max(0.0, when - time.monotonic())):
@@ -151,6 +159,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                   if sc.map_interval_ms else None)
         if mapper is not None:
             mapper.start()
+        timeline.apply_at_start()
         timeline.start()
         # A sweep runs its iterations at each size in turn; its iterations are numbered
         # on across sizes, and each record says its size.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mrcemu.scenario import analysis, report
 from mrcemu.topology import Layout, faults, load
 from mrcemu.topology.paths import make_ev
@@ -209,3 +211,12 @@ def test_flow_paths_bins_each_restricted_flows_packets_by_path_and_skips_wide_on
     evs = [make_ev(p, s, 0) for p in range(3) for s in range(3)]
     conn["tx"] = {"t": [T0 + 0.1] * len(evs), "ev": evs, "rtx": [0] * len(evs), "overflow": 0}
     assert analysis.flow_paths(raw)["flows"] == {}
+
+
+def test_transport_time_sums_each_phase_and_leaves_out_the_gaps_between():
+    it = {"flows": [
+        {"phase": 0, "posted_at": 10.0, "done_at": 10.4},
+        {"phase": 0, "posted_at": 10.1, "done_at": 10.5},
+        {"phase": 1, "posted_at": 11.0, "done_at": 11.2},  # 0.5 s of polling before it
+    ]}
+    assert analysis.transport_time(it) == pytest.approx(0.5 + 0.2)
