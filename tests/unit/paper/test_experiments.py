@@ -46,9 +46,67 @@ def test_every_runnable_experiment_is_a_valid_scenario(quick):
         "h0-p0", "h0-p1", "h0-p2", "h0-p3"]
 
 
-def test_the_ones_not_yet_runnable_say_what_they_need():
+def test_every_experiment_runs_one_scenario_or_a_sweep():
     for e in ex.EXPERIMENTS:
-        assert (e.scenario is None) == bool(e.missing), e.id
+        assert (e.scenario is None) == (e.sweep is not None), e.id
+        assert not e.missing, e.id
+    assert [e.id for e in ex.EXPERIMENTS if e.sweep] == ["E9", "E10"]
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_e9_e10_sweep_mrc_on_default_against_roce_on_ecmp(quick):
+    for e, kind in (("E9", "ring-allreduce"), ("E10", "all-to-all")):
+        runs = ex.BY_ID[e].sweep.runs(quick)
+        assert len(runs) == 3 * len(ex.sweep_losses(quick))
+        for label, m in runs:
+            sc = from_mapping(m, f"<{label}>", label)
+            assert sc.workload.kind == kind and len(sc.workload.sizes) == len(
+                ex.sweep_sizes(quick))
+            if label.startswith("mrc"):
+                assert sc.topology.name == "default" and sc.transports == ("mrc",)
+            else:
+                assert sc.topology.name == "ecmp" and sc.transports == ("roce",)
+                assert sc.workload.qps == (8 if "8qp" in label else 1)
+            lossy = not label.endswith("loss0")
+            assert len(sc.faults) == (8 if lossy else 0)
+            assert all(f.kind == "host-loss" and f.at == 0 for f in sc.faults)
+        # the same aggregate bandwidth a host on both fabrics
+        topos = {from_mapping(m, "x", "x").topology for _, m in runs}
+        assert len({t.planes * t.host_link_mbps for t in topos}) == 1
+
+
+def sweep_reports(busbw: dict[str, dict[str, list[float | None]]], slowdown: float = 4.0
+                  ) -> dict[str, dict]:
+    """Reports of a --quick sweep: busbw (slowed Mb/s) per loss label, config, size."""
+    out = {}
+    for loss, per in busbw.items():
+        for label, values in per.items():
+            transport = "mrc" if label == "mrc" else "roce"
+            out[f"{label}-{loss}"] = {"slowdown": slowdown, "transports": {transport: {
+                "per_size": {str(n): {"busbw_mbps": v}
+                             for n, v in zip((64 << 10, 1 << 20), values, strict=True)
+                             if v is not None}}}}
+    return out
+
+
+def test_e10_wants_mrc_ahead_at_every_size_and_loss():
+    ahead = {"loss0": {"mrc": [30.0, 38.0], "roce-1qp": [20.0, 30.0], "roce-8qp": [10, 20.0]},
+             "loss1": {"mrc": [20.0, 30.0], "roce-1qp": [5.0, None], "roce-8qp": [2.0, 1.0]}}
+    m, ok, why = ex.e10_measure(sweep_reports(ahead), True)
+    assert ok, why
+    assert m["busbw_mbps"]["0"]["mrc"] == {"64KiB": 120.0, "1MiB": 152.0}  # full speed
+    assert m["roce_did_not_complete"] == ["1%/1MiB/mrc:roce-1qp"]
+    assert "RoCE did not complete 1" in why
+    behind = {**ahead, "loss0": {**ahead["loss0"], "roce-1qp": [31.0, 30.0]}}
+    m, ok, why = ex.e10_measure(sweep_reports(behind), True)
+    assert not ok and "behind in 1 of" in why and "0%/64KiB/mrc:roce-1qp" in why
+    assert m["roce_1qp_share_of_mrc"] == pytest.approx(30 / 38)
+    # E9 judges the largest size only: there MRC is ahead
+    assert ex.e9_measure(sweep_reports(behind), True)[1]
+    # an MRC run that did not complete a size is no verdict of MRC's lead
+    missing = {**ahead, "loss1": {**ahead["loss1"], "mrc": [20.0, None]}}
+    m, ok, why = ex.e10_measure(sweep_reports(missing), True)
+    assert not ok and why.startswith("MRC did not complete")
 
 
 def test_a_leaf_down_at_seven_eighths_is_as_the_paper_and_at_half_it_is_not():
