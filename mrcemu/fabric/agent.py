@@ -118,6 +118,20 @@ def restore(topology: dict, devs: dict[str, list[Any]]) -> None:
 
 
 @op
+def ecmp_routes(topology: dict, dead: list[str], nodes: dict[str, int]) -> None:
+    """An ECMP fabric's leaves ({node: pid}) converged around the `dead` links."""
+    from mrcemu.fabric.netlink import set_multipath
+    from mrcemu.fabric.netns import iproute
+    from mrcemu.topology.routes import tables
+
+    layout = _layout(topology)
+    now, full = tables(layout, frozenset(dead)), tables(layout)
+    for node, pid in nodes.items():
+        with iproute(pid) as ipr:
+            set_multipath(ipr, now[node], full[node])
+
+
+@op
 def nft(pid: int, rules: list[str]) -> None:
     from mrcemu.fabric.inject import _nft_rules
 

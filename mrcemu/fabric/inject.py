@@ -24,13 +24,15 @@ from mrcemu.errors import MrcemuError
 from mrcemu.fabric import bpf, children
 from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout
-from mrcemu.topology.addressing import host_address
+from mrcemu.topology.addressing import Kind, host_address
 from mrcemu.topology.faults import (
     CARRIER_KINDS,
     DROP_KINDS,
+    ROUTED_AROUND,
     Fault,
     check,
     path_target,
+    routed_around,
     targets,
 )
 from mrcemu.topology.layout import Interface
@@ -210,7 +212,51 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
         _sync_nft(layout, pids, active, set())
     _save(active)
     _log("inject", fault)
+    if layout.topo.ecmp and fault.kind in ROUTED_AROUND:
+        # An ECMP fabric's routing learns of it after its reconvergence delay (the
+        # switch at a downed link's end stops using it at once: ignore_routes_with_
+        # linkdown), then every leaf routes around it.
+        children.spawn([sys.executable, "-m", "mrcemu.fabric.inject", "reconverge",
+                        "--after", str(_reconvergence_s())],
+                       what=f"reconverge around {fault.key}",
+                       log=rundir.LOGS / "reconverge.err")
     return fault
+
+
+def _reconvergence_s() -> float:
+    """The fabric's routing reconvergence delay: the transport config's (the RoCE
+    baseline's emulated one, slowed with the run)."""
+    from mrcemu.fabric import state
+
+    return state.require_state().transport().roce_reconvergence
+
+
+def reconverge(layout: Layout, pids: dict[str, int]) -> frozenset[str]:
+    """Every leaf of an ECMP fabric routes around the links the active faults broke
+    (and over every link again once healed), each by its server's agent."""
+    dead = routed_around(layout, active_faults())
+    leaves = [n.name for n in layout.switches if n.kind is Kind.LEAF]
+    servers = _servers()
+    for server, nodes in servers.group(leaves).items():
+        servers.call(server, "ecmp_routes", topology=asdict(layout.topo), dead=sorted(dead),
+                     nodes={n: pids[n] for n in nodes})
+    return dead
+
+
+def _reconverge_after(delay: float) -> None:
+    from mrcemu.fabric import state
+
+    stopping: list[bool] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    _sleep_until(time.monotonic() + delay, stopping)
+    if stopping:
+        return
+    st = state.require_state()
+    dead = reconverge(Layout(st.topo()), st.nodes)
+    with rundir.FAULT_LOG.open("a") as f:
+        f.write(json.dumps({"t": round(time.monotonic(), 6), "event": "reconverged",
+                            "around": sorted(dead)}) + "\n")
 
 
 def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[Fault]:
@@ -237,6 +283,8 @@ def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[F
         _save(active)
         _log("heal", f)
         healed.append(f)
+    if layout.topo.ecmp and any(f.kind in ROUTED_AROUND for f in healed):
+        reconverge(layout, pids)  # a link back up is routed over at once
     return healed
 
 
@@ -284,8 +332,13 @@ def main() -> int:
     f.add_argument("target")
     f.add_argument("--period", type=float, required=True)
     f.add_argument("--duty", type=float, required=True)
+    r = sub.add_parser("reconverge")
+    r.add_argument("--after", type=float, required=True)
     args = ap.parse_args()
-    _flap(args.target, args.period, args.duty)
+    if args.cmd == "flap":
+        _flap(args.target, args.period, args.duty)
+    else:
+        _reconverge_after(args.after)
     return 0
 
 

@@ -101,6 +101,26 @@ def restore(ipr: IPRoute, table: NodeTable, devs: set[str]) -> None:
             add_route(ipr, route, ifindex, "replace")
 
 
+def set_multipath(ipr: IPRoute, table: NodeTable, full: NodeTable) -> None:
+    """An ECMP leaf's multipath routes as `table` has them (its routing converged around
+    dead links): each route of `full` with several next hops replaced by `table`'s, or
+    deleted where `table` has none."""
+    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+    now = {r.dst: r for r in table.routes}
+    for r in full.routes:
+        if not r.also:
+            continue
+        if r.dst in now:
+            add_route(ipr, now[r.dst], ifindex, "replace")
+        else:
+            try:
+                ipr.route("del", dst=str(r.dst.network_address), dst_len=r.dst.prefixlen,
+                          family=socket.AF_INET6)
+            except Exception as e:  # noqa: BLE001 - gone already: what we wanted
+                if getattr(e, "code", None) not in (3, 2):  # ESRCH/ENOENT
+                    raise
+
+
 def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:
     """Addresses, neighbours and routes of one node. Interfaces must exist."""
     ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}

@@ -159,6 +159,18 @@ def links_of(layout: Layout, fault: Fault) -> set[str]:
     return {name[(i.node, i.name)] for i in targets(layout, fault)}
 
 
+# What an ECMP fabric's routing detects and converges around (a routing session over a
+# link that drops everything goes down, BFD's or the protocol's timers): links down,
+# blackholed, or taken with a switch or plane. Loss, a slow link or a flap it does not.
+ROUTED_AROUND = ("link-down", "gray", "switch-down", "plane-down")
+
+
+def routed_around(layout: Layout, active: list[Fault]) -> frozenset[str]:
+    """The links an ECMP fabric's routing has removed once it converged on `active`."""
+    return frozenset(n for f in active if f.kind in ROUTED_AROUND
+                     for n in links_of(layout, f))
+
+
 def affects(layout: Layout, fault: Fault) -> Callable[[int, int, int], bool]:
     """Whether the data path of EV `ev` from host `src` to host `dst` crosses what the
     fault breaks (either direction, but a path-loss only its own). Reports use it to find

@@ -17,7 +17,7 @@ from mrcemu.topology.addressing import (
     usid,
     usid_prefix,
 )
-from mrcemu.topology.layout import Interface, Layout
+from mrcemu.topology.layout import Interface, Layout, leaf_name
 
 # The device End routes hang on. Not `lo`: on this kernel an End next-csid route on
 # lo drops every packet after the shift (Ip6InNoRoutes), and there is no dummy
@@ -70,19 +70,28 @@ def _via(i: Interface, dst: IPv6Network, src: IPv6Address | None = None) -> Rout
     return Route(dst, i.name, i.peer_link_local, src)
 
 
-def ecmp_routes(layout: Layout, name: str) -> list[Route]:
+def ecmp_routes(layout: Layout, name: str, dead: frozenset[str] = frozenset()
+                ) -> list[Route]:
     """An ECMP fabric's switch routes to the hosts, besides its uSID routes: a leaf
     reaches each host of another leaf over every spine at once, a spine each host over
-    the host's leaf. Host addresses are plane 0's, the one plane such a fabric has."""
+    the host's leaf. Host addresses are plane 0's, the one plane such a fabric has.
+
+    `dead`: links (`p0l0-p0s2`) routing has converged around. A leaf then reaches a
+    host over the spines whose links to both leaves are alive, and not at all (no
+    route) when none is: what a routing daemon leaves in the FIB once it knows."""
     topo, node = layout.topo, layout.nodes[name]
     ifaces = layout.interfaces[name]
     out = []
     for h in range(topo.hosts):
         dst = usid_prefix(usid(0, Kind.HOST, h))
         if node.kind is Kind.LEAF and topo.leaf_of(h) != node.index:
-            up = [i for i in ifaces if i.peer_node.startswith(f"p{node.plane}s")]
-            out.append(Route(dst, up[0].name, up[0].peer_link_local,
-                             also=tuple((i.name, i.peer_link_local) for i in up[1:])))
+            far = leaf_name(node.plane, topo.leaf_of(h))
+            up = [i for i in ifaces if i.peer_node.startswith(f"p{node.plane}s")
+                  and f"{name}-{i.peer_node}" not in dead
+                  and f"{far}-{i.peer_node}" not in dead]
+            if up:
+                out.append(Route(dst, up[0].name, up[0].peer_link_local,
+                                 also=tuple((i.name, i.peer_link_local) for i in up[1:])))
         elif node.kind is Kind.SPINE:
             down = next(i for i in ifaces if layout.nodes[i.peer_node].index
                         == topo.leaf_of(h))
@@ -90,7 +99,8 @@ def ecmp_routes(layout: Layout, name: str) -> list[Route]:
     return out
 
 
-def tables(layout: Layout) -> dict[str, NodeTable]:
+def tables(layout: Layout, dead: frozenset[str] = frozenset()) -> dict[str, NodeTable]:
+    """Every node's table; `dead`: the links an ECMP fabric's routing converged around."""
     out: dict[str, NodeTable] = {}
     for name, node in layout.nodes.items():
         ifaces = layout.interfaces[name]
@@ -105,7 +115,7 @@ def tables(layout: Layout) -> dict[str, NodeTable]:
             routes.append(Route(usid_prefix(layout.node_usid(name)), END_DEV, end=True))
             routes += [_via(i, usid_prefix(i.peer_usid)) for i in ifaces]
             if layout.topo.ecmp:
-                routes += ecmp_routes(layout, name)
+                routes += ecmp_routes(layout, name, dead)
         neigh = tuple(Neighbour(i.name, i.peer_link_local, i.peer_mac) for i in ifaces)
         out[name] = NodeTable(name, tuple(routes), tuple(addrs), neigh)
     return out

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import zlib
+from dataclasses import replace
 
 from mrcemu.topology import Topology
 from mrcemu.transport.base import Connection
@@ -36,6 +38,10 @@ def make_connection(transport: str, topo: Topology, host: int, peer: int,
         ents = [zlib.crc32(key + local.to_bytes(4, "big") + bytes([k]))
                 for k in range(ECMP_REHASHES)]
         prof = ecmp_profile(topo, host, peer, ents)
+        # The fabric's own routing reconverges there (fabric/inject.py): the QP keeps
+        # its flow, as a real RC QP does, and retries until the route is back or its
+        # retry count runs out. (On uSID fabrics it re-hashes itself after the delay.)
+        cfg = replace(cfg, roce_reconvergence=math.inf)
     else:
         prof = profile(topo, host, peer, cfg)
     return RoceConnection(cfg, prof, local, remote, memory, flow_key=key)

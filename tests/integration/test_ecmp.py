@@ -4,10 +4,12 @@ over their spines with the kernel's own multipath routes."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
 
+from mrcemu import rundir
 from mrcemu.fabric import state
 from mrcemu.fabric.clean import clean
 from mrcemu.fabric.netlink import read_routes
@@ -15,7 +17,7 @@ from mrcemu.fabric.netns import iproute
 from mrcemu.nic import transfer
 from mrcemu.topology import Layout, load
 from mrcemu.topology.routes import tables
-from tests.integration.conftest import mrcemu
+from tests.integration.conftest import mrcemu, wait_for
 
 SPINES = [f"p0s{s}" for s in range(4)]
 # Both ways between the leaves: every one of these crosses a spine.
@@ -80,3 +82,39 @@ def test_roce_flows_are_spread_by_the_kernels_hash_each_on_one_spine(ecmp):
             assert where[(a, b)] == carried[0], (a, b)
         where[(a, b)] = carried[0]
     assert len(set(where.values())) > 1, where
+
+
+def leaf_nexthops(node: str, host: int) -> list[str] | None:
+    """The devices of a leaf's kernel route to a host, None if it has none."""
+    with iproute(state.load_state().nodes[node]) as ipr:
+        for r in read_routes(ipr):
+            if str(r.dst) == f"fcbb:bb00:{0xC00 + host:x}::/48":
+                return sorted(d for d, _ in r.nexthops) or [r.dev]
+    return None
+
+
+def test_routing_converges_around_a_dead_link_after_its_delay_and_back_on_heal(ecmp):
+    topo = state.load_state().topo()
+    delay = state.load_state().transport().roce_reconvergence
+    all4 = [f"p0l0-s{s}" for s in range(4)]
+    assert leaf_nexthops("p0l0", 5) == all4
+    t0 = time.monotonic()
+    r = mrcemu("fail", "link-down", "p0l1-p0s2")
+    assert r.returncode == 0, r.stderr
+    # the far leaf learns of it by reconvergence: s2 no longer reaches p0l1's hosts
+    wait_for(lambda: leaf_nexthops("p0l0", 5) != all4, limit=delay + 30)
+    assert time.monotonic() - t0 >= delay
+    assert leaf_nexthops("p0l0", 5) == ["p0l0-s0", "p0l0-s1", "p0l0-s3"]
+    assert leaf_nexthops("p0l1", 1) == ["p0l1-s0", "p0l1-s1", "p0l1-s3"]
+    log = [json.loads(x) for x in (rundir.FAULT_LOG.read_text().splitlines())]
+    assert [e["around"] for e in log if e["event"] == "reconverged"][-1] == ["p0l1-p0s2"]
+    # RoCE between the leaves, every flow of the 8, both ways: all intact, none on s2
+    before = spine_packets()
+    res, _ = transfer.run_many(topo, [(a, b, 128 << 10, "roce", 1) for a, b in FLOWS], 120)
+    assert all(x["integrity_ok"] for x in res)
+    after = spine_packets()
+    assert after["p0s2"] == before["p0s2"]
+    # healed: every leaf routes over all four spines again, at once
+    assert mrcemu("heal").returncode == 0
+    assert leaf_nexthops("p0l0", 5) == all4
+    assert leaf_nexthops("p0l1", 1) == [f"p0l1-s{s}" for s in range(4)]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcemu.topology import Layout, Topology, load
-from mrcemu.topology.addressing import Kind, container_usids
+from mrcemu.topology.addressing import Kind, container_usids, usid_prefix
 from mrcemu.topology.paths import (
     ecmp_paths,
     ev_fields,
@@ -155,3 +155,42 @@ def test_ecmp_paths_carry_their_entropy_in_the_flow_label():
     assert path_label(ps[0].ev) == "p0-ecmp" and path_label(paths(topo, 0, 5)[1].ev) == "p0s1"
     with pytest.raises(ValueError, match="not an ECMP fabric"):
         ecmp_paths(load("default"), 0, 5, [1])
+
+
+def test_ecmp_routing_converges_around_dead_links_and_leaves_no_route_when_none_is_left():
+    from mrcemu.topology.faults import Fault, routed_around
+
+    layout = Layout(load("ecmp"))
+
+    def hops(tabs, leaf, host):
+        (r,) = [r for r in tabs[leaf].routes if str(r.dst) == f"fcbb:bb00:{0xC00 + host:x}::/48"]
+        return [d for d, _ in r.nexthops]
+
+    # a link at leaf 0: leaf 0 stops using it, and leaf 1 stops sending leaf 0's hosts
+    # through that spine (it cannot reach leaf 0 from there); leaf 1's own hosts are
+    # still reached over it from leaf 0's side only if both links are up: not here
+    dead = routed_around(layout, [Fault("link-down", "p0l0-p0s2")])
+    assert dead == {"p0l0-p0s2"}
+    tabs = tables(layout, dead)
+    assert hops(tabs, "p0l0", 5) == ["p0l0-s0", "p0l0-s1", "p0l0-s3"]
+    assert hops(tabs, "p0l1", 1) == ["p0l1-s0", "p0l1-s1", "p0l1-s3"]
+    # a gray link and a switch are routed around too; loss and a slow link are not
+    dead = routed_around(layout, [Fault("gray", "p0l1-p0s0"), Fault("switch-down", "p0s3"),
+                                  Fault("loss", "p0l0-p0s1", 1.0),
+                                  Fault("degrade", "p0l0-p0s2", 10.0)])
+    assert dead == {"p0l1-p0s0", "p0l0-p0s3", "p0l1-p0s3"}
+    tabs = tables(layout, dead)
+    assert hops(tabs, "p0l0", 6) == ["p0l0-s1", "p0l0-s2"]
+    assert hops(tabs, "p0l1", 2) == ["p0l1-s1", "p0l1-s2"]
+    # one next hop left: a plain route through it, which the walk follows
+    tabs = tables(layout, frozenset({"p0l0-p0s0", "p0l0-p0s1", "p0l0-p0s2"}))
+    (r,) = [r for r in tabs["p0l0"].routes if str(r.dst) == "fcbb:bb00:c05::/48"]
+    assert not r.also and r.dev == "p0l0-s3"
+    visited, *_ = walk(layout, tabs, "h0", ecmp_paths(layout.topo, 0, 5, [1])[0].container)
+    assert visited[2] == "p0s3"
+    # none left: no route, as a routing daemon leaves it
+    tabs = tables(layout, routed_around(layout, [Fault("plane-down", "0")]))
+    assert not any(r.also or r.dst.prefixlen == 48 and r.dst == usid_prefix(0xC05)
+                   for r in tabs["p0l0"].routes)
+    with pytest.raises(ForwardingError):
+        walk(layout, tabs, "h0", ecmp_paths(layout.topo, 0, 5, [1])[0].container)
