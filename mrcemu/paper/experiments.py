@@ -361,7 +361,7 @@ HOSTS8 = [f"h{h}" for h in range(8)]
 
 
 def sweep_sizes(quick: bool) -> list[str]:
-    return ["64KiB", "1MiB"] if quick else ["64KiB", "256KiB", "1MiB", "4MiB"]
+    return ["64KiB", "1MiB"] if quick else ["64KiB", "256KiB", "1MiB"]
 
 
 def sweep_losses(quick: bool) -> list[float]:
