@@ -255,7 +255,10 @@ def _reconverge_after(delay: float) -> None:
     st = state.require_state()
     dead = reconverge(Layout(st.topo()), st.nodes)
     with rundir.FAULT_LOG.open("a") as f:
+        # The fault log's shape (kind, target) for every reader of it; `around` lists
+        # the links routing now avoids.
         f.write(json.dumps({"t": round(time.monotonic(), 6), "event": "reconverged",
+                            "kind": "reconverge", "target": "routing",
                             "around": sorted(dead)}) + "\n")
 
 

@@ -59,8 +59,15 @@ def change_rate(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:
 
 
 def queue_packets(buffer_bytes: int, packet: int = 4096) -> int:
-    """Packets of a typical data size that fit the switch buffer (at least 8)."""
-    return max(8, buffer_bytes // packet) if buffer_bytes else 1000
+    """htb's FIFO for a switch port: twice the packets of a typical data size that fit
+    the switch buffer (at least 8 each). The BPF program's virtual queue decides what the
+    buffer holds, and the FIFO only stops a port from queueing for seconds: control
+    packets skip the virtual queue's limit and take their share of the port first, so
+    the real data queue stands above the virtual one by their share. With htb's burst
+    at 1 ms of line rate the real port no longer runs ahead to make up for it, and a
+    FIFO of exactly the buffer dropped packets the virtual queue had let through
+    (uncounted: after the egress program)."""
+    return 2 * max(8, buffer_bytes // packet) if buffer_bytes else 1000
 
 
 def shape(ipr: IPRoute, ifindex: int, mbps: float, mtu: int) -> None:

@@ -44,7 +44,7 @@ def test_fault_breaks_its_paths_and_heal_restores_all(fabric, kind, target, valu
     assert failed_evs() == set()
     log = [json.loads(line) for line in
            (state.RUN_DIR / "logs" / "faults.jsonl").read_text().splitlines()]
-    mine = [e for e in log if e["target"] == target and e["kind"] == kind]
+    mine = [e for e in log if e.get("target") == target and e.get("kind") == kind]
     assert [e["event"] for e in mine[-2:]] == ["inject", "heal"]
     # The log's time is when each action took effect: the injection's own clock reading
     # comes first, then its log line, then the heal's.
