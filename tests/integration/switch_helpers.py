@@ -43,6 +43,9 @@ def slowed(ports: list[tuple[str, str]], fraction: float) -> Iterator[None]:
             rates.set_port_rate(layout, st.nodes, n, p, m)
 
 
+PACKET = 4300  # a 4 KiB data packet's frame
+
+
 @contextmanager
 def busy(ports: list[tuple[str, str]], share: float) -> Iterator[None]:
     """(switch, port) pairs busy with cross traffic for the block: ours gets `share` of
@@ -60,10 +63,18 @@ def busy(ports: list[tuple[str, str]], share: float) -> Iterator[None]:
         for n, p in ports:
             i = next(i for i in layout.interfaces[n] if i.name == p)
             c = bpf.port_config(layout, i)
-            cfgs[i.mac] = replace(c, rate_bps=int(c.rate_bps * share),
-                                  ecn_threshold=int(c.ecn_threshold * share),
-                                  trim_threshold=int(c.trim_threshold * share),
-                                  buffer=int(c.buffer * share))
+            ecn = int(c.ecn_threshold * share)
+            # Scaled alone, the trim threshold (3,000 B at 5 %) was below one 4 KiB data
+            # packet: a packet was marked only if it came while the one before it was
+            # between 1,500 and 3,000 bytes from drained, and otherwise trimmed, so
+            # whether a run saw any mark was a matter of spacing (one clean-clone CI run
+            # saw none). A packet's room above the ECN threshold makes one arriving
+            # while the last is still draining a mark, as on a congested port at full
+            # rate (its queue delay at trim: ~46 ms at 1 Mb/s, under the reorder window).
+            trim = max(int(c.trim_threshold * share), ecn + PACKET)
+            cfgs[i.mac] = replace(c, rate_bps=int(c.rate_bps * share), ecn_threshold=ecn,
+                                  trim_threshold=trim,
+                                  buffer=max(int(c.buffer * share), trim + PACKET))
         bpf.configure(cfgs, reset_counters=False)
         yield  # slowed() puts the full port config back
 
