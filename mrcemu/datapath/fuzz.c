@@ -83,7 +83,8 @@ static void sender_setup(void)
 	struct mrc_txpath p[2] = {{.ev = 5, .fb = &slots[0]}, {.ev = 6, .fb = &slots[1]}};
 	for (int i = 0; i < 2; i++)
 		slots[i] = (struct mrc_evslot){.last_feedback = -1.0, .silent_since = NAN,
-					       .heard_sent = -1.0, .skip_len = 4, .usable = 1,
+					       .heard_sent = -1.0, .rtt = NAN,
+					       .skip_len = 4, .usable = 1,
 					       .good = 1};
 	mrc_tx_set_paths(&snd, p, 2);
 	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3);
@@ -123,7 +124,8 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 		mrc_tx_frame(&snd, &pick, now, frame);
 		free(frame);
 	}
-	mrc_tx_rack_timer(&snd, now, 1e-3, 1e-3);
+	mrc_tx_overdue(&snd, now);
+	(void)mrc_tx_overdue_at(&snd);
 	mrc_tx_rto(&snd, now, 5e-3);
 	if (snd.outstanding > snd.window || snd.inflight < 0 || snd.inflight > 32 * 256)
 		abort(); /* the records left their bounds */

@@ -115,6 +115,8 @@ void mrc_tx_free(struct mrc_sender *s)
 	free(s->loss);
 	free(s->newly);
 	free(s->by_ev);
+	free(s->ev_ref);
+	free(s->ev_ref_gen);
 	free(s->tr_t);
 	free(s->tr_ev);
 	free(s->tr_rtx);
@@ -161,6 +163,20 @@ int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_
 		free(p);
 		return -1;
 	}
+	double *ref = malloc((n ? n : 1) * sizeof(*ref));
+	uint64_t *gen = calloc(n ? n : 1, sizeof(*gen));
+	if (!ref || !gen) {
+		free(p);
+		free(by_ev);
+		free(ref);
+		free(gen);
+		return -1;
+	}
+	free(s->ev_ref);
+	free(s->ev_ref_gen);
+	s->ev_ref = ref;
+	s->ev_ref_gen = gen;
+	s->ack_gen = 0;
 	memset(by_ev, 0xFF, cap * sizeof(*by_ev));
 	for (size_t i = 0; i < n; i++) {
 		size_t h = (paths[i].ev * 2654435761u) & (cap - 1);
@@ -291,7 +307,7 @@ static void push_loss(struct mrc_sender *s, const struct mrc_out *o, int how)
 		s->loss = l;
 		s->loss_cap = cap;
 	}
-	s->loss[s->nloss++] = (struct mrc_txloss){o->slot, o->sent_time, how};
+	s->loss[s->nloss++] = (struct mrc_txloss){o->slot, o->sent_time, how, o->psn};
 }
 
 /* A packet is lost: retransmit it (first, for a trim: the network told us at once).
@@ -540,7 +556,7 @@ static void take(struct mrc_sender *s, struct mrc_out *o, struct mrc_ack_result 
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
 		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r)
 {
-	*r = (struct mrc_ack_result){0, 0, -1.0, -1.0};
+	*r = (struct mrc_ack_result){0, 0, -1.0, -1, -1.0};
 	if (!s->newly) {
 		s->newly = malloc((s->ring_mask + 1) * sizeof(*s->newly));
 		if (!s->newly)
@@ -566,8 +582,10 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 	}
 	if (has_trigger) {
 		struct mrc_out *t = lookup(s, cack + (uint64_t)(int64_t)trigger_off);
-		if (t && t->retx == 0 && t->acking)
+		if (t && t->retx == 0 && t->acking) {
 			r->rtt = now - t->sent_time;
+			r->rtt_path = t->slot;
+		}
 	}
 	for (uint64_t i = 0; i < r->newly; i++) {
 		struct mrc_out *o = &s->ring[s->newly[i]];
@@ -578,39 +596,120 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 		s->latest_acked_sent = r->latest;
 }
 
-uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo)
+/* A packet found lost by proof (per-EV order) or sent again as overdue: its bytes come
+ * off the window as a trim's do, and the window is not halved: on a trimming fabric
+ * congestion shows as trims and marks, and a packet that vanished untrimmed means a
+ * broken path, not a full queue (DESIGN.md section 14). */
+static void lost_bytes(struct mrc_sender *s, const struct mrc_out *o)
 {
-	uint64_t n = 0;
-	for (int64_t i = s->head; i >= 0;) {
-		struct mrc_out *o = &s->ring[i];
-		i = o->next; /* marking lost never unlinks */
-		if (o->sent_time + reo >= latest)
-			break;
-		if (!o->lost) {
-			mark_lost(s, o, 0, MRC_LOSS_HOLE);
-			n++;
-		}
+	if (s->cc)
+		mrc_nscc_on_trim(s->cc, o->len);
+}
+
+/* A record this ack reports arrived, as per-EV order's reference for its path. A freed
+ * record keeps its fields until its ring slot takes a new PSN. */
+static void arrived(struct mrc_sender *s, const struct mrc_out *o, uint64_t gen)
+{
+	if (o->retx)
+		return;
+	size_t p = (size_t)o->slot;
+	if (s->ev_ref_gen[p] != gen || s->ev_ref[p] < o->sent_time) {
+		s->ev_ref_gen[p] = gen;
+		s->ev_ref[p] = o->sent_time;
 	}
+}
+
+static int order_lost(struct mrc_sender *s, uint64_t psn, uint64_t gen)
+{
+	struct mrc_out *o = lookup(s, psn);
+	if (!o || o->lost || s->ev_ref_gen[o->slot] != gen || s->ev_ref[o->slot] <= o->sent_time)
+		return 0;
+	mark_lost(s, o, 0, MRC_LOSS_HOLE);
+	lost_bytes(s, o);
+	return 1;
+}
+
+uint64_t mrc_tx_evorder(struct mrc_sender *s, uint64_t newly, uint64_t cack, uint64_t base,
+			uint64_t bitmap)
+{
+	if (!s->npaths)
+		return 0;
+	uint64_t gen = ++s->ack_gen;
+	for (uint64_t i = 0; i < newly; i++)
+		arrived(s, &s->ring[s->newly[i]], gen);
+	for (uint64_t b = bitmap; b; b &= b - 1) {
+		uint64_t psn = base + (uint64_t)__builtin_ctzll(b);
+		const struct mrc_out *o = &s->ring[psn & s->ring_mask];
+		if (o->psn == psn && (size_t)o->slot < s->npaths)
+			arrived(s, o, gen);
+	}
+	uint64_t n = order_lost(s, cack, gen);
+	for (uint64_t b = ~bitmap; b; b &= b - 1)
+		n += order_lost(s, base + (uint64_t)__builtin_ctzll(b), gen);
+	s->hole_losses += n;
 	return n;
 }
 
-uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double reo)
+double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
 {
-	uint64_t n = 0;
-	double reorder = reo > srtt ? reo : srtt;
+	if (isnan(s->srtt))
+		return s->min_rto;
+	const struct mrc_evslot *fb = s->paths[path].fb;
+	double own = isnan(fb->rtt) ? s->srtt + 4 * s->rttvar : fb->rtt + 4 * fb->rttvar;
+	return (own > s->srtt ? own : s->srtt) + s->slack;
+}
+
+/* The least overdue age of any path: no live packet younger than it can be overdue. */
+static double least_age(const struct mrc_sender *s)
+{
+	return isnan(s->srtt) ? s->min_rto : s->srtt + s->slack;
+}
+
+uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
+{
+	uint64_t stopped = 0;
+	double least = least_age(s);
 	for (int64_t i = s->head; i >= 0;) {
 		struct mrc_out *o = &s->ring[i];
-		i = o->next;
-		/* summed in the order the policy's next_timer sums it, or a deadline it
-		 * computed could fall a rounding short of this one and never fire */
-		if (o->sent_time >= s->latest_acked_sent || o->sent_time + srtt + reorder > now)
+		i = o->next; /* marking lost never unlinks */
+		if (o->sent_time + least > now)
 			break;
-		if (!o->lost) {
-			mark_lost(s, o, 0, MRC_LOSS_HOLE);
-			n++;
+		if (o->lost || o->sent_time + mrc_tx_overdue_age(s, o->slot) > now)
+			continue;
+		struct mrc_evslot *fb = s->paths[o->slot].fb;
+		if (!fb->stopped) {
+			fb->stopped = 1;
+			push_loss(s, o, MRC_LOSS_OVERDUE);
+			stopped++;
 		}
+		/* only what is overdue goes again: on a slow path the younger packets behind
+		 * it still arrive, and on a dead one each falls overdue in turn */
+		mark_lost(s, o, 0, -1);
+		lost_bytes(s, o);
+		s->overdue_resent++;
 	}
-	return n;
+	return stopped;
+}
+
+double mrc_tx_overdue_at(const struct mrc_sender *s)
+{
+	double best = -1.0, least = least_age(s);
+	for (int64_t i = s->head; i >= 0; i = s->ring[i].next) {
+		const struct mrc_out *o = &s->ring[i];
+		if (best >= 0 && o->sent_time + least >= best)
+			break;
+		if (o->lost)
+			continue;
+		double at = o->sent_time + mrc_tx_overdue_age(s, o->slot);
+		if (best < 0 || at < best)
+			best = at;
+	}
+	return best;
+}
+
+int mrc_tx_outstanding(const struct mrc_sender *s, uint32_t psn24)
+{
+	return lookup((struct mrc_sender *)s, unwrap(psn24, s->una)) != NULL;
 }
 
 uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto)
@@ -639,6 +738,10 @@ uint32_t mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double 
 		quiet(fb, now);
 		if (o && o->slot == path && o->sent_time > fb->heard_sent)
 			fb->heard_sent = o->sent_time;
+		/* about a copy sent before the one outstanding (per-EV order or the overdue
+		 * scan already sent it again): the newer copy is not lost */
+		if (o && o->slot != path)
+			return 0;
 	}
 	if (!o || o->lost)
 		return 0;
@@ -694,12 +797,12 @@ int32_t mrc_tx_path_of(const struct mrc_sender *s, uint32_t ev)
 }
 
 void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
-		   double reorder)
+		   double slack)
 {
 	s->cc = cc;
 	s->min_rto = min_rto;
 	s->max_rto = max_rto;
-	s->reorder = reorder;
+	s->slack = slack;
 }
 
 double mrc_tx_rto_value(const struct mrc_sender *s)
@@ -751,24 +854,34 @@ static double srtt_or(const struct mrc_sender *s, double dflt)
 	return isnan(s->srtt) || s->srtt == 0.0 ? dflt : s->srtt;
 }
 
+static void rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
+{
+	if (isnan(*srtt)) {
+		*srtt = rtt;
+		*rttvar = var0;
+	} else {
+		*rttvar = 0.75 * *rttvar + 0.25 * fabs(*srtt - rtt);
+		*srtt = 0.875 * *srtt + 0.125 * rtt;
+	}
+}
+
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 {
 	if (!s->cc)
 		return -1;
 	struct mrc_ack_result r;
+	uint64_t una = s->una;
 	/* With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN. */
 	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now, &r);
 	if (!s->newly)
 		return -1;
 	s->sacks_rx++;
 	if (r.rtt >= 0) {
-		if (isnan(s->srtt)) {
-			s->srtt = r.rtt;
-			s->rttvar = r.rtt / 2;
-		} else {
-			s->rttvar = 0.75 * s->rttvar + 0.25 * fabs(s->srtt - r.rtt);
-			s->srtt = 0.875 * s->srtt + 0.125 * r.rtt;
-		}
+		rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
+		/* the EV's own, starting from the connection's deviation: a path's first
+		 * sample says nothing yet of how much it varies */
+		struct mrc_evslot *fb = s->paths[r.rtt_path].fb;
+		rtt_sample(&fb->rtt, &fb->rttvar, r.rtt, s->rttvar);
 	}
 	if (r.newly)
 		s->backoff = 1;
@@ -787,15 +900,11 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	if (r.acked_bytes)
 		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, k->m == MRC_SACK_M_SKIP_ONCE, now,
 				srtt_or(s, s->min_rto));
-	uint64_t lost = 0;
-	if (r.newly && r.latest >= 0) {
-		/* RACK: anything sent well before a packet that has arrived is lost. Spraying
-		 * reorders by up to a queue's depth, and trims (not timers) are how MRC learns
-		 * of congestion losses: be patient before calling a packet lost. */
-		double srtt = srtt_or(s, 0.0);
-		lost = mrc_tx_rack(s, r.latest, s->reorder > srtt ? s->reorder : srtt);
-		if (lost)
-			mrc_nscc_on_loss(s->cc, now, srtt_or(s, s->min_rto));
-	}
-	return (int64_t)lost;
+	/* Per-EV order, from what this ack reports. One whose cumulative PSN is behind the
+	 * one already taken crossed the reverse path late: leave it be. */
+	uint64_t cack = unwrap(k->cack & PSN_MASK, una);
+	if (cack < una || !s->outstanding)
+		return 0;
+	return (int64_t)mrc_tx_evorder(s, r.newly, cack, cack + (uint64_t)(int64_t)k->sack_offset,
+				       k->bitmap);
 }

@@ -1,7 +1,7 @@
 /* The MRC requester's per-packet work, compiled: segmenting posted WRITEs, framing each
  * data packet onto the EV the policy's spraying order gives, the per-PSN send records
  * (EV, send time, length, retransmissions, lost), resolving SACKs, NACKs and cumulative
- * ACKs against them, RACK (on an ack and on the timer) and the RTO scan.
+ * ACKs against them, per-EV order (on an ack), the per-EV overdue scan and the RTO.
  *
  * Plain C with no Python in it, like responder.c: the CPython type (sender_type.c) and the
  * tests drive the very same code. It is driven, not driving: fed the time, the windows
@@ -27,11 +27,13 @@ struct mrc_evslot {
 	double last_feedback;  /* -1: never */
 	double silent_since;   /* the first send not yet followed by feedback; NAN: none */
 	double heard_sent;     /* send time of the latest packet on this EV known to arrive */
+	double rtt, rttvar;    /* this EV's own smoothed RTT and deviation; rtt NAN: none */
 	uint64_t sent, sent_bytes;
 	uint32_t unanswered;   /* packets sent since the last feedback */
 	uint32_t skip_len;     /* rotations the EV's next SKIP lasts (evs.py) */
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
 	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
+	uint8_t stopped;       /* taken out of use as overdue (set here, cleared by evs.py) */
 };
 
 /* The path of one EV and its facts. */
@@ -86,14 +88,20 @@ struct mrc_txdone {
 	uint64_t msn;
 };
 
-/* How a packet was found lost (never by a trim: the network said where it went). */
-enum { MRC_LOSS_HOLE = 0, /* a SACK hole beyond the reorder window (RACK) */
-       MRC_LOSS_RTO = 1 /* the retransmission timeout */ };
+/* How a packet was found lost (never by a trim: the network said where it went), or
+ * its EV found overdue. */
+enum { MRC_LOSS_HOLE = 0,   /* per-EV order: a later packet on its EV arrived, it did not */
+       MRC_LOSS_RTO = 1,    /* the retransmission timeout */
+       MRC_LOSS_OVERDUE = 2 /* not a verdict: a packet overdue against its EV's own round
+			     * trips goes again elsewhere, and its EV is stopped (one entry
+			     * per EV stopped, the oldest such packet's) */
+};
 
-struct mrc_txloss { /* a packet found lost: the path it went on, when, and how */
+struct mrc_txloss { /* a packet found lost: the path it went on, when, how, its PSN */
 	int32_t slot;
 	double sent;
 	int how;
+	uint64_t psn;
 };
 
 struct mrc_sender {
@@ -146,10 +154,15 @@ struct mrc_sender {
 	struct mrc_nscc *cc; /* NULL until mrc_tx_use_cc: no SACK is taken before */
 	double srtt, rttvar; /* srtt NAN: no sample yet */
 	uint32_t backoff;    /* the RTO multiplier: doubles per RTO round, 1 on progress */
-	double min_rto, max_rto, reorder;
-	uint64_t sacks_rx;
+	double min_rto, max_rto;
+	double slack; /* what a faithful run lets the hosts add to an ack: added to "overdue" */
+	uint64_t sacks_rx, hole_losses, overdue_resent;
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
+	/* Per-EV order's scratch, per path: the latest send time of a once-sent packet on it
+	 * the ack being taken reports arrived, valid where ev_ref_gen is that ack's ack_gen */
+	double *ev_ref;
+	uint64_t *ev_ref_gen, ack_gen;
 };
 
 /* A SACK's fields (SETH), as the wire has them. */
@@ -173,6 +186,7 @@ struct mrc_pick {
 struct mrc_ack_result {
 	uint64_t newly, acked_bytes;
 	double rtt;    /* -1: no sample */
+	int32_t rtt_path; /* the path the sampled packet went on */
 	double latest; /* send time of the latest-sent packet newly acked, -1: none */
 };
 
@@ -200,17 +214,33 @@ void mrc_tx_unsent(struct mrc_sender *s, const struct mrc_pick *p);
  * for a probe answer) or a cumulative ACK (bitmap 0, no trigger). */
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
 		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r);
-/* RACK on an ack: packets sent `reo` before `latest` (the latest-sent packet it acked)
- * are lost, each queued as a MRC_LOSS_HOLE. */
-uint64_t mrc_tx_rack(struct mrc_sender *s, double latest, double reo);
-/* RACK's timer: packets sent before the latest acked one, older than srtt + reo. */
-uint64_t mrc_tx_rack_timer(struct mrc_sender *s, double now, double srtt, double reo);
+/* Per-EV order on the ack just taken (mrc_tx_ack: `newly` records), whose cumulative PSN
+ * is `cack` and whose `bitmap` starts at `base`: a live packet this ack reports missing
+ * (its PSN cack, or a clear bit) is lost if the same ack reports arrived a packet sent
+ * later on the same EV, once (a retransmitted PSN's ack cannot say which copy came).
+ * One path is a chain of FIFO queues. Both facts come from one ack, so an ack that
+ * crossed the reverse path late cannot pair its own stale view with a newer one's. Each
+ * loss is queued as a MRC_LOSS_HOLE. Returns how many. */
+uint64_t mrc_tx_evorder(struct mrc_sender *s, uint64_t newly, uint64_t cack, uint64_t base,
+			uint64_t bitmap);
+/* How long a packet on `path` may go unacknowledged before its EV is overdue: the EV's
+ * own smoothed RTT plus four deviations (the connection's with no sample of its own), at
+ * least the connection's smoothed RTT, plus the hosts' slack; min_rto before any sample. */
+double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path);
+/* The overdue scan: every live packet older than its EV's overdue age is queued to go
+ * again elsewhere, and its EV, unless already stopped, is stopped (evslot.stopped) and
+ * reported once, with that packet, as a MRC_LOSS_OVERDUE. Returns how many EVs stopped. */
+uint64_t mrc_tx_overdue(struct mrc_sender *s, double now);
+/* When the next EV falls overdue, or -1 if none can. */
+double mrc_tx_overdue_at(const struct mrc_sender *s);
+/* Whether PSN psn24 was sent and is not yet acknowledged. */
+int mrc_tx_outstanding(const struct mrc_sender *s, uint32_t psn24);
 /* The RTO scan: every live packet older than `rto` is lost, each queued as a
  * MRC_LOSS_RTO. Returns how many fired. */
 uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto);
-/* A NACK for psn24; `path` (-1: none) the EV it came back on. */
-/* Returns the bytes the NACK took out of flight: the packet's length, 0 if it was
- * already lost or is unknown (a duplicate or stale NACK). */
+/* A NACK for psn24; `path` (-1: none) the EV it came back on. Returns the bytes the
+ * NACK took out of flight: the packet's length, 0 if it was already lost, is unknown, or
+ * names an earlier copy than the one outstanding (a duplicate or stale NACK). */
 uint32_t mrc_tx_nack(struct mrc_sender *s, uint32_t psn24, int32_t path, double now,
 		     int trimmed);
 /* Send time of the oldest live (not lost) packet; 0 if none. */
@@ -219,19 +249,20 @@ int mrc_tx_first_live(const struct mrc_sender *s, double *sent);
 void mrc_tx_heard(struct mrc_sender *s, int32_t path, double now);
 /* Nothing outstanding: no path is silent. */
 void mrc_tx_quiet_all(struct mrc_sender *s);
-/* The congestion window the SACK path moves, and the RTO bounds and reorder window it
+/* The congestion window the SACK path moves, the RTO bounds and the hosts' slack it
  * reads: set once before the first SACK. */
 void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
-		   double reorder);
+		   double slack);
 /* The retransmission timeout: max(min_rto, srtt + 4 rttvar) (min_rto with no sample)
  * times the backoff, at most max_rto. */
 double mrc_tx_rto_value(const struct mrc_sender *s);
 /* Read an MRC SACK's fields from a packet mrc_parse took: 0, or -1 if it is no SACK. */
 int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sack *k);
 /* Everything a SACK does to the requester but the verdicts on paths (transport/mrc.py's
- * _on_sack keeps those): resolve it against the records, the RTT estimate and backoff,
- * the EV's proof of life (and, unmarked, its shorter next SKIP), the window, and RACK.
- * Completed messages and losses queue as ever. Returns what RACK called lost,
+ * _on_sack keeps those): resolve it against the records, the RTT estimates (the
+ * connection's and the trigger's EV's) and backoff, the EV's proof of life (and, unmarked,
+ * its shorter next SKIP), the window, and per-EV order. Completed messages and losses
+ * queue as ever. Returns what per-EV order called lost,
  * or -1 (out of memory, or no mrc_tx_use_cc yet: nothing was changed). */
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now);
 /* The path index of EV `ev`, or -1. */

@@ -26,6 +26,7 @@ static PyObject *evslot_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		self->s.last_feedback = -1.0;
 		self->s.silent_since = NAN;
 		self->s.heard_sent = -1.0;
+		self->s.rtt = NAN;
 		self->s.skip_len = 1;
 		self->s.good = 1;
 		self->index = -1;
@@ -46,6 +47,11 @@ static PyMemberDef evslot_members[] = {
 	 "packets sent since the last feedback"},
 	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},
 	{"good", T_BOOL, offsetof(EvSlotObject, s.good), 0, "its state is GOOD"},
+	{"stopped", T_UBYTE, offsetof(EvSlotObject, s.stopped), 0,
+	 "taken out of use as overdue (the sender sets it, the policy clears it)"},
+	{"rtt_raw", T_DOUBLE, offsetof(EvSlotObject, s.rtt), 0,
+	 "its own smoothed RTT (NaN: no sample yet)"},
+	{"rttvar", T_DOUBLE, offsetof(EvSlotObject, s.rttvar), READONLY, "its RTT's deviation"},
 	{"skip_len", T_UINT, offsetof(EvSlotObject, s.skip_len), 0,
 	 "rotations its next SKIP lasts"},
 	{"index", T_INT, offsetof(EvSlotObject, index), READONLY, "its index in the Sender"},
@@ -379,19 +385,19 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 			     opt_float(r.newly ? r.latest : -1.0));
 }
 
-/* use_cc(nscc, min_rto, max_rto, reorder_window): what SACKs move and read */
+/* use_cc(nscc, min_rto, max_rto, slack): what SACKs move and read */
 static PyObject *sender_use_cc(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
 	PyObject *cc;
-	double min_rto, max_rto, reorder;
-	if (!PyArg_ParseTuple(args, "O!ddd", &NsccType, &cc, &min_rto, &max_rto, &reorder))
+	double min_rto, max_rto, slack;
+	if (!PyArg_ParseTuple(args, "O!ddd", &NsccType, &cc, &min_rto, &max_rto, &slack))
 		return NULL;
-	if (!(min_rto > 0 && max_rto >= min_rto && reorder >= 0))
+	if (!(min_rto > 0 && max_rto >= min_rto && slack >= 0))
 		return PyErr_Format(PyExc_ValueError,
-				    "use_cc: need 0 < min_rto <= max_rto and reorder >= 0");
+				    "use_cc: need 0 < min_rto <= max_rto and slack >= 0");
 	Py_XSETREF(self->cc, Py_NewRef(cc));
-	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, max_rto, reorder);
+	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, max_rto, slack);
 	Py_RETURN_NONE;
 }
 
@@ -430,22 +436,46 @@ static PyObject *sender_sack(SenderObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *sender_rack(SenderObject *self, PyObject *args)
+/* overdue(now) -> how many EVs the overdue scan stopped (each queued for take_losses) */
+static PyObject *sender_overdue(SenderObject *self, PyObject *arg)
 {
 	NEED_READY(self);
-	double latest, reo;
-	if (!PyArg_ParseTuple(args, "dd", &latest, &reo))
+	double now = PyFloat_AsDouble(arg);
+	if (now == -1.0 && PyErr_Occurred())
 		return NULL;
-	return PyLong_FromUnsignedLongLong(mrc_tx_rack(&self->s, latest, reo));
+	return PyLong_FromUnsignedLongLong(mrc_tx_overdue(&self->s, now));
 }
 
-static PyObject *sender_rack_timer(SenderObject *self, PyObject *args)
+/* overdue_at() -> when the next EV falls overdue, or None */
+static PyObject *sender_overdue_at(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	double now, srtt, reo;
-	if (!PyArg_ParseTuple(args, "ddd", &now, &srtt, &reo))
+	double at = mrc_tx_overdue_at(&self->s);
+	if (at < 0)
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(at);
+}
+
+/* overdue_age(path index) -> how long a packet on it may go unacknowledged */
+static PyObject *sender_overdue_age(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	long path = PyLong_AsLong(arg);
+	if (path == -1 && PyErr_Occurred())
 		return NULL;
-	return PyLong_FromUnsignedLongLong(mrc_tx_rack_timer(&self->s, now, srtt, reo));
+	if (path < 0 || (size_t)path >= self->s.npaths)
+		return PyErr_Format(PyExc_IndexError, "overdue_age: no path %ld", path);
+	return PyFloat_FromDouble(mrc_tx_overdue_age(&self->s, (int32_t)path));
+}
+
+/* is_outstanding(psn) -> sent and not yet acknowledged */
+static PyObject *sender_is_outstanding(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	unsigned long psn = PyLong_AsUnsignedLong(arg);
+	if (psn == (unsigned long)-1 && PyErr_Occurred())
+		return NULL;
+	return PyBool_FromLong(mrc_tx_outstanding(&self->s, (uint32_t)psn & 0xFFFFFF));
 }
 
 /* rto(now, rto) -> how many fired (each queued for take_losses) */
@@ -521,15 +551,16 @@ static PyObject *sender_take_done(SenderObject *self, PyObject *unused)
 	return take_q(&self->s.done);
 }
 
-/* take_losses() -> [(path index, send time, how) of each packet found lost but not
- * trimmed, in the order found; how: 0 a SACK hole (RACK), 1 the RTO] */
+/* take_losses() -> [(path index, send time, how, PSN) of each packet found lost but not
+ * trimmed, in the order found; how: 0 per-EV order, 1 the RTO, 2 its EV overdue] */
 static PyObject *sender_take_losses(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	PyObject *l = PyList_New((Py_ssize_t)self->s.nloss);
 	for (size_t i = 0; l && i < self->s.nloss; i++) {
 		const struct mrc_txloss *x = &self->s.loss[i];
-		PyObject *v = Py_BuildValue("(idi)", x->slot, x->sent, x->how);
+		PyObject *v = Py_BuildValue("(idiK)", x->slot, x->sent, x->how,
+					    (unsigned long long)(x->psn & 0xFFFFFF));
 		if (!v) {
 			Py_CLEAR(l);
 			break;
@@ -577,11 +608,13 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	const struct mrc_sender *s = &self->s;
-	return Py_BuildValue("{sKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
+	return Py_BuildValue("{sKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
 			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
 			     (unsigned long long)s->retransmits, "sacks_rx",
 			     (unsigned long long)s->sacks_rx, "losses_unqueued",
-			     (unsigned long long)s->loss_dropped);
+			     (unsigned long long)s->loss_dropped, "hole_losses",
+			     (unsigned long long)s->hole_losses, "overdue_resent",
+			     (unsigned long long)s->overdue_resent);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)
@@ -619,12 +652,16 @@ static PyMethodDef sender_methods[] = {
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
 	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now)"},
 	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
-	 "use_cc(nscc, min_rto, max_rto, reorder_window): the window SACKs move"},
+	 "use_cc(nscc, min_rto, max_rto, slack): the window SACKs move"},
 	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
 	 "sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now)"},
-	{"rack", (PyCFunction)sender_rack, METH_VARARGS, "rack(latest, reorder) -> lost"},
-	{"rack_timer", (PyCFunction)sender_rack_timer, METH_VARARGS,
-	 "rack_timer(now, srtt, reorder) -> lost"},
+	{"overdue", (PyCFunction)sender_overdue, METH_O, "overdue(now) -> EVs stopped"},
+	{"overdue_at", (PyCFunction)sender_overdue_at, METH_NOARGS,
+	 "when the next EV falls overdue, or None"},
+	{"overdue_age", (PyCFunction)sender_overdue_age, METH_O,
+	 "overdue_age(path) -> how long its packets may go unacknowledged"},
+	{"is_outstanding", (PyCFunction)sender_is_outstanding, METH_O,
+	 "is_outstanding(psn) -> sent and not yet acknowledged"},
 	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto) -> fired"},
 	{"nack", (PyCFunction)sender_nack, METH_VARARGS, "nack(psn, path, now, trimmed)"},
 	{"heard", (PyCFunction)sender_heard, METH_VARARGS, "heard(path, now): feedback on it"},

@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from mrcemu.scenario.report import LABEL  # noqa: E402
 
-STATE_COLOR = {"GOOD": "#2ca02c", "SKIP": "#ff7f0e", "ASSUMED_BAD": "#d62728",
-               "DENIED": "#7f7f7f", "REHASHED": "#1f77b4"}
+STATE_COLOR = {"GOOD": "#2ca02c", "SKIP": "#ff7f0e", "STOPPED": "#9467bd",
+               "ASSUMED_BAD": "#d62728", "DENIED": "#7f7f7f", "REHASHED": "#1f77b4"}
 
 
 def _fault_marks(ax: plt.Axes, faults: list[dict]) -> None:
@@ -71,7 +71,7 @@ def ev_states(report: dict, dest: Path) -> None:
             state.setdefault(key, old)
             state[key] = new
             rows.setdefault(key, [(0.0, old)]).append((tt, new))
-            for st in ("SKIP", "ASSUMED_BAD", "DENIED", "REHASHED"):
+            for st in ("SKIP", "STOPPED", "ASSUMED_BAD", "DENIED", "REHASHED"):
                 n = sum(1 for v in state.values() if v == st)
                 counts.setdefault(st, [(0.0, 0)]).append((tt, n))
         ax = axes[0, col]

@@ -89,8 +89,19 @@ class Stats:
     reverse_adopted: int = 0  # of their answers, those that changed the reverse set
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
-    rack_timer_losses: int = 0  # packets RACK's timer declared lost (no ack to trigger it)
-    losses: int = 0  # packets found lost and not trimmed (SACK hole or RTO)
+    # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of
+    # those the ones a trailing NACK showed trimmed or an ack showed arrived; EVs stopped
+    # as overdue, back in use, retired for an unanswered probe or for a data probe's
+    # answer that proved a loss; packets sent again because their EV was stopped
+    hole_losses: int = 0
+    holes_trimmed: int = 0
+    holes_arrived: int = 0
+    ev_stops: int = 0
+    ev_stops_cleared: int = 0
+    probe_timeouts: int = 0
+    probe_proofs: int = 0
+    overdue_resent: int = 0
+    losses: int = 0  # packets found lost and not trimmed (per-EV order or RTO)
     losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
     # DCQCN (RoCE): CE-marked data received, CNPs sent for it, CNPs received

@@ -17,9 +17,6 @@ from mrcemu.wire.layout import mrc_data_overhead
 class _Fabric(Protocol):
     mtu: int
     host_link_mbps: float
-    fabric_link_mbps: float
-    trim_threshold_bytes: int
-    buffer_bytes: int
 
 
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
@@ -29,29 +26,12 @@ REFERENCE_MBPS = 20.0
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
 RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "probe_interval",
-               "roce_timeout", "dcqcn_cnp_interval", "dcqcn_alpha_interval",
+               "ack_slack", "roce_timeout", "dcqcn_cnp_interval", "dcqcn_alpha_interval",
                "dcqcn_increase_interval")
-# The switch queues a data packet between hosts on different leaves waits in: the
-# leaf's uplink, the spine's downlink (fabric links), the leaf's host-facing port.
-FABRIC_QUEUES, HOST_QUEUES = 2, 1
-# What a faithful run lets the hosts add to a packet's trip, at the reference rate: a
-# paced send up to the fidelity verdict's p99 limit late (7 ms, the pacer's two-frame
-# bucket) and its SACK held up to `sack_delay` (2 ms). Scaled like the clocks. (Measured
-# with 20 kB trim thresholds, a 24 ms trim-bounded window: a faithful fault-free
-# all-to-all retired 8 EVs for packets that arrived; with this slack, 0 in 4 runs.)
+# What a faithful run lets the hosts add to a packet's round trip, at the reference rate:
+# a paced send up to the fidelity verdict's p99 limit late (7 ms, the pacer's two-frame
+# bucket) and its SACK held up to `sack_delay` (2 ms). Scaled like the clocks.
 HOST_SLACK = 0.009
-
-
-def trim_bounded_delay(topo: _Fabric) -> float:
-    """The longest a data packet can wait in the fabric's queues: each queue trims what
-    would wait beyond its trim threshold (with trimming off, drops what overflows its
-    buffer), so a packet later than this (after the base RTT) was lost, not queued.
-    This is the reorder window: how much earlier a packet sent later may arrive
-    (spraying over queues of different depth) before the earlier one is lost. (72 ms on
-    the built-in fabrics' 20 Mb/s links; the RTT under load is about 30.)"""
-    bits = (topo.trim_threshold_bytes or topo.buffer_bytes) * 8
-    return bits * (FABRIC_QUEUES / (topo.fabric_link_mbps * 1e6)
-                   + HOST_QUEUES / (topo.host_link_mbps * 1e6))
 
 
 def clock_scale(host_link_mbps: float) -> float:
@@ -72,10 +52,9 @@ def pmtu_for(mtu: int) -> int:
 @dataclass(frozen=True)
 class TransportConfig:
     pmtu: int = 4096  # payload bytes per data packet
-    # Above the trim-bounded queueing a packet and its SACK can meet (72 ms on the
-    # built-ins: trim_bounded_delay) plus an unloaded round trip: about RACK's own
-    # deadline (a round trip plus the 81 ms reorder window), so a timeout is no quicker
-    # to call a queued packet lost than a SACK hole is.
+    # The last resort, after per-EV order, the overdue scan and its probe: above the
+    # trim-bounded queueing a packet can meet on the built-ins (three 24 ms queues at
+    # 20 Mb/s) plus an unloaded round trip, so it calls no queued packet lost.
     min_rto: float = 0.100
     max_rto: float = 1.0
     init_cwnd: int = 64 * 4096  # bytes
@@ -84,9 +63,11 @@ class TransportConfig:
     target_delay: float = 0.020  # queueing delay NSCC aims for, above the base RTT
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
-    # RACK: a packet sent this much before one that arrived is lost (a SACK hole past the
-    # reorder window): trim_bounded_delay of the reference fabric plus HOST_SLACK.
-    reorder_window: float = 0.081
+    # What the hosts may add to an ack (HOST_SLACK): an EV is overdue after its own
+    # smoothed RTT plus four deviations plus this; a stopped EV's probe is unanswered
+    # after the connection's smoothed RTT plus this; a per-EV order hole waits this long
+    # for a NACK that says the packet was trimmed, not lost (DESIGN.md section 14).
+    ack_slack: float = HOST_SLACK
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
     # Path health (transport/pathmon.py; the README's "Path health" says why these):
@@ -143,16 +124,12 @@ class TransportConfig:
         (fewer packets a second, the same number of packets per RTT). `slowdown` is
         `mrcemu run --slowdown`: the whole experiment runs that many times slower, so
         the emulated routing reconvergence does too (the links are already slowed in
-        `topo`). The reorder window is the fabric's own: how long its trim thresholds
-        let a packet queue (trim_bounded_delay), plus the host delays a faithful run
-        allows (HOST_SLACK): shorter, and a run the verdict trusts could call a packet
-        the hosts delayed lost."""
+        `topo`)."""
         k = clock_scale(topo.host_link_mbps)
         base = cls()
         return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
                    roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
-                   reorder_window=round(trim_bounded_delay(topo) + HOST_SLACK * k, 9),
                    **{name: getattr(base, name) * k for name in RATE_CLOCKS})
 
     def to_json(self) -> dict[str, Any]:

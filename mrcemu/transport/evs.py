@@ -3,7 +3,11 @@
 | state       | entered on                              | leaves by                         |
 | GOOD        |                                         |                                   |
 | SKIP        | CE echoed, a mid-path trim              | GOOD after its rotations          |
-| ASSUMED_BAD | a loss that was not a trim, SACK        | enough reliability probes answered|
+| STOPPED     | its oldest packet overdue against its   | GOOD on feedback from it or its   |
+|             | own round trips (no verdict yet)        | probe answered; ASSUMED_BAD on    |
+|             |                                         | proof of a loss                   |
+| ASSUMED_BAD | a loss proven (per-EV order, a probe    | enough reliability probes answered|
+|             | unanswered, the RTO), SACK              |                                   |
 |             | m=ALWAYS_SKIP                           |                                   |
 | DENIED      | admin only                              | admin allow                       |
 
@@ -33,6 +37,7 @@ MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is ma
 class EvState(enum.Enum):
     GOOD = "GOOD"
     SKIP = "SKIP"
+    STOPPED = "STOPPED"
     ASSUMED_BAD = "ASSUMED_BAD"
     DENIED = "DENIED"
 
@@ -165,6 +170,7 @@ class EvProfile:
             e.fb.usable = u
             self._usable_by_plane = None
         e.fb.good = e.state is EvState.GOOD
+        e.fb.stopped = e.state is EvState.STOPPED
 
     def _sync_all(self) -> None:
         self._usable_by_plane = None
@@ -255,6 +261,26 @@ class EvProfile:
         e.skip_until_rotation = self.rotation + min(rotations * e.skip_len, MAX_SKIP)
         e.skip_len = min(e.skip_len * 2, MAX_SKIP)
         self._set(e, EvState.SKIP, now, why)
+
+    def stop(self, ev: int, now: float, why: str, lost_sent: float | None = None) -> bool:
+        """Take a GOOD or SKIP EV out of use until a verdict: it stays in the active set
+        (its share is not handed to a backup for a suspicion). False, and nothing changed
+        but the data path's copy, where the EV is in another state or is the last
+        usable one."""
+        e = self.evs.get(ev)
+        if (e is None or e.state not in (EvState.GOOD, EvState.SKIP)
+                or (self.usable(e) and self.count_usable() <= self.min_active)):
+            if e is not None:
+                self._sync(e)  # the sender marked it stopped: not so
+            return False
+        self._set(e, EvState.STOPPED, now, why, lost_sent)
+        return True
+
+    def resume(self, ev: int, now: float, why: str) -> None:
+        """A STOPPED EV proved alive: back in use."""
+        e = self.evs.get(ev)
+        if e is not None and e.state is EvState.STOPPED:
+            self._set(e, EvState.GOOD, now, why)
 
     def assume_bad(self, ev: int, now: float, why: str,
                    lost_sent: float | None = None) -> None:

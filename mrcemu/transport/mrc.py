@@ -4,7 +4,8 @@ Both roles live in one object, like aioquic's QuicConnection, and each role's
 per-packet work is the compiled data path's:
 - as requester, `datapath.Sender` (sender.c) segments posted WRITEs, frames each packet
   onto the next EV of the spraying order the profile hands it, keeps the per-PSN send
-  records and resolves SACKs, NACKs, RACK and the RTO scan against them;
+  records and resolves SACKs, NACKs, per-EV order, the overdue scan and the RTO against
+  them;
 - as responder, `datapath.Responder` (responder.c) validates each data packet, places
   its payload at the RETH address, keeps the PSN bitmap and frames SACK/NACK/ACK at the
   configured cadence.
@@ -27,7 +28,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
-from mrcemu.transport.pathmon import PathMonitor
+from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, PathMonitor
 from mrcemu.transport.reverse import ReverseEvs
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
@@ -51,6 +52,14 @@ from mrcemu.wire.constants import (
 ECT0 = 0b10
 # ACKNOWLEDGE's AETH syndrome: an ACK without credit count, as IBTA spells it.
 ACK_SYNDROME = 0x1F
+
+
+def reports_missing(sack: dict[str, int], psn: int) -> bool:
+    """Whether a SACK says `psn` had not arrived: it is the cumulative PSN, or lies in
+    the bitmap's 64 with its bit clear (between the two, a SACK says nothing)."""
+    off = (psn - sack["cack_psn"]) & PSN_MASK
+    return off == 0 or (sack["sack_offset"] <= off < sack["sack_offset"] + 64
+                        and not (sack["sack_bitmap"] >> (off - sack["sack_offset"])) & 1)
 
 
 def timestamp(now: float) -> int:
@@ -97,7 +106,7 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay)
-        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.reorder_window)
+        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder: the compiled data path, with control bodies from the codec's tables
         ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}
@@ -229,15 +238,30 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
 
     def _completed(self, now: float) -> None:
-        """Messages the sender saw fully acknowledged, and the packets it found lost
-        (not trimmed), for the path monitor."""
+        """Messages the sender saw fully acknowledged, the packets it found lost (not
+        trimmed) and the EVs it found overdue, for the path monitor; and the stopped EVs
+        heard from since."""
         for msn in self.tx.take_done():
             msg = self.messages.pop(msn, None)
             if msg is not None:
                 msg.acked = msg.npkts
                 self._events.append(msg.complete(now))
-        for index, sent, how in self.tx.take_losses():
-            self.health.lost(self._evs[index].ev, sent, now, how)
+        for index, sent, how, psn in self.tx.take_losses():
+            e = self._evs[index]
+            if how == LOSS_OVERDUE:
+                if self.health.overdue(e.ev, sent, now):
+                    # One in the control class, which crosses the path's queues in their
+                    # priority lane and so tells a broken path from a slow one within a
+                    # round trip; one in the data class, behind the EV's packets, whose
+                    # answer says whether the overdue one arrived (pathmon.py).
+                    self._send_probe(e, now, Dscp.CONTROL)
+                    self.health.probes_sent(e.ev, now, self._send_probe(e, now), psn)
+                    self._stats.probes_tx += 2
+            elif how == LOSS_HOLE:
+                self.health.hole(e.ev, psn, sent, now)
+            else:
+                self.health.lost(e.ev, sent, now, how)
+        self.health.heard(now)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:
         """A SACK the ports did not take whole: a marked one, or a probe's answer. The
@@ -249,7 +273,9 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
         if s["pr"]:
             self._stats.probes_answered += 1
-            self.health.probe_answered(ev, now, marked=m != SackMark.NONE)
+            self.health.probe_answered(
+                ev, now, m != SackMark.NONE, layout.probe_id_of(s),
+                lambda psn: reports_missing(s, psn) and self.tx.is_outstanding(psn))
             if self.reverse.answered(ev, now):
                 self._stats.reverse_adopted += 1
                 self._paths_dirty = True
@@ -275,6 +301,7 @@ class MrcConnection(ConnectionBase):
         # for its EV. The packet is lost; a trimmed one is retransmitted at once.
         e = self.profile.evs.get(n["entropy"])
         freed = self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
+        self.health.nacked(n["nack_psn"])
         if trimmed:
             self._stats.trims_nacked += 1
             self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
@@ -311,7 +338,8 @@ class MrcConnection(ConnectionBase):
 
     def _on_profile_change(self, ev: EvStateChanged) -> None:
         self._events.append(ev)
-        if ev.new in (EvState.ASSUMED_BAD.value, EvState.DENIED.value):
+        # A suspect path is no place for our acks either (B9).
+        if ev.new in (EvState.STOPPED.value, EvState.ASSUMED_BAD.value, EvState.DENIED.value):
             self.reverse.retired(ev.ev)
         self._paths_dirty = True
 
@@ -354,14 +382,17 @@ class MrcConnection(ConnectionBase):
         the emulator's NICs pay for in CPU, which a NIC ASIC would not."""
         return max(self.srtt or self.reverse.rtt or 0.0, self.cfg.probe_interval)
 
-    def _send_probe(self, e: Ev, now: float) -> None:
-        """A reliability probe on `e`, in the data class, to test the path data takes.
-        It consumes no PSN: BTH carries the lowest unacknowledged one, for the reader."""
+    def _send_probe(self, e: Ev, now: float, dscp: int = PROBE_DSCP) -> int:
+        """A reliability probe on `e`: in the data class, to test the path data takes
+        (an ASSUMED_BAD EV's), or in the control class, to test only that the path
+        forwards (a STOPPED EV's). It consumes no PSN: BTH carries the lowest
+        unacknowledged one, for the reader."""
         e.probe_seq += 1
         peth = {"probe_id": e.probe_seq & 0xFFFF, "spdcid": self.local_qpn & 0xFFFF,
                 "dpdcid": self.remote_qpn & 0xFFFF, "tx_timestamp": timestamp(now)}
         self.control.append((e.ev, self._packet(e, Opcode.RELIABILITY_PROBE_REQ,
-                                                {"PETH": peth}, self.una, None, PROBE_DSCP)))
+                                                {"PETH": peth}, self.una, None, dscp)))
+        return peth["probe_id"]
 
     def _completions(self, now: float) -> None:
         for msn, imm in self.rx.take_completions():
@@ -395,7 +426,11 @@ class MrcConnection(ConnectionBase):
         s, c = self._stats, self.rx.counters()
         for k, v in self.tx.counters().items():
             setattr(s, k, v)
-        s.losses, s.losses_ignored = self.health.losses, self.health.losses_ignored
+        h = self.health
+        s.losses, s.losses_ignored = h.losses, h.losses_ignored
+        s.holes_trimmed, s.holes_arrived = h.holes_trimmed, h.holes_arrived
+        s.ev_stops, s.ev_stops_cleared = h.stops, h.stops_cleared
+        s.probe_timeouts, s.probe_proofs = h.probe_timeouts, h.probe_proofs
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
@@ -458,19 +493,18 @@ class MrcConnection(ConnectionBase):
             self._control_paths()
         self.rx.timer(now)
         srtt = self.srtt or self.cfg.min_rto
-        # RACK's timer: a packet sent before one that has arrived is lost once it is a
-        # round trip plus the reorder window old, even if no further ack comes to say
-        # so. That is the tail of a message on a path that just died; waiting for the
-        # RTO instead held every iteration barrier up by about half a second.
-        if lost := self.tx.rack_timer(now, srtt, self.cfg.reorder_window):
-            self._stats.rack_timer_losses += lost
-            self.cc.on_loss(now, srtt)
-        # The RTO: every live packet that old is lost (the path monitor judges their EVs).
+        # The overdue scan: an EV whose oldest packet is late against the EV's own round
+        # trips is stopped and its packets go again elsewhere, a tail with nothing after
+        # it to open a hole included, within about a round trip (DESIGN.md section 14).
+        self.tx.overdue(now)
+        # The RTO, the last resort: every live packet that old is lost, and the window
+        # halves (nothing at all was heard for a timeout).
         if fired := self.tx.rto(now, self.rto):
             self._stats.rtos += fired
             self.cc.on_loss(now, srtt)
             self.backoff = min(self.backoff * 2, 64)
         self._completed(now)
+        self.health.check(now, srtt, self.tx.is_outstanding)
         for e in self.health.probes_due(now):
             e.last_probe = now
             self._send_probe(e, now)
@@ -483,9 +517,10 @@ class MrcConnection(ConnectionBase):
             times.append(due)
         if (sent := self.tx.first_live()) is not None:
             times.append(sent + self.rto)
-            if sent < self.tx.latest_acked_sent:
-                srtt = self.srtt or self.cfg.min_rto
-                times.append(sent + srtt + max(self.cfg.reorder_window, srtt))
+            if (due := self.tx.overdue_at()) is not None:
+                times.append(due)
+        if (due := self.health.next_deadline(self.srtt or self.cfg.min_rto)) is not None:
+            times.append(due)
         if (probe := self.health.next_probe_at()) is not None:
             times.append(probe)
         if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
@@ -539,4 +574,4 @@ class MrcConnection(ConnectionBase):
         """Anything to send or time: the I/O shell skips connections that are not."""
         return bool(self.control or self.tx.pending or self.tx.outstanding or self.tx.rtx_queued
                     or self.rx.pending or self.rx.sack_due is not None
-                    or self.profile.bad_count)
+                    or self.profile.bad_count or self.health.pending)

@@ -1,23 +1,44 @@
 """Path health: the one place where facts about packets become EV states.
 
-The white paper's rules (PAPER.md B1-B4, DESIGN.md section 12), one small method each,
-every one driven with an explicit `now`:
+The white paper's rules (PAPER.md B1-B4, DESIGN.md sections 12 and 14), one small method
+each, every one driven with an explicit `now`:
 
-| fact (from the data path)              | verdict                                       |
-| CE echoed (SACK m = SKIP_ONCE)         | SKIP for `ce_skip_rotations`                  |
-| trimmed mid-path (NACK TRIMMED)        | SKIP for `trim_skip_rotations`                |
-| trimmed at the last hop                | none: incast at the receiver is no path's     |
-| lost, not trimmed: a SACK hole past the | ASSUMED_BAD at once, replaced from the same   |
-| reorder window                          | plane's backups, probed in the background     |
+| fact (from the data path)               | verdict                                       |
+| CE echoed (SACK m = SKIP_ONCE)          | SKIP for `ce_skip_rotations`                  |
+| trimmed mid-path (NACK TRIMMED)         | SKIP for `trim_skip_rotations`                |
+| trimmed at the last hop                 | none: incast at the receiver is no path's     |
+| the EV's oldest packet overdue against  | STOPPED: no new data on it, its outstanding   |
+| the EV's own round trips                | packets sent again elsewhere (the sender did), |
+|                                         | a probe sent on it in the control class       |
+| feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
+| probe answered                          |                                               |
+| a STOPPED EV's probe unanswered for the | ASSUMED_BAD at once, replaced from the same   |
+| connection's RTT plus the hosts' slack  | plane's backups, probed in the background     |
+| the answer to the data-class probe sent | the same: the probe went behind every packet  |
+| on it when stopped reports the overdue  | on the EV (one path is FIFO), so that packet  |
+| packet missing                          | was lost (SLEEK's proof, per EV: a tail too)  |
+| lost by per-EV order: a later packet on | the same, once `ack_slack` has passed with no |
+| its EV arrived, it did not              | NACK saying it was trimmed (a trimmed header  |
+|                                         | overtakes, and its NACK may trail the SACK)   |
 | lost at the RTO, nothing sent on its EV | the same                                      |
 | as late or later known to have arrived  |                                               |
 | the peer's SACK m = ALWAYS_SKIP         | the same                                      |
 | `probes_to_restore` probes answered     | GOOD again (SKIP if the last one was marked)  |
 
+Stopping is cheap (a duplicate costs a packet) and needs no proof; retiring does. A
+stopped EV gets two probes: one in the control class, which crosses its queues'
+priority lane and so tells a broken path from a slow one within a round trip, and one
+in the data class, behind the EV's packets, whose answer proves whether the overdue one
+arrived. A slow path is overdue later than a fast one (its own round trips are long),
+and when it is stopped anyway its control probe is answered and its data probe finds
+the packet arrived: it is never retired for being slow. (The data probe's answer can
+only prove a loss while the packet's copy sent elsewhere has not arrived yet; when that
+copy wins the race the answer proves nothing, and nothing is retired.)
+
 A SKIP that comes again soon after one ends lasts longer (EvProfile.skip doubles the
 EV's `skip_len`, which unmarked SACKs halve), so a path that stays hot sheds most of its
-share. Nothing here excuses a loss: a host that loses or delays packets itself is
-what the fidelity monitor reports (mrcemu/fidelity.py), not what a rule hides.
+share. Nothing here excuses a loss: a host that loses or delays packets itself is what
+the fidelity monitor reports (mrcemu/fidelity.py), not what a rule hides.
 
 The monitor holds no clock and no I/O: the connection feeds it what its data path
 found, and asks it which EVs to probe.
@@ -25,11 +46,29 @@ found, and asks it which EVs to probe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 
-LOSS_HOLE = 0  # datapath: MRC_LOSS_HOLE
+LOSS_HOLE = 0  # datapath: MRC_LOSS_HOLE, per-EV order
 LOSS_RTO = 1  # datapath: MRC_LOSS_RTO
+LOSS_OVERDUE = 2  # datapath: MRC_LOSS_OVERDUE, not a loss: the EV's oldest packet is late
+
+
+@dataclass
+class _Stop:
+    at: float  # when the EV was stopped
+    sent: float  # the overdue packet's send time
+    probe_at: float | None = None  # its control-class probe, once sent
+
+
+@dataclass
+class _Proof:
+    probe_id: int  # the data-class probe sent behind the EV's packets when it stopped
+    psn: int  # the overdue packet
+    sent: float
 
 
 class PathMonitor:
@@ -39,9 +78,19 @@ class PathMonitor:
         self.trim_skip = cfg.trim_skip_rotations
         self.probes_to_restore = cfg.probes_to_restore
         self.probe_interval = cfg.probe_interval
+        self.slack = cfg.ack_slack
         self._answered: dict[int, int] = {}  # EV in ASSUMED_BAD -> probes answered since
-        self.losses = 0  # losses reported
+        self._holes: dict[int, tuple[int, float, float]] = {}  # PSN -> EV, sent, verdict due
+        self._stops: dict[int, _Stop] = {}  # EV in STOPPED -> the stop
+        self._proofs: dict[int, _Proof] = {}  # EV -> its data probe's answer awaited
+        self.losses = 0  # losses reported (per-EV order and the RTO)
         self.losses_ignored = 0  # RTO losses on an EV a later packet crossed
+        self.holes_trimmed = 0  # per-EV order losses a trailing NACK said were trims
+        self.holes_arrived = 0  # per-EV order losses whose packet was acked within the slack
+        self.stops = 0  # EVs stopped as overdue
+        self.stops_cleared = 0  # of those, back in use (heard from, or probe answered)
+        self.probe_timeouts = 0  # of those, retired: the probe went unanswered
+        self.probe_proofs = 0  # of those, retired: the data probe's answer proved a loss
 
     def ce_echoed(self, ev: int, now: float) -> None:
         """The receiver echoed a CE mark: a switch on the path is queueing."""
@@ -56,10 +105,9 @@ class PathMonitor:
 
     def lost(self, ev: int, sent: float, now: float, how: int) -> None:
         """A packet sent on `ev` at `sent` was lost and not trimmed: the path failed
-        (B1). A SACK hole condemns it at once. The RTO condemns it only if the EV was
-        not otherwise heard from: a packet sent on it as late or later that arrived
-        proves the path carries packets, and the timeout is then the window's (a tail
-        with nothing after it to open a hole), not the path's."""
+        (B1). The RTO condemns it only if the EV was not otherwise heard from: a packet
+        sent on it as late or later that arrived proves the path carries packets, and the
+        timeout is then the window's (a tail with nothing after it), not the path's."""
         self.losses += 1
         e = self.profile.evs.get(ev)
         if e is None:
@@ -67,8 +115,83 @@ class PathMonitor:
         if how == LOSS_RTO and e.heard_sent >= sent:
             self.losses_ignored += 1
             return
-        why = "lost: SACK hole" if how == LOSS_HOLE else "lost: RTO"
-        self._retire(e, now, why, sent)
+        self._retire(e, now, "lost: SACK hole" if how == LOSS_HOLE else "lost: RTO", sent)
+
+    def hole(self, ev: int, psn: int, sent: float, now: float) -> None:
+        """Per-EV order found the packet `psn` lost: its verdict waits `ack_slack` for a
+        NACK (a trimmed header overtakes the data behind it, but its NACK and the SACK
+        that reported the later packet cross the reverse path on different EVs)."""
+        self._holes[psn] = (ev, sent, now + self.slack)
+
+    def nacked(self, psn: int) -> None:
+        """A NACK named `psn`: if per-EV order had called it lost, it was trimmed."""
+        if self._holes.pop(psn, None) is not None:
+            self.holes_trimmed += 1
+
+    def overdue(self, ev: int, sent: float, now: float) -> bool:
+        """The EV's oldest packet, sent at `sent`, is overdue against the EV's own round
+        trips: stop using it (its outstanding packets already go again elsewhere). True
+        if it was stopped and wants its probes."""
+        if not self.profile.stop(ev, now, "overdue", sent):
+            return False
+        self.stops += 1
+        self._stops[ev] = _Stop(now, sent)
+        return True
+
+    def probes_sent(self, ev: int, now: float, data_probe_id: int, psn: int) -> None:
+        """The stopped EV's two probes went: the control one now, the data one (its
+        answer awaited for `psn`, the overdue packet) behind the EV's packets."""
+        if (s := self._stops.get(ev)) is not None:
+            s.probe_at = now
+            self._proofs[ev] = _Proof(data_probe_id, psn, s.sent)
+
+    def heard(self, now: float) -> None:
+        """Feedback came from a STOPPED EV (an ack of data sent on it, a SACK or NACK it
+        carried): the path delivers, late. Called after each batch of acks. The overdue
+        packet's age now is the least this path's round trip has become: its own RTT
+        estimate takes it, or the next packet on it is overdue as soon (its acked copies
+        were resent, so they give no sample of their own)."""
+        for ev in [ev for ev, s in self._stops.items()
+                   if self.profile.evs[ev].last_feedback > s.at]:
+            fb = self.profile.evs[ev].fb
+            age = now - self._stops[ev].sent
+            if not fb.rtt_raw >= age:  # NaN: no sample yet
+                fb.rtt_raw = age
+            self._resume(ev, now, "heard from")
+
+    def _resume(self, ev: int, now: float, why: str) -> None:
+        del self._stops[ev]
+        self.stops_cleared += 1
+        self.profile.resume(ev, now, why)
+
+    def check(self, now: float, srtt: float, outstanding: Callable[[int], bool]) -> None:
+        """Confirm the per-EV order losses whose slack has passed (unless the packet was
+        acked meanwhile: a SACK that crossed the reverse path late proved nothing), and
+        retire the STOPPED EVs whose probe went unanswered for `srtt` plus the slack."""
+        for psn in [p for p, (_, _, due) in self._holes.items() if due <= now]:
+            ev, sent, _ = self._holes.pop(psn)
+            if outstanding(psn):
+                self.lost(ev, sent, now, LOSS_HOLE)
+            else:
+                self.holes_arrived += 1
+        limit = srtt + self.slack
+        for ev in [ev for ev, s in self._stops.items()
+                   if s.probe_at is not None and s.probe_at + limit <= now]:
+            s = self._stops[ev]
+            self.probe_timeouts += 1
+            self._retire(self.profile.evs[ev], now, "lost: probe unanswered", s.sent)
+
+    def next_deadline(self, srtt: float) -> float | None:
+        """When `check` next has something to decide."""
+        due = [d for _, _, d in self._holes.values()]
+        due += [s.probe_at + srtt + self.slack for s in self._stops.values()
+                if s.probe_at is not None]
+        return min(due) if due else None
+
+    @property
+    def pending(self) -> bool:
+        """A verdict waits on time: the connection needs its timer."""
+        return bool(self._holes or self._stops)
 
     def remote_bad(self, ev: int, now: float) -> None:
         """The peer's SACK said never to use this EV again (m = ALWAYS_SKIP)."""
@@ -79,13 +202,29 @@ class PathMonitor:
     def _retire(self, e: Ev, now: float, why: str, lost_sent: float | None) -> None:
         if e.state is EvState.ASSUMED_BAD:
             return
+        self._stops.pop(e.ev, None)
+        self._proofs.pop(e.ev, None)
         self.profile.assume_bad(e.ev, now, why, lost_sent)
         if e.state is EvState.ASSUMED_BAD:
             self._answered[e.ev] = 0
 
-    def probe_answered(self, ev: int, now: float, marked: bool) -> None:
-        """A probe on an ASSUMED_BAD EV came back: after enough of them, the path is
-        trusted again (B1: "restored when enough probes succeed")."""
+    def probe_answered(self, ev: int, now: float, marked: bool, probe_id: int = -1,
+                       missing: Callable[[int], bool] = lambda _psn: False) -> None:
+        """A probe came back; `missing(psn)`: its answer reports `psn` not received. The
+        data probe of a stop proves its overdue packet lost if the answer reports it
+        missing: ASSUMED_BAD. Otherwise, on a STOPPED EV the path forwards: back in use.
+        On an ASSUMED_BAD one, after enough of them, the path is trusted again (B1:
+        "restored when enough probes succeed")."""
+        proof = self._proofs.get(ev)
+        if proof is not None and proof.probe_id == probe_id:
+            del self._proofs[ev]
+            if missing(proof.psn):
+                self.probe_proofs += 1
+                self._retire(self.profile.evs[ev], now, "lost: probe proved", proof.sent)
+                return
+        if ev in self._stops:
+            self._resume(ev, now, "probe answered")
+            return
         e = self.profile.evs.get(ev)
         if e is None or e.state is not EvState.ASSUMED_BAD:
             return

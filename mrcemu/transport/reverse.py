@@ -29,7 +29,8 @@ import random
 
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 
-RETIRED = (EvState.ASSUMED_BAD, EvState.DENIED)
+# Out of the reverse set: retired, or stopped as overdue (its forward path is suspect).
+RETIRED = (EvState.STOPPED, EvState.ASSUMED_BAD, EvState.DENIED)
 
 
 class ReverseEvs:

@@ -1,8 +1,10 @@
 """A deterministic simulated multi-path network for the sans-IO cores (no root, no clock).
 
 Each path (source host, plane, spine) has its own delay, loss, duplication,
-reordering jitter, blackhole and trimming; the clock is virtual, so a test of
-seconds of traffic runs in milliseconds and gives the same result every time.
+jitter, blackhole and trimming; the clock is virtual, so a test of seconds of traffic
+runs in milliseconds and gives the same result every time. Like the fabric's, a path
+is FIFO for data: jitter reorders packets across paths, never two data packets of one
+path (a trimmed header and control packets go in the priority class, and may overtake).
 It does what the fabric does to a packet: consume the uSIDs (the DA becomes
 the delivered host address), trim (headers only, DSCP TRIMMED) and mark CE.
 """
@@ -42,6 +44,7 @@ class PathProps:
     ce: float = 0.0
     delivered: int = 0
     dropped: int = 0
+    data_at: float = 0.0  # when the path's last data packet arrives: FIFO
 
 
 @dataclass
@@ -64,7 +67,7 @@ class SimNet:
     def path(self, src: str, plane: int, spine: int | None) -> PathProps:
         key = (src, plane, spine)
         if key not in self.paths:
-            self.paths[key] = replace(self.default, delivered=0, dropped=0)
+            self.paths[key] = replace(self.default, delivered=0, dropped=0, data_at=0.0)
         return self.paths[key]
 
     def deliver(self, pkt: bytes) -> bytes:
@@ -83,11 +86,12 @@ class SimNet:
             props.dropped += 1
             return
         pkt = self.deliver(pkt)
+        fifo = op in MRC_DATA or op in ROCE_DATA
         if op in MRC_DATA:  # data: the only trimmable kind
             if self.rng.random() < props.trim:
-                pkt = codec.trim(pkt, Dscp.TRIMMED)
+                pkt, fifo = codec.trim(pkt, Dscp.TRIMMED), False
             elif props.trim_lasthop and self.rng.random() < props.trim_lasthop:
-                pkt = codec.trim(pkt, Dscp.TRIMMED_LASTHOP)
+                pkt, fifo = codec.trim(pkt, Dscp.TRIMMED_LASTHOP), False
             elif self.rng.random() < props.ce:
                 pkt = codec.mark_ce(pkt)
         elif op in ROCE_DATA and (pkt[1] >> 4) & 3 and self.rng.random() < props.ce:
@@ -96,6 +100,8 @@ class SimNet:
         _core, peer = self._nodes[src]
         for _ in range(copies):
             t = self.now + props.delay + self.rng.random() * props.jitter
+            if fifo:
+                t = props.data_at = max(t, props.data_at)
             self._seq += 1
             heapq.heappush(self._q, (t, self._seq, peer, pkt))
         props.delivered += 1

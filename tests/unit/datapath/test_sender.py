@@ -1,5 +1,6 @@
 """The compiled MRC requester (mrcemu/datapath/sender.c) on its own, with explicit `now`:
-its frames against the Python codec's, and its records under acks, NACKs, RACK and RTOs."""
+its frames against the Python codec's, and its records under acks, NACKs, per-EV order,
+the overdue scan and RTOs."""
 
 from __future__ import annotations
 
@@ -111,37 +112,110 @@ def test_windows_bound_what_goes_and_sacks_free_it():
     assert rig.tx.acked_of(0) == 5 and rig.tx.acked_of(9) is None
 
 
-def test_rack_marks_earlier_packets_lost_and_resends_them_on_other_evs():
+def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0) -> datapath.Nscc:
+    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
+    rig.tx.use_cc(cc, min_rto, 1.0, slack)
+    return cc
+
+
+def sack(rig: Rig, cack: int, off: int, bitmap: int, trigger: int, ev: int, now: float):
+    """A SACK as the responder frames it: the trigger's offset from cack, its EV."""
+    rig.tx.sack(cack, off, bitmap, trigger - cack, ev, 0, 0, now)
+
+
+def test_per_ev_order_proves_a_packet_lost_when_a_later_one_on_its_ev_arrived():
     rig = Rig()
-    rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
-    for i in range(4):
-        assert len(rig.send(i * 0.001, budget=1)) == 1  # PSN i on EV i at i ms
-    rig.tx.ack(0, 3, 1, None, 0.02)  # only PSN 3 arrived (sent at 3 ms)
-    assert rig.tx.rack(0.003, 0.0015) == 2  # sent over 1.5 ms before it: PSNs 0 and 1
-    # Each is reported with the EV it went on, when, and how it was found (a SACK hole).
-    assert rig.tx.take_losses() == [(0, 0.0, 0), (1, 0.001, 0)]
-    assert rig.tx.rtx_queued == 2 and rig.tx.inflight == PMTU  # PSN 2 is still live
-    assert rig.tx.first_live() == 0.002
-    frames = rig.send(0.03)
-    assert len(frames) == 2
-    for (ev, pkt), psn in zip(frames, (0, 1), strict=True):
-        d = decode(pkt)
-        assert d.psn == psn and d.bth["rtx"] == 1 and ev != rig.evs[psn]
-        assert d.dscp == Dscp.TRIMMABLE_RETX and d.ecn == ECT0
-    assert rig.tx.counters()["retransmits"] == 2
+    cc = with_cc(rig)
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(8):
+        assert len(rig.send(i * 0.001, budget=1)) == 1  # PSN i on EV i % 4 at i ms
+    cwnd = cc.cwnd
+    # PSNs 1 and 2 are missing; 0 and 3-5 arrived (cack 1, bitmap at 2: PSNs 3, 4, 5).
+    sack(rig, 1, 1, 0b1110, 5, rig.evs[1], 0.020)
+    # PSN 5 went on EV 1 after PSN 1: one path is FIFO, so PSN 1 is lost. PSN 2 (EV 2)
+    # was sent before packets on other EVs that arrived, but nothing later on its own EV
+    # has: sprayed packets arrive in any order, and it is not judged.
+    assert rig.tx.take_losses() == [(1, 0.001, 0, 1)]
+    assert rig.tx.counters()["hole_losses"] == 1
+    # The lost packet's bytes come off the window; the window is not halved.
+    assert cc.cwnd >= cwnd - PMTU and cc.decreases == 0
+    (ev, pkt), = rig.send(0.021)
+    assert decode(pkt).psn == 1 and decode(pkt).bth["rtx"] == 1 and ev != rig.evs[1]
+    # PSN 6 (EV 2, after PSN 2) arrives: now PSN 2 is proven lost.
+    sack(rig, 1, 1, 0b11110, 6, rig.evs[2], 0.022)
+    assert rig.tx.take_losses() == [(2, 0.002, 0, 2)]
+
+
+def test_per_ev_order_judges_only_what_the_ack_reports_missing():
+    rig = Rig(window=256)
+    with_cc(rig)
+    rig.tx.post(0, 0, 1, bytes(80 * PMTU), None)
+    for i in range(80):
+        rig.send(i * 0.001, budget=1)
+    # cack 1; the bitmap starts at PSN 70 and reports 73 (EV 1). PSN 1 (EV 1) is cack:
+    # missing, and lost. PSN 5 (EV 1) lies between cack and the bitmap: unknown.
+    sack(rig, 1, 69, 0b1000, 73, rig.evs[1], 0.1)
+    assert [(x[0], x[3]) for x in rig.tx.take_losses()] == [(1, 1)]
+    # An older SACK, arriving late (its cack behind the one taken), proves nothing.
+    rig.tx.ack(3, 1, 0, None, 0.1)  # cack moves to 3 (PSN 2 on EV 2)
+    sack(rig, 1, 69, 0b1000, 73, rig.evs[1], 0.1)
+    assert rig.tx.take_losses() == []
+
+
+def test_a_trimmed_packet_is_nacked_not_found_lost_by_per_ev_order():
+    rig = Rig()
+    with_cc(rig)
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(8):
+        rig.send(i * 0.001, budget=1)
+    # PSN 1's trimmed header overtook PSN 5 on EV 1: its NACK came first.
+    assert rig.tx.nack(1, 1, 0.015, True) == PMTU
+    sack(rig, 1, 1, 0b1110, 5, rig.evs[1], 0.020)
+    assert rig.tx.take_losses() == []
+    # Resent on another EV; a late NACK for the first copy (it names EV 1) is stale.
+    (ev, _), = rig.send(0.021)
+    assert ev != rig.evs[1] and rig.tx.nack(1, 1, 0.022, True) == 0
+    assert rig.tx.rtx_queued == 0 and rig.tx.is_outstanding(1)
+
+
+def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go_elsewhere():
+    rig = Rig()
+    with_cc(rig, slack=0.002)
+    rig.tx.post(0, 0, 1, bytes(64 * PMTU), None)
+    for i in range(8):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
+    # Every EV but EV 1 answers in 10 ms; EV 1's first packet is sampled at 40 ms.
+    sack(rig, 0, 1, 0b1, 1, rig.evs[1], 0.041)  # PSN 1 (EV 1): 40 ms
+    sack(rig, 3, 1, 0, 2, rig.evs[2], 0.012)
+    for psn in (4, 6, 7):
+        sack(rig, 5, 1 + psn - 6, 1, psn, rig.evs[psn % 4], psn * 0.001 + 0.01)
+    srtt = rig.tx.srtt_raw
+    age = [rig.tx.overdue_age(i) for i in range(4)]
+    # EV 1's own round trips are long: it is overdue later than the others.
+    assert age[1] > age[0] >= srtt + 0.002
+    assert age[1] == pytest.approx(rig.slots[1].rtt_raw + 4 * rig.slots[1].rttvar + 0.002)
+    # PSN 5 (EV 1, sent at 5 ms) is the only packet outstanding.
+    assert rig.tx.outstanding == 1 and rig.tx.overdue_at() == pytest.approx(0.005 + age[1])
+    assert rig.tx.overdue(0.005 + age[1] - 1e-6) == 0 and rig.tx.take_losses() == []
+    assert rig.tx.overdue(0.005 + age[1]) == 1
+    assert rig.tx.take_losses() == [(1, 0.005, 2, 5)]
+    assert rig.slots[1].stopped and rig.tx.rtx_queued == 1
+    assert rig.tx.counters()["overdue_resent"] == 1
+    # Stopped: its resent packet is not judged on it again, and nothing is due.
+    assert rig.tx.overdue(1.0) == 0 and rig.tx.overdue_at() is None
 
 
 def test_a_trim_nack_puts_its_packet_first_in_line():
     rig = Rig()
     rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
     rig.send(0.0)
-    assert rig.tx.nack(1, 2, 0.001, False) == PMTU  # PSN 1: lost, queued behind
-    assert rig.tx.nack(3, 1, 0.001, True) == PMTU   # PSN 3: trimmed, first in line
-    assert rig.tx.nack(3, 1, 0.001, True) == 0  # the same again: nothing more left flight
+    assert rig.tx.nack(1, 1, 0.001, False) == PMTU  # PSN 1: lost, queued behind
+    assert rig.tx.nack(3, 3, 0.001, True) == PMTU   # PSN 3: trimmed, first in line
+    assert rig.tx.nack(3, 3, 0.001, True) == 0  # the same again: nothing more left flight
     assert [decode(p).psn for _, p in rig.send(0.002)] == [3, 1]
     # The receiver said what became of both: no loss for the path monitor.
     assert rig.tx.take_losses() == []
-    # The NACK came back on EV 1: it is heard from, whatever the PSN it names.
+    # The NACK names EV 1: it is heard from.
     assert rig.slots[1].last_feedback == 0.001 and rig.slots[1].unanswered == 0
 
 
@@ -155,9 +229,9 @@ def test_rto_fires_old_packets_and_reports_each_with_its_ev():
     # Older than 100 ms at 105.5 ms: PSNs 0-5, each reported as an RTO loss with its EV
     # and send time (whether EV 1's answer since clears it is the path monitor's call).
     assert rig.tx.rto(0.1055, 0.1) == 6
-    assert rig.tx.take_losses() == [(i % 4, i * 0.001, 1) for i in range(6)]
+    assert rig.tx.take_losses() == [(i % 4, i * 0.001, 1, i) for i in range(6)]
     assert rig.tx.rtx_queued == 6 and rig.tx.first_live() == 0.006
-    assert rig.tx.rto(0.2, 0.1) == 1 and rig.tx.take_losses() == [(2, 0.006, 1)]
+    assert rig.tx.rto(0.2, 0.1) == 1 and rig.tx.take_losses() == [(2, 0.006, 1, 6)]
 
 
 def test_a_message_completes_once_all_its_packets_are_acked_and_its_buffer_is_let_go():

@@ -7,12 +7,7 @@ import pytest
 
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import load
-from mrcemu.transport.config import (
-    HOST_SLACK,
-    RATE_CLOCKS,
-    TransportConfig,
-    trim_bounded_delay,
-)
+from mrcemu.transport.config import HOST_SLACK, RATE_CLOCKS, TransportConfig
 
 
 @dataclass
@@ -40,32 +35,18 @@ def test_clocks_scale_with_the_wire_time_of_a_packet(mbps, k):
     assert (cfg.pmtu, cfg.sack_every, cfg.rcv_window, cfg.roce_window, cfg.seed) == (
         base.pmtu, base.sack_every, base.rcv_window, base.roce_window, 3)
     assert cfg.roce_reconvergence == base.roce_reconvergence
-    # The reorder window is what the trim thresholds let a packet queue: k times longer
-    # on k times slower links.
-    assert cfg.reorder_window == pytest.approx(base.reorder_window * k)
 
 
-def test_the_reorder_window_is_how_long_the_trim_thresholds_let_a_packet_wait():
-    # 60 kB at 20 Mb/s is 24 ms a queue: two fabric queues and the last hop.
-    assert trim_bounded_delay(Fabric()) == pytest.approx(0.072)
-    # Halving the fabric links doubles the wait at their two queues.
-    assert trim_bounded_delay(Fabric(fabric_link_mbps=10.0)) == pytest.approx(0.120)
-    # The window adds the host slack a faithful run allows, scaled like the clocks.
-    assert TransportConfig.for_topology(Fabric(trim_threshold_bytes=30_000)).reorder_window \
-        == pytest.approx(0.036 + HOST_SLACK)
-    assert TransportConfig.for_topology(Fabric(host_link_mbps=10.0)).reorder_window \
-        == pytest.approx(0.048 + 0.048 + 2 * HOST_SLACK)
-    # The reference fabric's window is the config's default.
-    assert TransportConfig.for_topology(Fabric()).reorder_window \
-        == pytest.approx(TransportConfig().reorder_window)
-    # With trimming off, a queue holds up to its buffer before it drops.
-    assert trim_bounded_delay(Fabric(trim_threshold_bytes=0)) == pytest.approx(0.240)
+def test_the_ack_slack_is_what_a_faithful_run_lets_the_hosts_add_scaled_like_the_clocks():
+    assert TransportConfig().ack_slack == HOST_SLACK
+    assert TransportConfig.for_topology(Fabric(host_link_mbps=10.0)).ack_slack \
+        == pytest.approx(2 * HOST_SLACK)
 
 
 def test_the_large_topology_runs_a_four_times_slower_clock():
     cfg = TransportConfig.for_topology(load("large"))
     assert cfg.min_rto == pytest.approx(4 * TransportConfig().min_rto)
-    assert cfg.reorder_window == pytest.approx(4 * TransportConfig().reorder_window)
+    assert cfg.ack_slack == pytest.approx(4 * TransportConfig().ack_slack)
 
 
 def test_a_slowed_run_slows_routing_reconvergence_too():

@@ -132,3 +132,81 @@ def test_hold_times_must_be_whole_positive_numbers():
         TransportConfig(probes_to_restore=0)
     with pytest.raises(MrcemuError, match="ce_skip_rotations"):
         TransportConfig(ce_skip_rotations=1.5)
+
+
+# ---- loss recovery in round trips (DESIGN.md section 14) ------------------------------
+def test_a_per_ev_order_hole_waits_the_slack_for_a_nack_then_retires():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.hole(e.ev, 17, 0.95, 1.0)
+    assert e.state is EvState.GOOD and mon.pending and mon.next_deadline(0.02) == 1.01
+    mon.check(1.009, 0.02, lambda psn: True)
+    assert e.state is EvState.GOOD  # a NACK may still say it was trimmed
+    mon.check(1.01, 0.02, lambda psn: psn == 17)
+    assert e.state is EvState.ASSUMED_BAD and changes[0].why == "lost: SACK hole"
+    assert changes[0].lost_sent == 0.95 and not mon.pending
+
+
+def test_a_per_ev_order_hole_a_trailing_nack_explains_retires_nothing():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.hole(e.ev, 17, 0.95, 1.0)
+    mon.nacked(17)  # its trimmed header's NACK crossed the reverse path after the SACK
+    mon.check(2.0, 0.02, lambda psn: True)
+    assert e.state is EvState.GOOD and changes == [] and mon.holes_trimmed == 1
+
+
+def test_a_per_ev_order_hole_whose_packet_was_acked_meanwhile_retires_nothing():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.hole(e.ev, 17, 0.95, 1.0)
+    mon.check(1.01, 0.02, lambda psn: False)  # a later SACK reported it: it arrived
+    assert e.state is EvState.GOOD and changes == [] and mon.holes_arrived == 1
+
+
+def test_an_overdue_ev_is_stopped_then_back_in_use_when_its_packet_arrives_late():
+    mon, changes, e = rig()
+    assert mon.overdue(e.ev, 0.95, 1.0)
+    assert e.state is EvState.STOPPED and e.active and e.fb.stopped and not e.fb.usable
+    assert (changes[0].new, changes[0].why, changes[0].lost_sent) == ("STOPPED", "overdue", 0.95)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.heard(1.001)  # nothing from it yet
+    assert e.state is EvState.STOPPED
+    e.last_feedback = 1.004  # its late packet was acked (the sender recorded it)
+    mon.heard(1.004)
+    assert e.state is EvState.GOOD and e.fb.usable and not e.fb.stopped
+    assert changes[-1].why == "heard from" and mon.stops_cleared == 1
+    # Its probe's deadline went with the stop: nothing retires it later.
+    mon.check(5.0, 0.02, lambda psn: True)
+    assert e.state is EvState.GOOD and not mon.pending
+
+
+def test_a_stopped_ev_whose_control_probe_goes_unanswered_is_retired():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    assert mon.next_deadline(0.02) == pytest.approx(1.03)  # srtt + the slack
+    mon.check(1.029, 0.02, lambda psn: True)
+    assert e.state is EvState.STOPPED
+    mon.check(1.03, 0.02, lambda psn: True)
+    assert e.state is EvState.ASSUMED_BAD and not e.active
+    assert (changes[1].why, changes[1].lost_sent) == ("lost: probe unanswered", 0.95)
+
+
+def test_a_stopped_ev_whose_control_probe_is_answered_is_slow_not_broken():
+    mon, changes, e = rig()
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.probe_answered(e.ev, 1.01, False, 4)  # not the data probe: the control one
+    assert e.state is EvState.GOOD and changes[-1].why == "probe answered"
+    # The data probe comes back behind the EV's queue; the packet had arrived.
+    mon.probe_answered(e.ev, 1.05, False, 5, lambda psn: False)
+    assert e.state is EvState.GOOD and mon.probe_proofs == 0
+
+
+def test_a_data_probe_whose_answer_reports_the_overdue_packet_missing_proves_a_tail_loss():
+    mon, changes, e = rig()
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.probe_answered(e.ev, 1.01, False, 4)  # the path forwards...
+    # ...and the probe sent behind every packet on it arrived without packet 17: lost.
+    mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
+    assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
+    assert (changes[-2].why, changes[-2].lost_sent) == ("lost: probe proved", 0.95)
