@@ -854,7 +854,7 @@ static double srtt_or(const struct mrc_sender *s, double dflt)
 	return isnan(s->srtt) || s->srtt == 0.0 ? dflt : s->srtt;
 }
 
-static void rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
+void mrc_rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
 {
 	if (isnan(*srtt)) {
 		*srtt = rtt;
@@ -877,11 +877,11 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		return -1;
 	s->sacks_rx++;
 	if (r.rtt >= 0) {
-		rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
+		mrc_rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
 		/* the EV's own, starting from the connection's deviation: a path's first
 		 * sample says nothing yet of how much it varies */
 		struct mrc_evslot *fb = s->paths[r.rtt_path].fb;
-		rtt_sample(&fb->rtt, &fb->rttvar, r.rtt, s->rttvar);
+		mrc_rtt_sample(&fb->rtt, &fb->rttvar, r.rtt, s->rttvar);
 	}
 	if (r.newly)
 		s->backoff = 1;

@@ -265,6 +265,9 @@ int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sac
  * queue as ever. Returns what per-EV order called lost,
  * or -1 (out of memory, or no mrc_tx_use_cc yet: nothing was changed). */
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now);
+/* One RTT sample into a smoothed RTT and deviation (RFC 6298's gains); the first sets
+ * the RTT, and the deviation to `var0`. */
+void mrc_rtt_sample(double *srtt, double *rttvar, double rtt, double var0);
 /* The path index of EV `ev`, or -1. */
 int32_t mrc_tx_path_of(const struct mrc_sender *s, uint32_t ev);
 uint64_t mrc_tx_acked_of(const struct mrc_sender *s, uint64_t msn, int *found);

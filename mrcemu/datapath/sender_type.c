@@ -49,7 +49,7 @@ static PyMemberDef evslot_members[] = {
 	{"good", T_BOOL, offsetof(EvSlotObject, s.good), 0, "its state is GOOD"},
 	{"stopped", T_UBYTE, offsetof(EvSlotObject, s.stopped), 0,
 	 "taken out of use as overdue (the sender sets it, the policy clears it)"},
-	{"rtt_raw", T_DOUBLE, offsetof(EvSlotObject, s.rtt), 0,
+	{"rtt_raw", T_DOUBLE, offsetof(EvSlotObject, s.rtt), READONLY,
 	 "its own smoothed RTT (NaN: no sample yet)"},
 	{"rttvar", T_DOUBLE, offsetof(EvSlotObject, s.rttvar), READONLY, "its RTT's deviation"},
 	{"skip_len", T_UINT, offsetof(EvSlotObject, s.skip_len), 0,
@@ -58,12 +58,30 @@ static PyMemberDef evslot_members[] = {
 	{NULL, 0, 0, 0, NULL},
 };
 
+/* rtt_sample(rtt, var0): one sample of this EV's round trip that no ack's trigger gave
+ * (a stopped EV's late packet), into its own estimate as the SACK path puts one */
+static PyObject *evslot_rtt_sample(EvSlotObject *self, PyObject *args)
+{
+	double rtt, var0;
+	if (!PyArg_ParseTuple(args, "dd", &rtt, &var0))
+		return NULL;
+	mrc_rtt_sample(&self->s.rtt, &self->s.rttvar, rtt, var0);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef evslot_methods[] = {
+	{"rtt_sample", (PyCFunction)evslot_rtt_sample, METH_VARARGS,
+	 "rtt_sample(rtt, var0): a sample into the EV's own RTT estimate"},
+	{NULL, NULL, 0, NULL},
+};
+
 PyTypeObject EvSlotType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mrcemu.datapath._datapath.EvSlot",
 	.tp_basicsize = sizeof(EvSlotObject),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_new = evslot_new,
 	.tp_members = evslot_members,
+	.tp_methods = evslot_methods,
 	.tp_doc = "One EV's per-packet facts, written by the data path, read by the policy.",
 };
 

@@ -504,7 +504,7 @@ class MrcConnection(ConnectionBase):
             self.cc.on_loss(now, srtt)
             self.backoff = min(self.backoff * 2, 64)
         self._completed(now)
-        self.health.check(now, srtt, self.tx.is_outstanding)
+        self.health.check(now, self._probe_rtt, self.tx.is_outstanding)
         for e in self.health.probes_due(now):
             e.last_probe = now
             self._send_probe(e, now)
@@ -519,13 +519,21 @@ class MrcConnection(ConnectionBase):
             times.append(sent + self.rto)
             if (due := self.tx.overdue_at()) is not None:
                 times.append(due)
-        if (due := self.health.next_deadline(self.srtt or self.cfg.min_rto)) is not None:
+        if (due := self.health.next_deadline(self._probe_rtt)) is not None:
             times.append(due)
         if (probe := self.health.next_probe_at()) is not None:
             times.append(probe)
         if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
             times.append(self.reverse.next_probe_at(self._reverse_interval()))
         return min(times) if times else None
+
+    @property
+    def _probe_rtt(self) -> float:
+        """How long a stopped EV's control probe may take: the smoothed RTT plus four
+        deviations (a probe crosses the peer's NIC and its control queue as a SACK does,
+        and a connection's first round trips are still growing); min_rto with no sample."""
+        srtt = self.srtt
+        return self.cfg.min_rto if srtt is None else srtt + 4 * self.rttvar
 
     def port_status(self, planes_up: set[int], now: float) -> None:
         """Our own port state changed: stop using dead planes and tell the peer."""

@@ -13,7 +13,8 @@ each, every one driven with an explicit `now`:
 | feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
 | probe answered                          |                                               |
 | a STOPPED EV's probe unanswered for the | ASSUMED_BAD at once, replaced from the same   |
-| connection's RTT plus the hosts' slack  | plane's backups, probed in the background     |
+| connection's RTT plus four deviations   | plane's backups, probed in the background     |
+| plus the hosts' slack                   |                                               |
 | the answer to the data-class probe sent | the same: the probe went behind every packet  |
 | on it when stopped reports the overdue  | on the EV (one path is FIFO), so that packet  |
 | packet missing                          | was lost (SLEEK's proof, per EV: a tail too)  |
@@ -148,15 +149,13 @@ class PathMonitor:
     def heard(self, now: float) -> None:
         """Feedback came from a STOPPED EV (an ack of data sent on it, a SACK or NACK it
         carried): the path delivers, late. Called after each batch of acks. The overdue
-        packet's age now is the least this path's round trip has become: its own RTT
-        estimate takes it, or the next packet on it is overdue as soon (its acked copies
-        were resent, so they give no sample of their own)."""
+        packet's age now is a sample of this path's round trip, into its own estimate
+        (its packets were resent, so their acks give none): without it, the next packet
+        on a path turned slow is overdue as soon."""
         for ev in [ev for ev, s in self._stops.items()
                    if self.profile.evs[ev].last_feedback > s.at]:
             fb = self.profile.evs[ev].fb
-            age = now - self._stops[ev].sent
-            if not fb.rtt_raw >= age:  # NaN: no sample yet
-                fb.rtt_raw = age
+            fb.rtt_sample(now - self._stops[ev].sent, 0.0)
             self._resume(ev, now, "heard from")
 
     def _resume(self, ev: int, now: float, why: str) -> None:
@@ -164,27 +163,28 @@ class PathMonitor:
         self.stops_cleared += 1
         self.profile.resume(ev, now, why)
 
-    def check(self, now: float, srtt: float, outstanding: Callable[[int], bool]) -> None:
+    def check(self, now: float, rtt: float, outstanding: Callable[[int], bool]) -> None:
         """Confirm the per-EV order losses whose slack has passed (unless the packet was
         acked meanwhile: a SACK that crossed the reverse path late proved nothing), and
-        retire the STOPPED EVs whose probe went unanswered for `srtt` plus the slack."""
+        retire the STOPPED EVs whose probe went unanswered for `rtt` (the connection's
+        smoothed RTT plus four deviations) plus the slack."""
         for psn in [p for p, (_, _, due) in self._holes.items() if due <= now]:
             ev, sent, _ = self._holes.pop(psn)
             if outstanding(psn):
                 self.lost(ev, sent, now, LOSS_HOLE)
             else:
                 self.holes_arrived += 1
-        limit = srtt + self.slack
+        limit = rtt + self.slack
         for ev in [ev for ev, s in self._stops.items()
                    if s.probe_at is not None and s.probe_at + limit <= now]:
             s = self._stops[ev]
             self.probe_timeouts += 1
             self._retire(self.profile.evs[ev], now, "lost: probe unanswered", s.sent)
 
-    def next_deadline(self, srtt: float) -> float | None:
-        """When `check` next has something to decide."""
+    def next_deadline(self, rtt: float) -> float | None:
+        """When `check` next has something to decide (`rtt` as `check` has it)."""
         due = [d for _, _, d in self._holes.values()]
-        due += [s.probe_at + srtt + self.slack for s in self._stops.values()
+        due += [s.probe_at + rtt + self.slack for s in self._stops.values()
                 if s.probe_at is not None]
         return min(due) if due else None
 
@@ -200,10 +200,12 @@ class PathMonitor:
             self._retire(e, now, "SACK ALWAYS_SKIP", None)
 
     def _retire(self, e: Ev, now: float, why: str, lost_sent: float | None) -> None:
-        if e.state is EvState.ASSUMED_BAD:
-            return
+        # Whatever else retired it (its plane went down), its stop is over: a stop left
+        # behind would keep its probe deadline, in the past, for ever.
         self._stops.pop(e.ev, None)
         self._proofs.pop(e.ev, None)
+        if e.state is EvState.ASSUMED_BAD:
+            return
         self.profile.assume_bad(e.ev, now, why, lost_sent)
         if e.state is EvState.ASSUMED_BAD:
             self._answered[e.ev] = 0

@@ -210,3 +210,14 @@ def test_a_data_probe_whose_answer_reports_the_overdue_packet_missing_proves_a_t
     mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
     assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
     assert (changes[-2].why, changes[-2].lost_sent) == ("lost: probe proved", 0.95)
+
+
+def test_a_stop_whose_ev_was_retired_otherwise_leaves_no_deadline_behind():
+    mon, changes, e = rig()
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.profile.set_plane(e.path.plane, False, 1.001)  # its port went down...
+    mon.profile.set_plane(e.path.plane, True, 1.002)  # ...and back: ASSUMED_BAD, probe first
+    assert e.state is EvState.ASSUMED_BAD
+    mon.check(2.0, 0.02, lambda psn: True)
+    assert not mon.pending and mon.next_deadline(0.02) is None
