@@ -74,6 +74,30 @@ def goodput_dip(series: dict, at: float, until: float, bin_s: float,
     return level, min(after) / level
 
 
+def fault_cost_rtts(series: dict, at: float, until: float, level: float | None,
+                    rtt: float | None) -> float | None:
+    """What a fault at `at` cost, in round trips at the level before (PAPER.md section 4):
+    the goodput short of `level` in each bin from the fault's on, summed until a bin is
+    back at the level (or `until`), over `level` times `rtt` (the connections' smoothed
+    RTT, the same clock as the series). None without a level, an RTT or a whole bin."""
+    if not level or not rtt:
+        return None
+    t, g, w = series["t"], series["total_mbps"], series["bin_s"]
+    short, any_bin = 0.0, False
+    for tt, x in zip(t, g, strict=True):
+        if tt + w <= at + 1e-9:
+            continue
+        if tt + w > until + 1e-9:
+            break
+        any_bin = True
+        # the fault's own bin counts from the fault on
+        span = w - max(0.0, at - tt)
+        short += max(0.0, level - x) * span
+        if x >= level and tt >= at:
+            break
+    return round(short / (level * rtt), 2) if any_bin else None
+
+
 def _recovery(series: dict, at: float, until: float,
               slowdown: float = 1.0) -> tuple[float | None, float | None]:
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
@@ -160,6 +184,9 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         level, rec_s = _recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
         entry["goodput_before_mbps"] = None if level is None else round(level, 2)
         entry["recovered_90pct_s"] = rec_s
+        entry["rtt_s"] = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))
+        entry["cost_rtts"] = fault_cost_rtts(series, t_f - t0, end - t0, level,
+                                             entry["rtt_s"])
         # How fast the transport stopped trusting each failed path it used after the fault:
         # from the fault, from the path's first use after it, and from the loss that
         # retired it (the lost packet's send time), in seconds and in the connection's
@@ -172,6 +199,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         bad_at: dict[tuple[int, int, int], float] = {}
         loss_at: dict[tuple[int, int, int], float] = {}
         rtts_of: dict[tuple[int, int, int], float] = {}
+        stop_rtts_of: dict[tuple[int, int, int], float] = {}  # stopped (or retired) after loss
         after_retire: dict[tuple[int, int, int], int] = {}
         undetected = 0
         rtos = []
@@ -180,7 +208,13 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
             srtt = c.get("srtt")
             first_bad: dict[int, float] = {}
             first_loss: dict[int, float] = {}
+            # MRC stops using a path before it retires it (DESIGN.md section 14): the
+            # first of either, with the send time of the lost packet that caused it
+            first_stop: dict[int, tuple[float, float]] = {}
             for t, ev, _old, new, _why, *rest in c["ev_changes"]:
+                if new in ("STOPPED", "ASSUMED_BAD", "DENIED") and t >= t_f and rest \
+                        and rest[0] is not None:
+                    first_stop.setdefault(ev & 0xFFFFFFFF, (t, rest[0]))
                 if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
                     first_bad.setdefault(ev & 0xFFFFFFFF, t)
                     if rest and rest[0] is not None:
@@ -190,8 +224,10 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
                     first_bad.setdefault(old & 0xFFFFFFFF, t)
             for (s, peer, ev), _t in used.items():
                 if s == src and peer == c["peer"]:
+                    key = (s, peer, ev)
+                    if ev in first_stop and first_stop[ev][0] < end and srtt:
+                        stop_rtts_of[key] = (first_stop[ev][0] - first_stop[ev][1]) / srtt
                     if ev in first_bad and first_bad[ev] < end:
-                        key = (s, peer, ev)
                         detect.append(first_bad[ev] - t_f)
                         bad_at[key] = first_bad[ev] - t_f
                         since_use.append(first_bad[ev] - _t)
@@ -214,6 +250,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
              sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
              "bad_s": _r(bad_at.get((s, d, ev))),
              "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
+             "stop_rtts": _r(stop_rtts_of.get((s, d, ev)), 2),
              "data_after_retire": after_retire.get((s, d, ev))}
             for (s, d, ev) in sorted(used)][:200]
         entry["paths_used_after_fault"] = len(used)
@@ -229,6 +266,9 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["retire_after_loss_rtts_max"] = _r(max(since_loss_rtts), 2) if since_loss_rtts \
             else None
         entry["paths_retired_within_2_rtts_of_loss"] = within_2rtt
+        stops = list(stop_rtts_of.values())
+        entry["stop_after_loss_rtts_max"] = _r(max(stops), 2) if stops else None
+        entry["paths_stopped_within_2_rtts_of_loss"] = sum(x <= 2 for x in stops)
         entry["data_packets_after_retire"] = sum(after_retire.values())
         entry["rto_s_max"] = _r(max(rtos) if rtos else None)
         others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}

@@ -248,19 +248,17 @@ class MrcConnection(ConnectionBase):
                 self._events.append(msg.complete(now))
         for index, sent, how, psn in self.tx.take_losses():
             e = self._evs[index]
-            if how == LOSS_OVERDUE:
-                if self.health.overdue(e.ev, sent, now):
-                    # One in the control class, which crosses the path's queues in their
-                    # priority lane and so tells a broken path from a slow one within a
-                    # round trip; one in the data class, behind the EV's packets, whose
-                    # answer says whether the overdue one arrived (pathmon.py).
-                    self._send_probe(e, now, Dscp.CONTROL)
-                    self.health.probes_sent(e.ev, now, self._send_probe(e, now), psn)
-                    self._stats.probes_tx += 2
-            elif how == LOSS_HOLE:
+            if how == LOSS_HOLE:
                 self.health.hole(e.ev, psn, sent, now)
-            else:
-                self.health.lost(e.ev, sent, now, how)
+            elif (self.health.overdue(e.ev, sent, now) if how == LOSS_OVERDUE
+                  else self.health.timed_out(e.ev, sent, now)):
+                # One probe in the control class, which crosses the path's queues in
+                # their priority lane and so tells a broken path from a slow one within a
+                # round trip; one in the data class, behind the EV's packets, whose answer
+                # says whether the overdue one arrived (pathmon.py).
+                self._send_probe(e, now, Dscp.CONTROL)
+                self.health.probes_sent(e.ev, now, self._send_probe(e, now), psn)
+                self._stats.probes_tx += 2
         self.health.heard(now)
 
     def _on_sack(self, s: dict[str, int], now: float) -> None:

@@ -21,8 +21,8 @@ each, every one driven with an explicit `now`:
 | lost by per-EV order: a later packet on | the same, once `ack_slack` has passed with no |
 | its EV arrived, it did not              | NACK saying it was trimmed (a trimmed header  |
 |                                         | overtakes, and its NACK may trail the SACK)   |
-| lost at the RTO, nothing sent on its EV | the same                                      |
-| as late or later known to have arrived  |                                               |
+| the RTO fired, nothing sent on its EV   | STOPPED, as an overdue EV: a timeout proves   |
+| as late or later known to have arrived  | nothing, the probes decide                    |
 | the peer's SACK m = ALWAYS_SKIP         | the same                                      |
 | `probes_to_restore` probes answered     | GOOD again (SKIP if the last one was marked)  |
 
@@ -84,7 +84,7 @@ class PathMonitor:
         self._holes: dict[int, tuple[int, float, float]] = {}  # PSN -> EV, sent, verdict due
         self._stops: dict[int, _Stop] = {}  # EV in STOPPED -> the stop
         self._proofs: dict[int, _Proof] = {}  # EV -> its data probe's answer awaited
-        self.losses = 0  # losses reported (per-EV order and the RTO)
+        self.losses = 0  # losses reported (per-EV order confirmed, and the RTO)
         self.losses_ignored = 0  # RTO losses on an EV a later packet crossed
         self.holes_trimmed = 0  # per-EV order losses a trailing NACK said were trims
         self.holes_arrived = 0  # per-EV order losses whose packet was acked within the slack
@@ -104,19 +104,28 @@ class PathMonitor:
         if not last_hop:
             self.profile.skip(ev, now, "NACK trimmed", self.trim_skip)
 
-    def lost(self, ev: int, sent: float, now: float, how: int) -> None:
-        """A packet sent on `ev` at `sent` was lost and not trimmed: the path failed
-        (B1). The RTO condemns it only if the EV was not otherwise heard from: a packet
-        sent on it as late or later that arrived proves the path carries packets, and the
-        timeout is then the window's (a tail with nothing after it), not the path's."""
+    def lost(self, ev: int, sent: float, now: float) -> None:
+        """A packet sent on `ev` at `sent` was proven lost, not trimmed: the path failed
+        (B1)."""
+        self.losses += 1
+        e = self.profile.evs.get(ev)
+        if e is not None:
+            self._retire(e, now, "lost: SACK hole", sent)
+
+    def timed_out(self, ev: int, sent: float, now: float) -> bool:
+        """The RTO fired for a packet sent on `ev` at `sent`: no proof of a loss (a path
+        slowed to a quarter queues longer than the RTO's floor), so its EV is stopped as
+        an overdue one is and its probes decide, unless a packet sent on it as late or
+        later arrived: the path carries packets, and the timeout is the window's (a tail
+        with nothing after it). True if it was stopped and wants its probes."""
         self.losses += 1
         e = self.profile.evs.get(ev)
         if e is None:
-            return
-        if how == LOSS_RTO and e.heard_sent >= sent:
+            return False
+        if e.heard_sent >= sent:
             self.losses_ignored += 1
-            return
-        self._retire(e, now, "lost: SACK hole" if how == LOSS_HOLE else "lost: RTO", sent)
+            return False
+        return self.overdue(ev, sent, now, "RTO")
 
     def hole(self, ev: int, psn: int, sent: float, now: float) -> None:
         """Per-EV order found the packet `psn` lost: its verdict waits `ack_slack` for a
@@ -129,11 +138,11 @@ class PathMonitor:
         if self._holes.pop(psn, None) is not None:
             self.holes_trimmed += 1
 
-    def overdue(self, ev: int, sent: float, now: float) -> bool:
+    def overdue(self, ev: int, sent: float, now: float, why: str = "overdue") -> bool:
         """The EV's oldest packet, sent at `sent`, is overdue against the EV's own round
         trips: stop using it (its outstanding packets already go again elsewhere). True
         if it was stopped and wants its probes."""
-        if not self.profile.stop(ev, now, "overdue", sent):
+        if not self.profile.stop(ev, now, why, sent):
             return False
         self.stops += 1
         self._stops[ev] = _Stop(now, sent)
@@ -171,7 +180,7 @@ class PathMonitor:
         for psn in [p for p, (_, _, due) in self._holes.items() if due <= now]:
             ev, sent, _ = self._holes.pop(psn)
             if outstanding(psn):
-                self.lost(ev, sent, now, LOSS_HOLE)
+                self.lost(ev, sent, now)
             else:
                 self.holes_arrived += 1
         limit = rtt + self.slack

@@ -9,7 +9,7 @@ from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
 from mrcemu.transport.evs import Ev, EvState
-from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_RTO, PathMonitor
+from mrcemu.transport.pathmon import PathMonitor
 from mrcemu.transport.profiles import profile
 
 
@@ -54,7 +54,7 @@ def test_a_last_hop_trim_changes_nothing():
 
 def test_a_sack_hole_retires_the_ev_at_once_and_a_backup_of_its_plane_takes_over():
     mon, changes, e = rig()
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     assert e.state is EvState.ASSUMED_BAD and not e.active
     (bad, promoted) = changes
     assert (bad.ev, bad.new, bad.why, bad.lost_sent, bad.t) == (
@@ -63,21 +63,23 @@ def test_a_sack_hole_retires_the_ev_at_once_and_a_backup_of_its_plane_takes_over
     assert mon.profile.evs[promoted.ev].path.plane == e.path.plane
 
 
-def test_an_rto_retires_an_ev_only_if_no_later_packet_on_it_arrived():
+def test_an_rto_stops_an_ev_only_if_no_later_packet_on_it_arrived_and_retires_none():
     mon, changes, e = rig()
     e.heard_sent = 0.96  # a packet sent on it after the lost one arrived
-    mon.lost(e.ev, 0.95, 1.0, LOSS_RTO)
+    assert not mon.timed_out(e.ev, 0.95, 1.0)
     assert e.state is EvState.GOOD and changes == [] and mon.losses_ignored == 1
-    # An ack that came back on it since, for a packet sent before, proves nothing.
+    # An ack that came back on it since, for a packet sent before, proves nothing: the
+    # EV is stopped, as an overdue one, and its probes will decide.
     e.heard_sent, e.last_feedback = 0.90, 1.05
-    mon.lost(e.ev, 0.95, 1.1, LOSS_RTO)
-    assert e.state is EvState.ASSUMED_BAD and changes[0].why == "lost: RTO"
+    assert mon.timed_out(e.ev, 0.95, 1.1)
+    assert e.state is EvState.STOPPED and (changes[0].why, changes[0].lost_sent) == (
+        "RTO", 0.95)
 
 
 def test_a_hole_retires_an_ev_even_if_a_later_packet_on_it_arrived():
     mon, _, e = rig()
     e.heard_sent = 0.99
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     assert e.state is EvState.ASSUMED_BAD
 
 
@@ -90,7 +92,7 @@ def test_the_peers_always_skip_retires_the_ev():
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_an_ev_comes_back_after_n_answered_probes_and_not_before(n):
     mon, changes, e = rig(probes_to_restore=n)
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     for i in range(n - 1):
         mon.probe_answered(e.ev, 1.1 + i, marked=False)
         assert e.state is EvState.ASSUMED_BAD
@@ -101,18 +103,18 @@ def test_an_ev_comes_back_after_n_answered_probes_and_not_before(n):
 
 def test_a_new_retirement_starts_the_probe_count_again():
     mon, _, e = rig(probes_to_restore=2)
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     mon.probe_answered(e.ev, 1.1, marked=False)
     mon.probe_answered(e.ev, 1.2, marked=False)
     assert e.state is EvState.GOOD
-    mon.lost(e.ev, 1.25, 1.3, LOSS_HOLE)
+    mon.lost(e.ev, 1.25, 1.3)
     mon.probe_answered(e.ev, 1.4, marked=False)
     assert e.state is EvState.ASSUMED_BAD
 
 
 def test_a_marked_probe_answer_brings_the_ev_back_in_skip():
     mon, _, e = rig(probes_to_restore=1)
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     mon.probe_answered(e.ev, 1.1, marked=True)
     assert e.state is EvState.SKIP
 
@@ -120,7 +122,7 @@ def test_a_marked_probe_answer_brings_the_ev_back_in_skip():
 def test_probes_go_to_retired_evs_once_per_interval():
     mon, _, e = rig()
     assert mon.probes_due(1.0) == [] and mon.next_probe_at() is None
-    mon.lost(e.ev, 0.95, 1.0, LOSS_HOLE)
+    mon.lost(e.ev, 0.95, 1.0)
     assert mon.probes_due(1.0) == [e]
     e.last_probe = 1.0
     assert mon.probes_due(1.0 + mon.probe_interval / 2) == []
