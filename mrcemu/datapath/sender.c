@@ -720,7 +720,8 @@ uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto)
 		i = o->next;
 		if (o->sent_time + rto > now)
 			break;
-		if (o->lost)
+		/* a packet's path may be slower than the RTO's floor: its own patience first */
+		if (o->lost || (s->paths && o->sent_time + mrc_tx_overdue_age(s, o->slot) > now))
 			continue;
 		fired++;
 		mark_lost(s, o, 0, MRC_LOSS_RTO);

@@ -235,8 +235,9 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now);
 double mrc_tx_overdue_at(const struct mrc_sender *s);
 /* Whether PSN psn24 was sent and is not yet acknowledged. */
 int mrc_tx_outstanding(const struct mrc_sender *s, uint32_t psn24);
-/* The RTO scan: every live packet older than `rto` is lost, each queued as a
- * MRC_LOSS_RTO. Returns how many fired. */
+/* The RTO scan: every live packet older than `rto` and than its EV's overdue age is
+ * lost, each queued as a MRC_LOSS_RTO. Returns how many fired. (The overdue scan, run
+ * first, has sent again every packet older than its EV's age: the RTO is the backstop.)*/
 uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto);
 /* A NACK for psn24; `path` (-1: none) the EV it came back on. Returns the bytes the
  * NACK took out of flight: the packet's length, 0 if it was already lost, is unknown, or

@@ -495,8 +495,8 @@ class MrcConnection(ConnectionBase):
         # trips is stopped and its packets go again elsewhere, a tail with nothing after
         # it to open a hole included, within about a round trip (DESIGN.md section 14).
         self.tx.overdue(now)
-        # The RTO, the last resort: every live packet that old is lost, and the window
-        # halves (nothing at all was heard for a timeout).
+        # The RTO, the backstop: every live packet older than it and than its EV's own
+        # patience is lost, and the window halves (nothing was heard for a timeout).
         if fired := self.tx.rto(now, self.rto):
             self._stats.rtos += fired
             self.cc.on_loss(now, srtt)
@@ -513,10 +513,10 @@ class MrcConnection(ConnectionBase):
         times = []
         if (due := self.rx.sack_due) is not None:
             times.append(due)
-        if (sent := self.tx.first_live()) is not None:
-            times.append(sent + self.rto)
-            if (due := self.tx.overdue_at()) is not None:
-                times.append(due)
+        # A live packet's RTO falls no sooner than its overdue age (sender.c: mrc_tx_rto),
+        # which the overdue scan acts on first: its deadline is the one to wake for.
+        if (due := self.tx.overdue_at()) is not None:
+            times.append(due)
         if (due := self.health.next_deadline(self._probe_rtt)) is not None:
             times.append(due)
         if (probe := self.health.next_probe_at()) is not None:

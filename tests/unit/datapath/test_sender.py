@@ -197,6 +197,8 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
     # PSN 5 (EV 1, sent at 5 ms) is the only packet outstanding.
     assert rig.tx.outstanding == 1 and rig.tx.overdue_at() == pytest.approx(0.005 + age[1])
     assert rig.tx.overdue(0.005 + age[1] - 1e-6) == 0 and rig.tx.take_losses() == []
+    # Nor does an RTO far shorter fire before the path's own patience runs out.
+    assert rig.tx.rto(0.005 + age[1] - 1e-6, 0.001) == 0
     assert rig.tx.overdue(0.005 + age[1]) == 1
     assert rig.tx.take_losses() == [(1, 0.005, 2, 5)]
     assert rig.slots[1].stopped and rig.tx.rtx_queued == 1
