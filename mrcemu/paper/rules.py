@@ -19,8 +19,13 @@ class Thresholds:
     no_impact: float = 0.95
     # "Recovers on restore": back to at least this share once every fault is healed.
     recovered: float = 0.90
-    # The paper's bins for "every 200 ms bin" (E3, E4), in full-speed seconds.
+    # The paper's bins, in full-speed seconds: reported beside the verdicts of E3, E4 and
+    # E7 as what they are (a 200 ms bin is ~15,000 of the paper's round trips, ~13 here).
     bin_s: float = 0.2
+    # "Minimal impact" at this zoom (PAPER.md section 4, B2: bypassed "in a few tens of
+    # microseconds", 2-3 of the paper's round trips): each failure costs at most this many
+    # round trips at the level before (analysis.fault_cost_rtts).
+    max_cost_rtts: float = 3.0
     # "Victim unaffected" (E11): the victim's goodput at least this share of what its
     # destination's 8 ports carry (each paced at 0.97 of its rate).
     victim: float = 0.90
@@ -88,6 +93,21 @@ def floor_consistent(values: list[float | None], what: str,
     if low >= th.no_impact:
         return True, f"{what} stayed at or above {th.no_impact:.2f} (lowest {low:.3f})"
     return False, f"{what} fell to {low:.3f} of the level before (the paper: >= {th.no_impact:.2f})"
+
+
+def cost_consistent(costs: list[float | None], what: str,
+                    th: Thresholds = THRESHOLDS) -> tuple[bool, str]:
+    """Every failure's cost in round trips at the level before at most `max_cost_rtts`."""
+    vs = [c for c in costs if c is not None]
+    if not vs or len(vs) != len(costs):
+        return False, f"no cost measured for {what}"
+    high = max(vs)
+    if high <= th.max_cost_rtts:
+        return True, (f"{what} cost at most {high:.2f} round trips at the level before "
+                      f"(the paper: a few, <= {th.max_cost_rtts:g})")
+    over = sum(1 for c in vs if c > th.max_cost_rtts)
+    return False, (f"{over} of {len(vs)} {what} cost more than {th.max_cost_rtts:g} round "
+                   f"trips at the level before, the most {high:.2f}")
 
 
 def jain(xs: list[float]) -> float | None:

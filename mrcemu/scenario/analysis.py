@@ -13,6 +13,10 @@ BIN = 0.05  # goodput series resolution, seconds
 PRE_FAULT = 0.3  # the goodput level before a fault is its mean over this long (the
 # built-in failover kills a spine 0.4 s in: the window must fit after the first ramp-up)
 SMOOTH = 2  # bins averaged when judging recovery (0.1 s)
+# A fault's cost in round trips sums the goodput short of the level before until a bin is
+# back at this share of it: the level is a mean, so half of the bins of an undisturbed
+# stream lie below it.
+BACK = 0.95
 
 
 def percentile(xs: list[float], q: float) -> float | None:
@@ -78,8 +82,9 @@ def fault_cost_rtts(series: dict, at: float, until: float, level: float | None,
                     rtt: float | None) -> float | None:
     """What a fault at `at` cost, in round trips at the level before (PAPER.md section 4):
     the goodput short of `level` in each bin from the fault's on, summed until a bin is
-    back at the level (or `until`), over `level` times `rtt` (the connections' smoothed
-    RTT, the same clock as the series). None without a level, an RTT or a whole bin."""
+    back at BACK of the level (or `until`), over `level` times `rtt` (the connections'
+    smoothed RTT, the same clock as the series). None without a level, an RTT or a whole
+    bin."""
     if not level or not rtt:
         return None
     t, g, w = series["t"], series["total_mbps"], series["bin_s"]
@@ -90,11 +95,10 @@ def fault_cost_rtts(series: dict, at: float, until: float, level: float | None,
         if tt + w > until + 1e-9:
             break
         any_bin = True
-        # the fault's own bin counts from the fault on
-        span = w - max(0.0, at - tt)
-        short += max(0.0, level - x) * span
-        if x >= level and tt >= at:
+        if tt >= at and x >= BACK * level:
             break
+        # the fault's own bin counts from the fault on
+        short += max(0.0, level - x) * (w - max(0.0, at - tt))
     return round(short / (level * rtt), 2) if any_bin else None
 
 

@@ -135,17 +135,34 @@ def test_e1_judges_each_step_against_the_planes_left():
     assert not ok and "step 1 was 0.62" in why
 
 
-def test_e7_needs_the_ev_retired_no_data_after_and_every_bin_at_line_rate():
-    fault = {"failed_paths": [{"bad_s": 1.2, "first_loss_s": 1.1, "data_after_retire": 0}]}
-    flat = report(lambda t: 100.0, 3.0, faults=[fault])
+def test_e7_needs_the_ev_retired_no_data_after_and_its_loss_costing_a_few_round_trips():
+    def fault(cost, bad_s=1.2):
+        return {"cost_rtts": cost, "failed_paths": [
+            {"bad_s": bad_s, "first_loss_s": 1.1, "data_after_retire": 0}]}
+    flat = report(lambda t: 100.0, 3.0, faults=[fault(0.8)])
     m, ok, why = ex.e7_measure(flat, quick=True)
     assert ok and m["retired"] == 1 and m["retire_after_first_loss_s"] == [0.1]
-    dip = report(lambda t: 50.0 if 1.2 <= t < 1.4 else 100.0, 3.0, faults=[fault])
+    assert m["cost_rtts"] == 0.8 and "1.000 of the level" in why  # the bins beside
+    # The 200 ms bins are reported, not judged: a dip in one with a cost of 2 RTTs is
+    # consistent, a cost of 3.5 is not.
+    dip = report(lambda t: 50.0 if 1.2 <= t < 1.4 else 100.0, 3.0, faults=[fault(2.0)])
     _, ok, why = ex.e7_measure(dip, quick=True)
-    assert not ok and "0.500" in why
-    never = report(lambda t: 100.0, 3.0, faults=[{"failed_paths": [
-        {"bad_s": None, "first_loss_s": 1.1, "data_after_retire": 0}]}])
+    assert ok and "0.500 of the level" in why
+    _, ok, why = ex.e7_measure(report(lambda t: 100.0, 3.0, faults=[fault(3.5)]), quick=True)
+    assert not ok and "3.50" in why
+    never = report(lambda t: 100.0, 3.0, faults=[fault(0.5, bad_s=None)])
     assert ex.e7_measure(never, quick=True)[1:] == (False, "the lossy EV was never retired")
+
+
+def test_e3_and_e4_judge_each_failure_by_its_cost_in_round_trips():
+    def rep(costs):
+        return report(lambda t: 100.0, 6.0, faults=[{"cost_rtts": c} for c in costs])
+    m, ok, why = ex.e3_measure(rep([0.5] * 8), quick=True)
+    assert ok and m["cost_rtts"] == [0.5] * 8 and "at most 0.50 round trips" in why
+    _, ok, why = ex.e3_measure(rep([0.5] * 7 + [3.2]), quick=True)
+    assert not ok and "1 of 8 the failures cost more than 3" in why
+    _, ok, why = ex.e4_measure(rep([1.0] * 7 + [None]), quick=True)
+    assert not ok and why.startswith("no cost measured")
 
 
 def test_e11_wants_the_victim_at_its_ports_rate_and_the_incast_fair():

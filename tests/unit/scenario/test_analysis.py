@@ -220,3 +220,18 @@ def test_transport_time_sums_each_phase_and_leaves_out_the_gaps_between():
         {"phase": 1, "posted_at": 11.0, "done_at": 11.2},  # 0.5 s of polling before it
     ]}
     assert analysis.transport_time(it) == pytest.approx(0.5 + 0.2)
+
+
+def test_a_faults_cost_is_the_goodput_short_of_the_level_in_round_trips():
+    # 100 Mb/s, then 50 for two 50 ms bins from the fault at 1.0 s: 5 Mb short, which
+    # at 100 Mb/s is 50 ms, five 10 ms round trips. Back at the level, the sum stops.
+    ts = [round(i * 0.05, 6) for i in range(60)]
+    g = {"bin_s": 0.05, "t": ts,
+         "total_mbps": [50.0 if 1.0 <= t < 1.1 else 100.0 for t in ts]}
+    assert analysis.fault_cost_rtts(g, 1.0, 3.0, 100.0, 0.01) == pytest.approx(5.0)
+    # A fault in the middle of a bin: the bin counts from the fault on.
+    assert analysis.fault_cost_rtts(g, 1.025, 3.0, 100.0, 0.01) == pytest.approx(3.75)
+    # Noise a little under the level is no cost once a bin is back at BACK of it.
+    flat = dict(g, total_mbps=[0.97 * 100.0] * 60)
+    assert analysis.fault_cost_rtts(flat, 1.0, 3.0, 100.0, 0.01) == 0.0
+    assert analysis.fault_cost_rtts(g, 1.0, 3.0, None, 0.01) is None
