@@ -874,7 +874,7 @@ def failover() -> str:
 
     import yaml
 
-    from mrcemu.scenario.analysis import fault_cost_rtts, goodput_dip
+    from mrcemu.scenario.analysis import fault_cost_rtts, goodput_dip, recovery
     from mrcemu.scenario.model import SCENARIO_DIR
     from mrcemu.scenario.model import load as load_scenario
 
@@ -899,7 +899,9 @@ def failover() -> str:
                 base.append(goodput_dip(c["goodput_series"], f["at_s"], end, 0.1 * k,
                                         0.3 * k)[1])
                 costs.append(f.get("cost_rtts"))
-                level = goodput_dip(c["goodput_series"], f["at_s"], end, 0.1 * k, 0.3 * k)[0]
+                # the run without the fault, over the same window with its own level before
+                # and the faulted run's round trip: what the iterations alone cost
+                level = recovery(c["goodput_series"], f["at_s"], end, k)[0]
                 cbase.append(fault_cost_rtts(c["goodput_series"], f["at_s"], end, level,
                                              f.get("rtt_s")))
             fm = {f["kind"]: f for f in m["faults"]}

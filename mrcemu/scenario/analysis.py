@@ -17,6 +17,9 @@ SMOOTH = 2  # bins averaged when judging recovery (0.1 s)
 # back at this share of it: the level is a mean, so half of the bins of an undisturbed
 # stream lie below it.
 BACK = 0.95
+# A fault shows in goodput only once the transport has waited for the packets it lost:
+# a dip that has not begun this many round trips after the fault is not the fault's.
+HORIZON_RTTS = 10
 
 
 def percentile(xs: list[float], q: float) -> float | None:
@@ -82,27 +85,30 @@ def fault_cost_rtts(series: dict, at: float, until: float, level: float | None,
                     rtt: float | None) -> float | None:
     """What a fault at `at` cost, in round trips at the level before (PAPER.md section 4):
     the goodput short of `level` in each bin from the fault's on, summed until a bin is
-    back at BACK of the level (or `until`), over `level` times `rtt` (the connections'
-    smoothed RTT, the same clock as the series). None without a level, an RTT or a whole
-    bin."""
+    back at BACK of the level after one below it (or, with none below it within
+    HORIZON_RTTS round trips, then; or `until`), over `level` times `rtt` (the
+    connections' smoothed RTT, the same clock as the series). None without a level, an
+    RTT or a whole bin."""
     if not level or not rtt:
         return None
     t, g, w = series["t"], series["total_mbps"], series["bin_s"]
-    short, any_bin = 0.0, False
+    short, any_bin, dipped = 0.0, False, False
     for tt, x in zip(t, g, strict=True):
         if tt + w <= at + 1e-9:
             continue
         if tt + w > until + 1e-9:
             break
         any_bin = True
-        if tt >= at and x >= BACK * level:
-            break
+        low = x < BACK * level
+        if not low and (dipped or tt >= at + HORIZON_RTTS * rtt):
+            break  # back after the dip, or no dip where a fault's would show
+        dipped |= low
         # the fault's own bin counts from the fault on
         short += max(0.0, level - x) * (w - max(0.0, at - tt))
     return round(short / (level * rtt), 2) if any_bin else None
 
 
-def _recovery(series: dict, at: float, until: float,
+def recovery(series: dict, at: float, until: float,
               slowdown: float = 1.0) -> tuple[float | None, float | None]:
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
 
@@ -185,7 +191,7 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         entry["new_packets_on_failed_path"] = new_total
         entry["new_packets_on_failed_path_max_per_connection"] = new_max
         entry["window_packets"] = window_packets
-        level, rec_s = _recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
+        level, rec_s = recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
         entry["goodput_before_mbps"] = None if level is None else round(level, 2)
         entry["recovered_90pct_s"] = rec_s
         entry["rtt_s"] = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))

@@ -153,15 +153,15 @@ def test_the_links_a_fault_acts_on_by_name():
 
 
 def test_a_slowed_run_judges_recovery_over_proportionally_longer_windows():
-    from mrcemu.scenario.analysis import BIN, PRE_FAULT, _recovery
+    from mrcemu.scenario.analysis import BIN, PRE_FAULT, recovery
     t = [round(i * BIN, 3) for i in range(60)]  # 3 s
     # 50 Mb/s, then 100 for the PRE_FAULT before the fault at 1.0 s, nothing for 0.1 s,
     # then 100 again.
     g = [50.0 if x < 1.0 - PRE_FAULT - 1e-9 else 100.0 if x < 1.0 or x >= 1.1 else 0.0
          for x in t]
     series = {"t": t, "total_mbps": g}
-    assert _recovery(series, 1.0, 3.0) == (100.0, 0.2)  # 2 bins averaged: 1.15-1.2 s
-    level, rec = _recovery(series, 1.0, 3.0, slowdown=2.0)
+    assert recovery(series, 1.0, 3.0) == (100.0, 0.2)  # 2 bins averaged: 1.15-1.2 s
+    level, rec = recovery(series, 1.0, 3.0, slowdown=2.0)
     assert level == 75.0  # the mean over twice PRE_FAULT: half of it at 50 Mb/s
     assert rec is not None and rec > 0.2  # 4 bins averaged: low for longer
 
@@ -231,7 +231,12 @@ def test_a_faults_cost_is_the_goodput_short_of_the_level_in_round_trips():
     assert analysis.fault_cost_rtts(g, 1.0, 3.0, 100.0, 0.01) == pytest.approx(5.0)
     # A fault in the middle of a bin: the bin counts from the fault on.
     assert analysis.fault_cost_rtts(g, 1.025, 3.0, 100.0, 0.01) == pytest.approx(3.75)
-    # Noise a little under the level is no cost once a bin is back at BACK of it.
+    # The dip begins a few round trips after the fault (the transport waits for its lost
+    # packets first): the bins before it count too.
+    late = dict(g, total_mbps=[50.0 if 1.05 <= t < 1.15 else 100.0 for t in ts])
+    assert analysis.fault_cost_rtts(late, 1.0, 3.0, 100.0, 0.01) == pytest.approx(5.0)
+    # Noise a little under the level costs what it is short, only until the horizon
+    # (10 round trips) has passed with no dip.
     flat = dict(g, total_mbps=[0.97 * 100.0] * 60)
-    assert analysis.fault_cost_rtts(flat, 1.0, 3.0, 100.0, 0.01) == 0.0
+    assert analysis.fault_cost_rtts(flat, 1.0, 3.0, 100.0, 0.01) == pytest.approx(0.3)
     assert analysis.fault_cost_rtts(g, 1.0, 3.0, None, 0.01) is None
