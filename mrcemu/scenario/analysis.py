@@ -210,6 +210,8 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         loss_at: dict[tuple[int, int, int], float] = {}
         rtts_of: dict[tuple[int, int, int], float] = {}
         stop_rtts_of: dict[tuple[int, int, int], float] = {}  # stopped (or retired) after loss
+        stop_at: dict[tuple[int, int, int], float] = {}
+        while_stopped: dict[tuple[int, int, int], int] = {}  # data onto it, stopped to retired
         after_retire: dict[tuple[int, int, int], int] = {}
         undetected = 0
         rtos = []
@@ -235,8 +237,15 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
             for (s, peer, ev), _t in used.items():
                 if s == src and peer == c["peer"]:
                     key = (s, peer, ev)
-                    if ev in first_stop and first_stop[ev][0] < end and srtt:
-                        stop_rtts_of[key] = (first_stop[ev][0] - first_stop[ev][1]) / srtt
+                    if ev in first_stop and first_stop[ev][0] < end:
+                        t_stop = first_stop[ev][0]
+                        stop_at[key] = t_stop - t_f
+                        if srtt:
+                            stop_rtts_of[key] = (t_stop - first_stop[ev][1]) / srtt
+                        if ev in first_bad:
+                            while_stopped[key] = sum(
+                                1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
+                                if e == ev and t_stop < t < first_bad[ev])
                     if ev in first_bad and first_bad[ev] < end:
                         detect.append(first_bad[ev] - t_f)
                         bad_at[key] = first_bad[ev] - t_f
@@ -260,7 +269,9 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
              sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
              "bad_s": _r(bad_at.get((s, d, ev))),
              "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
+             "stop_s": _r(stop_at.get((s, d, ev))),
              "stop_rtts": _r(stop_rtts_of.get((s, d, ev)), 2),
+             "data_while_stopped": while_stopped.get((s, d, ev)),
              "data_after_retire": after_retire.get((s, d, ev))}
             for (s, d, ev) in sorted(used)][:200]
         entry["paths_used_after_fault"] = len(used)

@@ -136,13 +136,25 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
         assert not [c for c in changes if c[5] == "ASSUMED_BAD" and c[0] < first]
     if name in ("failover", "gray-link"):
         for f in mrc["faults"]:
-            # Every failed path MRC used after the fault was retired for a loss on it,
-            # and no data (new or resent) went onto it once it was: only probes.
+            # Every failed path MRC used after the fault was stopped, then retired on
+            # proof of a loss on it, and no data (new or resent) went onto it once
+            # stopped: only probes.
             assert f["paths_used_after_fault"] > 0, f
             assert f["paths_detected"] == f["paths_used_after_fault"], f
             assert f["data_packets_after_retire"] == 0, f
             for p in f["failed_paths"]:
                 assert p["first_loss_s"] is not None and p["first_loss_s"] <= p["bad_s"], p
+                assert p["stop_s"] is not None and p["stop_s"] <= p["bad_s"], p
+                assert p["data_while_stopped"] in (0, None), p
+        # A path is retired on proof: stopped first (its probes decided), or a later
+        # packet on it arrived (per-EV order). (src, dst, EV) names a connection's EV.
+        retired = {tuple(c[1:4]) for c in changes if c[5] == "ASSUMED_BAD"}
+        stopped = {tuple(c[1:4]) for c in changes if c[5] == "STOPPED"}
+        holes = {tuple(c[1:4]) for c in changes if c[6] == "lost: SACK hole"}
+        assert retired and retired <= stopped | holes
+        assert {c[6] for c in changes if c[5] == "ASSUMED_BAD"} <= {
+            "lost: probe unanswered", "lost: probe proved", "lost: SACK hole",
+            "plane back: probe first"}
     if name == "failover":
         # Probes on the broken paths, after the first fault.
         probes = tshark(folder / "capture.pcapng", "frame.time_epoch",
