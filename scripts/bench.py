@@ -1050,9 +1050,10 @@ def flap_vs_clean() -> str:
             f"**{f['roce'] / c['roce']:.2f}** |\n\n"
             f"Fidelity: no fault {fid(c['fidelity'])}, flapping {fid(f['fidelity'])}.\n\n"
             "The publications' \"no measurable impact\" needs failures detected in "
-            "microseconds; here a flapping path costs MRC whatever its tail packets on that "
-            "path wait (a RACK round trip, sometimes an RTO) each time the link goes down "
-            "under it, which run-to-run noise of a few hundred milliseconds can hide or not. "
+            "microseconds; here a flapping path costs MRC whatever its packets on that path "
+            "wait (their EV's overdue age, about three round trips) each time the link goes "
+            "down under it, which run-to-run noise of a few hundred milliseconds can hide or "
+            "not; these runs are at full speed, which this host does not run faithfully. "
             "A RoCE flow hashed onto the flapping link stalls for each down period and its "
             "timeouts.\n")
 
