@@ -118,8 +118,9 @@ def markdown(report: dict) -> str:
         lines += ["", "Fault details (seconds after the first write):", "",
                   "| transport | fault | at | healed | new pkts on failed path (max per conn / "
                   "window) | failed paths used / detected | detection p50 / max | "
-                  "retired after the loss: max s (RTTs) | data after retired | max RTO |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "stopped / retired after the loss: max RTTs | cost (RTTs) | "
+                  "data after retired | max RTO |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for n, t in ts.items():
             for f in t["faults"]:
                 if f["at_s"] is None:
@@ -130,14 +131,16 @@ def markdown(report: dict) -> str:
                     f"({f['new_packets_on_failed_path_max_per_connection']} / "
                     f"{f['window_packets']}) | {f['paths_used_after_fault']} / "
                     f"{f['paths_detected']} | {_fmt(f['detect_s_p50'])} / "
-                    f"{_fmt(f['detect_s_max'])} | {_fmt(f.get('retire_after_loss_s_max'))} "
-                    f"({_fmt(f.get('retire_after_loss_rtts_max'))}) | "
+                    f"{_fmt(f['detect_s_max'])} | {_fmt(f.get('stop_after_loss_rtts_max'))} / "
+                    f"{_fmt(f.get('retire_after_loss_rtts_max'))} | "
+                    f"{_fmt(f.get('cost_rtts'))} | "
                     f"{_fmt(f.get('data_packets_after_retire'))} | {_fmt(f['rto_s_max'])} |")
     lines += ["", "Definitions: failover time is measured from the moment the fault took "
               "effect. *Last packet on failed path*: the last data packet the senders put on "
-              "a path through the failed element before it healed. *Retired after the loss*: from "
-              "the send of the lost packet that retired a path to its retirement, in seconds "
-              "and in the connection's smoothed RTT. *Goodput back to 90 %*: "
+              "a path through the failed element before it healed. *Stopped / retired after the "
+              "loss*: from the send of the lost packet that stopped, then retired, a path, in "
+              "the connection's smoothed RTTs. *Cost*: the goodput short of the level before, "
+              "summed until it is back, in round trips at that level. *Goodput back to 90 %*: "
               f"after goodput (summed over receivers, {bins * BIN:g} s average) first fell below "
               f"90 % of its mean over the {before:g} s before the fault, the time it first got "
               "back above.", ""]
