@@ -106,7 +106,7 @@ def cost_consistent(costs: list[float | None], what: str,
         return True, (f"{what} cost at most {high:.2f} round trips at the level before "
                       f"(the paper: a few, <= {th.max_cost_rtts:g})")
     over = sum(1 for c in vs if c > th.max_cost_rtts)
-    return False, (f"{over} of {len(vs)} {what} cost more than {th.max_cost_rtts:g} round "
+    return False, (f"{what}: {over} of {len(vs)} cost more than {th.max_cost_rtts:g} round "
                    f"trips at the level before, the most {high:.2f}")
 
 
