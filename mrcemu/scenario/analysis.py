@@ -315,7 +315,9 @@ def map_after(m: dict | None, at: float, until: float, broken: set[str],
                 first.setdefault(link, t)
     named = {k: t for k, t in first.items() if k in broken}
     return {"map_bad": sorted(named),
-            "map_bad_after_s": _r(max(named.values()) - at) if set(named) == broken else None,
+            # a fault that breaks no link (a path's loss) has nothing for it to name
+            "map_bad_after_s": (_r(max(named.values()) - at) if named and set(named) == broken
+                                else None),
             "map_missed": sorted(broken - set(named)),
             "map_also": sorted(k for k in first
                                if k not in broken and k not in others and k not in before)}

@@ -240,3 +240,11 @@ def test_a_faults_cost_is_the_goodput_short_of_the_level_in_round_trips():
     flat = dict(g, total_mbps=[0.97 * 100.0] * 60)
     assert analysis.fault_cost_rtts(flat, 1.0, 3.0, 100.0, 0.01) == pytest.approx(0.3)
     assert analysis.fault_cost_rtts(g, 1.0, 3.0, None, 0.01) is None
+
+
+def test_clustermapper_has_nothing_to_name_for_a_fault_that_breaks_no_link():
+    # A path's loss (path-loss) breaks no link: no link named, and no crash.
+    m = {"samples": [[0.5, []], [1.5, ["p0l0-p0s0"]]]}
+    got = analysis.map_after(m, 1.0, 2.0, set())
+    assert got["map_bad"] == [] and got["map_bad_after_s"] is None
+    assert got["map_also"] == ["p0l0-p0s0"]
