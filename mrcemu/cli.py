@@ -446,7 +446,7 @@ def decode(file: str, opcodes: tuple[str, ...], evs: tuple[str, ...], psns: tupl
         style = "red" if r.error else ("yellow" if r.trimmed else "")
         t.add_row(str(r.n), f"{r.time - t0:.6f}", r.iface or "-", r.src, r.dst, r.ev, r.dscp,
                   str(r.ecn), r.opcode, "-" if r.psn is None else str(r.psn),
-                  r.error or r.info, style=style)
+                  r.info if r.opcode != "-" else r.error, style=style)
     console.print(t)
     console.print(f"{len(rows)} packets")
 

@@ -130,16 +130,25 @@ def read(path: str | Path) -> Iterator[Row]:
             t = float(pkt.time)
             # The length on the wire, when the snap length kept less (Ethernet: 14 more).
             cut = (pkt.wirelen or 0) - len(bytes(pkt))
+            wire_len = len(wire) + cut if cut > 0 else None
+            error = None
             try:
-                d = _decode_as_delivered(wire, wire_len=len(wire) + cut if cut > 0 else None)
+                d = _decode_as_delivered(wire, wire_len=wire_len)
             except DecodeError as e:
                 if e.reason == "not_roce":
                     continue
-                yield Row(n, t, iface, ip.src, ip.dst, "-", "-", 0, "-", None, "", error=str(e))
-                continue
+                if e.reason != "bad_icrc":
+                    yield Row(n, t, iface, ip.src, ip.dst, "-", "-", 0, "-", None, "",
+                              error=str(e))
+                    continue
+                # As Wireshark does: every header dissected, the checksum flagged. Only
+                # the ICRC failed, so the headers themselves parse.
+                d, error = decode(wire, verify_icrc=False, wire_len=wire_len), e.reason
+            info = info_of(d)
             yield Row(n, t, iface, socket.inet_ntop(socket.AF_INET6, d.src),
                       socket.inet_ntop(socket.AF_INET6, d.dst), f"0x{d.ev:08x}",
-                      _name(Dscp, d.dscp), d.ecn, _name(Opcode, d.opcode), d.psn, info_of(d),
-                      trimmed=d.trimmed, snapped=d.snapped,
+                      _name(Dscp, d.dscp), d.ecn, _name(Opcode, d.opcode), d.psn,
+                      info if error is None else f"{info} ICRC BAD",
+                      trimmed=d.trimmed, snapped=d.snapped, error=error,
                       headers={"BTH": d.bth, **d.headers},
                       via=None if d.via is None else socket.inet_ntop(socket.AF_INET6, d.via))

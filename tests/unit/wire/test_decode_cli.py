@@ -40,6 +40,20 @@ def test_decode_json_rows_and_trimmed(tmp_path):
     assert rows[-1]["error"] == "bad_icrc"
 
 
+def test_a_bad_icrc_packet_is_dissected_whole_and_flagged(tmp_path):
+    # As Wireshark shows it: opcode, PSN and every header, with the checksum marked bad.
+    rows = json.loads(CliRunner().invoke(cli.main, ["decode", str(write(tmp_path)),
+                                                    "--json"]).output)
+    good, bad = rows[0], rows[-1]
+    assert bad["error"] == "bad_icrc"
+    assert (bad["opcode"], bad["psn"], bad["ev"]) == (good["opcode"], good["psn"], good["ev"])
+    assert bad["headers"] == good["headers"] and set(bad["headers"]) > {"BTH"}
+    assert bad["info"] == good["info"] + " ICRC BAD"
+    r = CliRunner().invoke(cli.main, ["decode", str(write(tmp_path))], env={"COLUMNS": "250"})
+    last = [ln for ln in r.output.splitlines() if "ICRC BAD" in ln]
+    assert len(last) == 1 and "WRITE_FIRST" in last[0] and "1001" in last[0]
+
+
 def test_decode_filters(tmp_path):
     p = str(write(tmp_path))
     r = CliRunner().invoke(cli.main, ["decode", p, "--json", "--opcode", "RELIABILITY_NACK"])
