@@ -645,6 +645,25 @@ def _fault_line(d: dict) -> str:
             + (f" FAILED: {d['error']}" if d["error"] else ""))
 
 
+def print_run_table(out: Console, rep: dict) -> None:
+    """`mrcemu run`'s comparison table, made to read in an 80-column terminal: short row
+    labels that never wrap, and the faults they number named below it."""
+    from mrcemu.scenario.report import fault_legend, table_rows
+
+    head, rows = table_rows(rep)
+    where = rep.get("cluster")
+    t = Table(title=f"{rep['scenario']} on {rep['topology']}"
+              + (f" over {len(where['nodes_per_server'])} servers" if where else "")
+              + (" (PARTIAL)" if rep["partial"] else ""))
+    for i, h in enumerate(head):
+        t.add_column(h, no_wrap=not i)  # the labels are short; values may wrap
+    for r in rows:
+        t.add_row(*r)
+    out.print(t)
+    for line in fault_legend(rep):
+        out.print(line)
+
+
 @main.command()
 @click.argument("scenario", default="failover")
 @click.option("--out", "out", default="runs", show_default=True,
@@ -666,7 +685,6 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> N
     from mrcemu import fidelity
     from mrcemu.scenario import load as load_scenario
     from mrcemu.scenario.job import run as run_job
-    from mrcemu.scenario.report import table_rows
 
     sc = load_scenario(scenario)  # a bad file stops here, before anything starts
     if slowdown != 1.0:
@@ -719,16 +737,7 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> N
         folder = run_job(sc, Path(out), ui, cluster=cluster_file)
     rep = json.loads((folder / "report.json").read_text())
     if rep["transports"]:
-        head, rows = table_rows(rep)
-        where = rep.get("cluster")
-        t = Table(title=f"{rep['scenario']} on {rep['topology']}"
-                  + (f" over {len(where['nodes_per_server'])} servers" if where else "")
-                  + (" (PARTIAL)" if rep["partial"] else ""))
-        for h in head:
-            t.add_column(h)
-        for r in rows:
-            t.add_row(*r)
-        console.print(t)
+        print_run_table(console, rep)
     verdict = rep.get("fidelity")
     if verdict and not verdict["ok"]:
         # The figures above are this host's as much as the fabric's: say why, and the way out.

@@ -4,6 +4,7 @@ sockets, no clock; everything is computed from what the daemons recorded."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from mrcemu import fidelity
 from mrcemu.topology import Layout, faults
@@ -148,7 +149,6 @@ def _conns(raw: dict) -> list[tuple[int, dict]]:
 def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) -> list[dict]:
     out = []
     conns = _conns(raw)
-    t0, t_end = raw["t0"], raw["t_end"]
 
     def broken_by(rec: dict) -> set[str]:
         return faults.links_of(layout, faults.Fault(rec["kind"], rec["target"],
@@ -161,140 +161,153 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         out.append(entry)
         if rec["t_inject"] is None:
             continue
-        t_f = rec["t_inject"]
-        end = rec["t_heal"] if rec["t_heal"] is not None else t_end
-        entry["at_s"] = round(t_f - t0, 4)
-        entry["healed_s"] = None if rec["t_heal"] is None else round(rec["t_heal"] - t0, 4)
-        hit = faults.affects(layout, faults.Fault(rec["kind"], rec["target"],
-                                                  one_way=rec["spec"].get("one_way", False)))
-        last = None
-        new_total = 0
-        new_max = 0
-        used: dict[tuple[int, int, int], float] = {}
-        sends: dict[tuple[int, int, int], list[float]] = defaultdict(list)
-        paths_hit = 0
-        for src, c in conns:
-            evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
-            paths_hit += len(evs)
-            n_new = 0
-            for t, ev, rtx in zip(c["tx"]["t"], c["tx"]["ev"], c["tx"]["rtx"], strict=True):
-                if ev in evs and t_f <= t < end:
-                    last = t if last is None else max(last, t)
-                    used.setdefault((src, c["peer"], ev), t)
-                    sends[(src, c["peer"], ev)].append(round(t - t_f, 4))
-                    if not rtx:
-                        n_new += 1
-            new_total += n_new
-            new_max = max(new_max, n_new)
-        entry["last_packet_on_failed_path_s"] = round(last - t_f, 4) if last else 0.0
-        entry["failed_path_evs"] = paths_hit
-        entry["new_packets_on_failed_path"] = new_total
-        entry["new_packets_on_failed_path_max_per_connection"] = new_max
-        entry["window_packets"] = window_packets
-        level, rec_s = recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
-        entry["goodput_before_mbps"] = None if level is None else round(level, 2)
-        entry["recovered_90pct_s"] = rec_s
-        entry["rtt_s"] = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))
-        entry["cost_rtts"] = fault_cost_rtts(series, t_f - t0, end - t0, level,
-                                             entry["rtt_s"])
-        # How fast the transport stopped trusting each failed path it used after the fault:
-        # from the fault, from the path's first use after it, and from the loss that
-        # retired it (the lost packet's send time), in seconds and in the connection's
-        # smoothed RTTs.
-        detect: list[float] = []
-        since_use: list[float] = []  # from the first packet on the path after the fault
-        since_loss: list[float] = []
-        since_loss_rtts: list[float] = []
-        within_2rto = within_2rtt = 0
-        bad_at: dict[tuple[int, int, int], float] = {}
-        loss_at: dict[tuple[int, int, int], float] = {}
-        rtts_of: dict[tuple[int, int, int], float] = {}
-        stop_rtts_of: dict[tuple[int, int, int], float] = {}  # stopped (or retired) after loss
-        stop_at: dict[tuple[int, int, int], float] = {}
-        while_stopped: dict[tuple[int, int, int], int] = {}  # data onto it, stopped to retired
-        after_retire: dict[tuple[int, int, int], int] = {}
-        undetected = 0
-        rtos = []
-        for src, c in conns:
-            rtos.append(c["rto"])
-            srtt = c.get("srtt")
-            first_bad: dict[int, float] = {}
-            first_loss: dict[int, float] = {}
-            # MRC stops using a path before it retires it (DESIGN.md section 14): the
-            # first of either, with the send time of the lost packet that caused it
-            first_stop: dict[int, tuple[float, float]] = {}
-            for t, ev, _old, new, _why, *rest in c["ev_changes"]:
-                if new in ("STOPPED", "ASSUMED_BAD", "DENIED") and t >= t_f and rest \
-                        and rest[0] is not None:
-                    first_stop.setdefault(ev & 0xFFFFFFFF, (t, rest[0]))
-                if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
-                    first_bad.setdefault(ev & 0xFFFFFFFF, t)
-                    if rest and rest[0] is not None:
-                        first_loss.setdefault(ev & 0xFFFFFFFF, rest[0])
-            for t, old, _new in c["path_changes"]:
-                if t >= t_f and hit(src, c["peer"], old):
-                    first_bad.setdefault(old & 0xFFFFFFFF, t)
-            for (s, peer, ev), _t in used.items():
-                if s == src and peer == c["peer"]:
-                    key = (s, peer, ev)
-                    if ev in first_stop and first_stop[ev][0] < end:
-                        t_stop = first_stop[ev][0]
-                        stop_at[key] = t_stop - t_f
-                        if srtt:
-                            stop_rtts_of[key] = (t_stop - first_stop[ev][1]) / srtt
-                        if ev in first_bad:
-                            while_stopped[key] = sum(
-                                1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
-                                if e == ev and t_stop < t < first_bad[ev])
-                    if ev in first_bad and first_bad[ev] < end:
-                        detect.append(first_bad[ev] - t_f)
-                        bad_at[key] = first_bad[ev] - t_f
-                        since_use.append(first_bad[ev] - _t)
-                        within_2rto += first_bad[ev] - _t <= 2 * c["rto"]
-                        # data (new or resent) that still went onto it once retired
-                        after_retire[key] = sum(
-                            1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
-                            if e == ev and first_bad[ev] < t < end)
-                        if ev in first_loss:
-                            loss_at[key] = first_loss[ev] - t_f
-                            since_loss.append(first_bad[ev] - first_loss[ev])
-                            if srtt:
-                                rtts_of[key] = (first_bad[ev] - first_loss[ev]) / srtt
-                                since_loss_rtts.append(rtts_of[key])
-                                within_2rtt += rtts_of[key] <= 2
-                    else:
-                        undetected += 1
-        entry["failed_paths"] = [
-            {"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}", "sends_after_fault_s":
-             sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
-             "bad_s": _r(bad_at.get((s, d, ev))),
-             "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
-             "stop_s": _r(stop_at.get((s, d, ev))),
-             "stop_rtts": _r(stop_rtts_of.get((s, d, ev)), 2),
-             "data_while_stopped": while_stopped.get((s, d, ev)),
-             "data_after_retire": after_retire.get((s, d, ev))}
-            for (s, d, ev) in sorted(used)][:200]
-        entry["paths_used_after_fault"] = len(used)
-        entry["paths_detected"] = len(detect)
-        entry["paths_not_detected"] = undetected
-        entry["detect_s_p50"] = _r(percentile(detect, 50))
-        entry["detect_s_max"] = _r(max(detect) if detect else None)
-        entry["detect_after_first_use_s_p50"] = _r(percentile(since_use, 50))
-        entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
-        entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
-        entry["retire_after_loss_s_p50"] = _r(percentile(since_loss, 50))
-        entry["retire_after_loss_s_max"] = _r(max(since_loss) if since_loss else None)
-        entry["retire_after_loss_rtts_max"] = _r(max(since_loss_rtts), 2) if since_loss_rtts \
-            else None
-        entry["paths_retired_within_2_rtts_of_loss"] = within_2rtt
-        stops = list(stop_rtts_of.values())
-        entry["stop_after_loss_rtts_max"] = _r(max(stops), 2) if stops else None
-        entry["paths_stopped_within_2_rtts_of_loss"] = sum(x <= 2 for x in stops)
-        entry["data_packets_after_retire"] = sum(after_retire.values())
-        entry["rto_s_max"] = _r(max(rtos) if rtos else None)
-        others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
-        entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken_by(rec), others))
+        # A figure that cannot be computed leaves what was, and says why: the run's
+        # report is never lost to one of its figures (its raw record is beside it).
+        try:
+            _fault_entry(entry, rec, raw, layout, conns, series, window_packets, broken_by)
+        except Exception as e:  # noqa: BLE001 - any defect here must not cost the report
+            entry["not_computed"] = f"{type(e).__name__}: {e}"
     return out
+
+
+def _fault_entry(entry: dict, rec: dict, raw: dict, layout: Layout,
+                 conns: list[tuple[int, dict]], series: dict, window_packets: int,
+                 broken_by: Callable[[dict], set[str]]) -> None:
+    """One fault's figures, written into `entry` as each is computed."""
+    t0, t_end = raw["t0"], raw["t_end"]
+    t_f = rec["t_inject"]
+    end = rec["t_heal"] if rec["t_heal"] is not None else t_end
+    entry["at_s"] = round(t_f - t0, 4)
+    entry["healed_s"] = None if rec["t_heal"] is None else round(rec["t_heal"] - t0, 4)
+    hit = faults.affects(layout, faults.Fault(rec["kind"], rec["target"],
+                                              one_way=rec["spec"].get("one_way", False)))
+    last = None
+    new_total = 0
+    new_max = 0
+    used: dict[tuple[int, int, int], float] = {}
+    sends: dict[tuple[int, int, int], list[float]] = defaultdict(list)
+    paths_hit = 0
+    for src, c in conns:
+        evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
+        paths_hit += len(evs)
+        n_new = 0
+        for t, ev, rtx in zip(c["tx"]["t"], c["tx"]["ev"], c["tx"]["rtx"], strict=True):
+            if ev in evs and t_f <= t < end:
+                last = t if last is None else max(last, t)
+                used.setdefault((src, c["peer"], ev), t)
+                sends[(src, c["peer"], ev)].append(round(t - t_f, 4))
+                if not rtx:
+                    n_new += 1
+        new_total += n_new
+        new_max = max(new_max, n_new)
+    entry["last_packet_on_failed_path_s"] = round(last - t_f, 4) if last else 0.0
+    entry["failed_path_evs"] = paths_hit
+    entry["new_packets_on_failed_path"] = new_total
+    entry["new_packets_on_failed_path_max_per_connection"] = new_max
+    entry["window_packets"] = window_packets
+    level, rec_s = recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
+    entry["goodput_before_mbps"] = None if level is None else round(level, 2)
+    entry["recovered_90pct_s"] = rec_s
+    entry["rtt_s"] = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))
+    entry["cost_rtts"] = fault_cost_rtts(series, t_f - t0, end - t0, level,
+                                         entry["rtt_s"])
+    # How fast the transport stopped trusting each failed path it used after the fault:
+    # from the fault, from the path's first use after it, and from the loss that
+    # retired it (the lost packet's send time), in seconds and in the connection's
+    # smoothed RTTs.
+    detect: list[float] = []
+    since_use: list[float] = []  # from the first packet on the path after the fault
+    since_loss: list[float] = []
+    since_loss_rtts: list[float] = []
+    within_2rto = within_2rtt = 0
+    bad_at: dict[tuple[int, int, int], float] = {}
+    loss_at: dict[tuple[int, int, int], float] = {}
+    rtts_of: dict[tuple[int, int, int], float] = {}
+    stop_rtts_of: dict[tuple[int, int, int], float] = {}  # stopped (or retired) after loss
+    stop_at: dict[tuple[int, int, int], float] = {}
+    while_stopped: dict[tuple[int, int, int], int] = {}  # data onto it, stopped to retired
+    after_retire: dict[tuple[int, int, int], int] = {}
+    undetected = 0
+    rtos = []
+    for src, c in conns:
+        rtos.append(c["rto"])
+        srtt = c.get("srtt")
+        first_bad: dict[int, float] = {}
+        first_loss: dict[int, float] = {}
+        # MRC stops using a path before it retires it (DESIGN.md section 14): the
+        # first of either, with the send time of the lost packet that caused it
+        first_stop: dict[int, tuple[float, float]] = {}
+        for t, ev, _old, new, _why, *rest in c["ev_changes"]:
+            if new in ("STOPPED", "ASSUMED_BAD", "DENIED") and t >= t_f and rest \
+                    and rest[0] is not None:
+                first_stop.setdefault(ev & 0xFFFFFFFF, (t, rest[0]))
+            if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
+                first_bad.setdefault(ev & 0xFFFFFFFF, t)
+                if rest and rest[0] is not None:
+                    first_loss.setdefault(ev & 0xFFFFFFFF, rest[0])
+        for t, old, _new in c["path_changes"]:
+            if t >= t_f and hit(src, c["peer"], old):
+                first_bad.setdefault(old & 0xFFFFFFFF, t)
+        for (s, peer, ev), _t in used.items():
+            if s == src and peer == c["peer"]:
+                key = (s, peer, ev)
+                if ev in first_stop and first_stop[ev][0] < end:
+                    t_stop = first_stop[ev][0]
+                    stop_at[key] = t_stop - t_f
+                    if srtt:
+                        stop_rtts_of[key] = (t_stop - first_stop[ev][1]) / srtt
+                    if ev in first_bad:
+                        while_stopped[key] = sum(
+                            1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
+                            if e == ev and t_stop < t < first_bad[ev])
+                if ev in first_bad and first_bad[ev] < end:
+                    detect.append(first_bad[ev] - t_f)
+                    bad_at[key] = first_bad[ev] - t_f
+                    since_use.append(first_bad[ev] - _t)
+                    within_2rto += first_bad[ev] - _t <= 2 * c["rto"]
+                    # data (new or resent) that still went onto it once retired
+                    after_retire[key] = sum(
+                        1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
+                        if e == ev and first_bad[ev] < t < end)
+                    if ev in first_loss:
+                        loss_at[key] = first_loss[ev] - t_f
+                        since_loss.append(first_bad[ev] - first_loss[ev])
+                        if srtt:
+                            rtts_of[key] = (first_bad[ev] - first_loss[ev]) / srtt
+                            since_loss_rtts.append(rtts_of[key])
+                            within_2rtt += rtts_of[key] <= 2
+                else:
+                    undetected += 1
+    entry["failed_paths"] = [
+        {"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}", "sends_after_fault_s":
+         sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
+         "bad_s": _r(bad_at.get((s, d, ev))),
+         "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
+         "stop_s": _r(stop_at.get((s, d, ev))),
+         "stop_rtts": _r(stop_rtts_of.get((s, d, ev)), 2),
+         "data_while_stopped": while_stopped.get((s, d, ev)),
+         "data_after_retire": after_retire.get((s, d, ev))}
+        for (s, d, ev) in sorted(used)][:200]
+    entry["paths_used_after_fault"] = len(used)
+    entry["paths_detected"] = len(detect)
+    entry["paths_not_detected"] = undetected
+    entry["detect_s_p50"] = _r(percentile(detect, 50))
+    entry["detect_s_max"] = _r(max(detect) if detect else None)
+    entry["detect_after_first_use_s_p50"] = _r(percentile(since_use, 50))
+    entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
+    entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
+    entry["retire_after_loss_s_p50"] = _r(percentile(since_loss, 50))
+    entry["retire_after_loss_s_max"] = _r(max(since_loss) if since_loss else None)
+    entry["retire_after_loss_rtts_max"] = _r(max(since_loss_rtts), 2) if since_loss_rtts \
+        else None
+    entry["paths_retired_within_2_rtts_of_loss"] = within_2rtt
+    stops = list(stop_rtts_of.values())
+    entry["stop_after_loss_rtts_max"] = _r(max(stops), 2) if stops else None
+    entry["paths_stopped_within_2_rtts_of_loss"] = sum(x <= 2 for x in stops)
+    entry["data_packets_after_retire"] = sum(after_retire.values())
+    entry["rto_s_max"] = _r(max(rtos) if rtos else None)
+    others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
+    entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken_by(rec), others))
 
 
 def map_after(m: dict | None, at: float, until: float, broken: set[str],

@@ -1,12 +1,15 @@
 """`mrcemu run`: bring a fabric up, run the scenario over each transport with its fault
 timeline (healing in between), and leave a report folder behind, even after Ctrl-C.
 
-The folder: report.json, report.md, goodput.png, ev-states.png, capture.pcapng, logs/.
+The folder: report.json, report.md, goodput.png, ev-states.png, capture.pcapng, logs/ (the
+daemons' logs, and each transport's raw record, raw-<transport>.json.gz).
 """
 
 from __future__ import annotations
 
 import datetime
+import gzip
+import json
 import os
 import platform
 import shutil
@@ -46,6 +49,12 @@ def machine() -> str:
 def _log_offsets() -> dict[Path, int]:
     logs = state.RUN_DIR / "logs"
     return {p: p.stat().st_size for p in logs.glob("*")} if logs.exists() else {}
+
+
+def _write_raw(dest: Path, raw: dict) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(dest, "wt") as f:
+        json.dump(raw, f)
 
 
 def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
@@ -118,6 +127,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
             finally:
                 pcaps += capture.stop()
             inject.heal(layout, pids)  # belt and braces: nothing carries over
+            # The measurements first, as recorded: whatever the figures below make of
+            # them, the run is not lost.
+            _write_raw(folder / "logs" / f"raw-{transport}.json.gz", raw)
             summaries[transport] = analysis.summarize(raw, layout, window)
             ui("transport_done", {"transport": transport, "summary": summaries[transport]})
     finally:

@@ -60,19 +60,27 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
     ]
     nf = max((len(ts[n]["faults"]) for n in names), default=0)
     for i in range(nf):
-        f0 = next(ts[n]["faults"][i] for n in names if len(ts[n]["faults"]) > i)
-        what = f"{f0['kind']} {f0['target']} @ {f0['scheduled_s']:g} s"
-        rows.append([f"{what}: last packet on failed path", *[
+        # Short labels, so the table fits an 80-column terminal; fault_legend names them.
+        what = f"fault {i + 1}"
+        rows.append([f"{what}: last pkt on path", *[
             _fmt(ts[n]["faults"][i]["last_packet_on_failed_path_s"], " s")
             if len(ts[n]["faults"]) > i else "-" for n in names]])
-        rows.append([f"{what}: goodput back to 90 %", *[
+        rows.append([f"{what}: back to 90 %", *[
             _recovered(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
             for n in names]])
         if any("map_bad" in f for n in names for f in ts[n]["faults"][i:i + 1]):
-            rows.append([f"{what}: Clustermapper found bad", *[
+            rows.append([f"{what}: mapped bad", *[
                 _mapped(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
                 for n in names]])
     return head, rows
+
+
+def fault_legend(report: dict) -> list[str]:
+    """What each `fault N` of the table is: kind, target and scheduled time."""
+    ts = report["transports"]
+    faults = max((t["faults"] for t in ts.values()), key=len, default=[])
+    return [f"fault {i + 1}: {f['kind']} {f['target']} at {f['scheduled_s']:g} s"
+            for i, f in enumerate(faults)]
 
 
 def _mapped(f: dict) -> str:
@@ -93,7 +101,7 @@ def _recovered(f: dict) -> str:
     if f["at_s"] is None:
         return "not reached"
     if f["recovered_90pct_s"] is None:
-        return "not recovered" if f["goodput_before_mbps"] else "-"
+        return "not recovered" if f.get("goodput_before_mbps") else "-"
     if f["recovered_90pct_s"] == 0.0:
         return "no dip below 90 %"
     return _fmt(f["recovered_90pct_s"], " s")
@@ -113,6 +121,9 @@ def markdown(report: dict) -> str:
         lines += ["**Partial report: the run was interrupted.**", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    legend = fault_legend(report)
+    if legend:
+        lines += ["", "; ".join(legend) + "."]
     ts = report["transports"]
     if any(ts[n]["faults"] for n in ts):
         lines += ["", "Fault details (seconds after the first write):", "",
@@ -127,23 +138,28 @@ def markdown(report: dict) -> str:
                     continue
                 lines.append(
                     f"| {LABEL.get(n, n)} | {f['kind']} {f['target']} | {_fmt(f['at_s'])} | "
-                    f"{_fmt(f['healed_s'])} | {f['new_packets_on_failed_path']} "
-                    f"({f['new_packets_on_failed_path_max_per_connection']} / "
-                    f"{f['window_packets']}) | {f['paths_used_after_fault']} / "
-                    f"{f['paths_detected']} | {_fmt(f['detect_s_p50'])} / "
-                    f"{_fmt(f['detect_s_max'])} | {_fmt(f.get('stop_after_loss_rtts_max'))} / "
+                    f"{_fmt(f['healed_s'])} | {_fmt(f.get('new_packets_on_failed_path'))} "
+                    f"({f.get('new_packets_on_failed_path_max_per_connection')} / "
+                    f"{f.get('window_packets')}) | {f.get('paths_used_after_fault')} / "
+                    f"{f.get('paths_detected')} | {_fmt(f.get('detect_s_p50'))} / "
+                    f"{_fmt(f.get('detect_s_max'))} | {_fmt(f.get('stop_after_loss_rtts_max'))} / "
                     f"{_fmt(f.get('retire_after_loss_rtts_max'))} | "
                     f"{_fmt(f.get('cost_rtts'))} | "
-                    f"{_fmt(f.get('data_packets_after_retire'))} | {_fmt(f['rto_s_max'])} |")
+                    f"{_fmt(f.get('data_packets_after_retire'))} | {_fmt(f.get('rto_s_max'))} |")
+        missing = [(n, f) for n, t in ts.items() for f in t["faults"] if f.get("not_computed")]
+        for n, f in missing:
+            lines.append(f"\n{LABEL.get(n, n)}, {f['kind']} {f['target']}: some figures were "
+                         f"not computed ({f['not_computed']}); the raw record is in logs/.")
     lines += ["", "Definitions: failover time is measured from the moment the fault took "
-              "effect. *Last packet on failed path*: the last data packet the senders put on "
+              "effect. *Last pkt on path*: the last data packet the senders put on "
               "a path through the failed element before it healed. *Stopped / retired after the "
               "loss*: from the send of the lost packet that stopped, then retired, a path, in "
               "the connection's smoothed RTTs. *Cost*: the goodput short of the level before, "
-              "summed until it is back, in round trips at that level. *Goodput back to 90 %*: "
+              "summed until it is back, in round trips at that level. *Back to 90 %*: "
               f"after goodput (summed over receivers, {bins * BIN:g} s average) first fell below "
               f"90 % of its mean over the {before:g} s before the fault, the time it first got "
-              "back above.", ""]
+              "back above. *Mapped bad*: the failed links Clustermapper named bad, and "
+              "when the last of them was named.", ""]
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@ topology, then Ctrl-C in the middle of one. Real namespaces, real captures."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import signal
@@ -181,7 +182,7 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
             # (How soon depends on the CPU the prober gets: the report and `make bench`.)
             assert f["map_bad"] == [f["target"]] and f["map_bad_after_s"] > 0, f
             assert f["map_also"] == [], f
-        assert "Clustermapper found bad" in report_md
+        assert "fault 1: mapped bad" in report_md
     if name == "incast":
         assert mrc["trims"] == mrc["nacks"] > 0  # trimmed, NACKed, retransmitted
     if name == "loss-1pct":
@@ -227,3 +228,26 @@ def test_ctrl_c_leaves_a_partial_report_a_valid_capture_and_nothing_running(tmp_
     assert r.returncode == 0 and "h0-p0" in r.stdout + subprocess.run(
         ["tshark", "-r", str(folder / "capture.pcapng"), "-T", "fields", "-e",
          "frame.interface_name", "-c", "50"], capture_output=True, text=True).stdout
+
+
+def test_a_path_loss_with_clustermapper_on_still_writes_its_report(tmp_path, tidy):
+    # Found tried as a new user would: a single write with a path's loss, Clustermapper
+    # on (as by default with faults), died writing its report, as a path's loss breaks no
+    # link for the map to name. The raw record is written first, the report beside it.
+    sc = {"description": "a single write with a path's 20 % loss", "topology": "small",
+          "workload": {"kind": "single", "src": "h1", "dst": "h2", "size": "4MiB",
+                       "iterations": 2},
+          "faults": [{"at": 0.3, "kind": "path-loss", "target": "h1-h2/p0s1", "value": 20}],
+          "transports": ["mrc"], "seed": 3, "timeout_s": 90,
+          "capture": {"hosts": ["h1"], "snaplen": 128, "max_mb": 5}}
+    p = tmp_path / "path-loss.yaml"
+    p.write_text(yaml.safe_dump(sc))
+    rep, folder = run(p, tmp_path / "runs")
+    mrc = rep["transports"]["mrc"]
+    assert mrc["integrity_ok"] and not rep["partial"]
+    (f,) = mrc["faults"]
+    assert "not_computed" not in f, f
+    assert f["map_bad"] == [] and f["map_bad_after_s"] is None  # no link to name
+    assert "fault 1: mapped bad" in (folder / "report.md").read_text()
+    raw = json.loads(gzip.decompress((folder / "logs" / "raw-mrc.json.gz").read_bytes()))
+    assert raw["faults"][0]["kind"] == "path-loss" and raw["map"]["samples"]

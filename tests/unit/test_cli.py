@@ -38,3 +38,29 @@ def test_paths_rejects_unknown_host(monkeypatch, tmp_path):
     r = CliRunner().invoke(cli.main, ["paths", "h0", "h99"])
     assert r.exit_code == 1
     assert "h0..h7" in r.output
+
+
+def test_the_run_table_reads_in_an_80_column_terminal():
+    # A failover-like report: both transports, two faults, one named by Clustermapper.
+    from rich.console import Console
+
+    from mrcemu.scenario import analysis
+    from mrcemu.scenario.report import table_rows
+    from tests.unit.scenario.test_analysis import LAYOUT, raw_record
+
+    raw = raw_record()
+    raw["faults"].append(dict(raw["faults"][0], kind="link-down", target="p2l0-p2s1",
+                              at_s=1.6, t_inject=raw["t0"] + 1.6))
+    raw["map"] = {"samples": [[0.5, []], [1.9, ["p2l0-p2s1"]]]}
+    s = analysis.summarize(raw, LAYOUT, window_packets=64)
+    rep = {"scenario": "failover", "topology": "default", "partial": False,
+           "transports": {"mrc": s, "roce": s}}
+    out = Console(width=80, record=True, color_system=None)
+    cli.print_run_table(out, rep)
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    # Every row label is whole on one line: none wraps.
+    for label, *_ in table_rows(rep)[1]:
+        assert any(label in line for line in text.splitlines()), label
+    assert "fault 2: mapped bad" in text
+    assert "fault 2: link-down p2l0-p2s1 at 1.6 s" in text

@@ -248,3 +248,20 @@ def test_clustermapper_has_nothing_to_name_for_a_fault_that_breaks_no_link():
     got = analysis.map_after(m, 1.0, 2.0, set())
     assert got["map_bad"] == [] and got["map_bad_after_s"] is None
     assert got["map_also"] == ["p0l0-p0s0"]
+
+
+def test_a_figure_that_cannot_be_computed_is_null_with_a_reason_not_a_lost_report(
+        monkeypatch):
+    # As a path's loss once crashed Clustermapper's figure: the figures before it stay,
+    # the rest are missing with the reason, and report.md still renders.
+    def broken(*_a, **_k):
+        raise ValueError("max() arg is an empty sequence")
+
+    monkeypatch.setattr(analysis, "map_after", broken)
+    s = analysis.summarize(raw_record(), LAYOUT, window_packets=64)
+    (f,) = s["faults"]
+    assert f["not_computed"] == "ValueError: max() arg is an empty sequence"
+    assert f["at_s"] == 1.0 and f["cost_rtts"] is not None and "map_bad" not in f
+    md = report.markdown({"scenario": "x", "topology": "default", "started": "now",
+                          "machine": "m", "transports": {"mrc": s}})
+    assert "some figures were not computed (ValueError: max() arg" in md
