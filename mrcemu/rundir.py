@@ -30,3 +30,8 @@ def nic_socket(host: str) -> Path:
 
 def nic_log(host: str) -> Path:
     return LOGS / f"nic-{host}.jsonl"
+
+
+def ssh_control_path() -> str:
+    """OpenSSH's ControlPath of each server's shared connection (%C: a hash of the host)."""
+    return str(SSH_CONTROL / "%C")

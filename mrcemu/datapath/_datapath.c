@@ -9,6 +9,7 @@
 
 #include "fill.h"
 #include "nscc_type.h"
+#include "ports_ref.h"
 #include "ports_type.h"
 #include "responder.h"
 #include "responder_type.h"
@@ -862,6 +863,7 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyType_Ready(&PortsType) < 0 || PyType_Ready(&NsccType) < 0 ||
 	    PyType_Ready(&RoceQpType) < 0)
 		return NULL;
+	mrc_ports_register(&PortsType, ports_queues); /* the QP types send onto Ports */
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;

@@ -231,3 +231,14 @@ void mrc_ports_reset_meter(struct mrc_ports *ps)
 	ps->late_n = 0;
 	ps->late_max = 0;
 }
+
+int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len)
+{
+	size_t port;
+	uint8_t *at = mrc_ports_slot(ps, ev, len, &port);
+	if (!at)
+		return 0;
+	memcpy(at, frame, len);
+	mrc_ports_commit(ps, port, len);
+	return 1;
+}

@@ -68,6 +68,9 @@ int mrc_port_setup(struct mrc_ports *ps, size_t i, int fd, unsigned plane,
  * mrc_ports_commit then queues it. */
 uint8_t *mrc_ports_slot(struct mrc_ports *ps, uint32_t ev, size_t len, size_t *port);
 void mrc_ports_commit(struct mrc_ports *ps, size_t port, size_t len);
+/* Queue one frame (after its Ethernet header) on the port of the EV's plane: 1 queued,
+ * 0 dropped (no port, queue full, too long: counted). */
+int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len);
 /* Free slots the transport may fill (each port's `slots` less what it holds). */
 size_t mrc_ports_budget(const struct mrc_ports *ps);
 size_t mrc_ports_queued(const struct mrc_ports *ps);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "ports_ref.h"
 #include "ports_type.h"
 #include "responder_type.h"
 #include "roce_type.h"
@@ -22,15 +23,10 @@
  * touched only as frames fill them. */
 static uint8_t rx_buf[MRC_PORT_BURST][RX_FRAME_MAX];
 
-int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len)
+struct mrc_ports *ports_queues(PyObject *self)
 {
-	size_t port;
-	uint8_t *at = mrc_ports_slot(ps, ev, len, &port);
-	if (!at)
-		return 0;
-	memcpy(at, frame, len);
-	mrc_ports_commit(ps, port, len);
-	return 1;
+	PortsObject *p = (PortsObject *)self;
+	return p->ready ? &p->ps : NULL;
 }
 
 #define NEED_READY(self)                                                                 \

@@ -26,8 +26,7 @@ typedef struct {
 
 extern PyTypeObject PortsType;
 
-/* Queue one frame (after its Ethernet header) on the port of the EV's plane: 1 queued,
- * 0 dropped (no port, queue full, too long: counted). */
-int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len);
+/* Its queues when set up, else NULL: what _datapath.c registers in ports_ref.c. */
+struct mrc_ports *ports_queues(PyObject *self);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "ports_type.h"
+#include "ports_ref.h"
 #include "responder_type.h"
 #include "roce_type.h"
 
@@ -242,11 +242,12 @@ static PyObject *roceqp_send(RoceQpObject *self, PyObject *args)
 	Py_ssize_t count;
 	if (!PyArg_ParseTuple(args, "OKn", &out, &psn, &count))
 		return NULL;
-	int to_ports = PyObject_TypeCheck(out, &PortsType);
+	struct mrc_ports *ps = NULL;
+	int to_ports = mrc_ports_of(out, &ps);
+	if (to_ports < 0)
+		return NULL;
 	if (!to_ports && !PyList_Check(out))
 		return PyErr_Format(PyExc_TypeError, "send(out: list or Ports, psn, count)");
-	if (to_ports && !((PortsObject *)out)->ready)
-		return PyErr_Format(PyExc_RuntimeError, "send: the ports are not set up");
 	const struct mrc_path *p = current(self);
 	if (!p)
 		return NULL;
@@ -254,7 +255,7 @@ static PyObject *roceqp_send(RoceQpObject *self, PyObject *args)
 	for (; k < count; k++) {
 		uint64_t at = psn + (uint64_t)k;
 		if (to_ports) {
-			int r = roce_tx_frame(&self->tx, &((PortsObject *)out)->ps, p, at);
+			int r = roce_tx_frame(&self->tx, ps, p, at);
 			if (r < 0)
 				goto no_psn;
 			if (r == 0)

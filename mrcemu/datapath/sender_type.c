@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "nscc_type.h"
-#include "ports_type.h"
+#include "ports_ref.h"
 #include "sender.h"
 #include "responder_type.h"
 #include "sender_type.h"
@@ -318,14 +318,13 @@ static PyObject *sender_post(SenderObject *self, PyObject *args)
 static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	NEED_READY(self);
-	int to_ports = n == 5 && PyObject_TypeCheck(args[0], &PortsType);
+	struct mrc_ports *ps = NULL;
+	int to_ports = n == 5 ? mrc_ports_of(args[0], &ps) : 0;
+	if (to_ports < 0)
+		return NULL;
 	if (n != 5 || !(to_ports || PyList_Check(args[0]))) {
 		PyErr_SetString(PyExc_TypeError,
 				"send(out: list or Ports, now, budget, cwnd, silent_window)");
-		return NULL;
-	}
-	if (to_ports && !((PortsObject *)args[0])->ready) {
-		PyErr_SetString(PyExc_RuntimeError, "Ports not initialised");
 		return NULL;
 	}
 	double now = PyFloat_AsDouble(args[1]);
@@ -345,7 +344,6 @@ static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize
 		uint32_t ev = self->s.paths[p.path].ev;
 		sent++;
 		if (to_ports) {
-			struct mrc_ports *ps = &((PortsObject *)args[0])->ps;
 			size_t port;
 			uint8_t *at = mrc_ports_slot(ps, ev, p.frame_len, &port);
 			if (!at) { /* never left this host: no path lost it (the port counted it) */

@@ -46,7 +46,7 @@ def ping() -> str:
 def program(topology: dict, nodes: dict[str, int]) -> dict[str, float]:
     """Routes, neighbours, addresses and htb into each node given, then this server's
     switch program on each of their switch ports. Returns the seconds each part took."""
-    from mrcemu.fabric.build import program_node
+    from mrcemu.fabric.program import program_node
     from mrcemu.topology.routes import tables
 
     layout = _layout(topology)
@@ -97,10 +97,10 @@ def path_loss(port_mac: str, src: str, dst: str, ev_hi: int, percent: float | No
 @op
 def carrier(ends: list[list[Any]], up: bool) -> None:
     """`ip link set` each [pid, ifname] up or down, in its node's namespace."""
-    from mrcemu.fabric.inject import _ip
+    from mrcemu.fabric.netns import run_in
 
     for pid, name in ends:
-        _ip(pid, "ip", "link", "set", name, "up" if up else "down")
+        run_in(pid, "ip", "link", "set", name, "up" if up else "down")
 
 
 @op
@@ -133,9 +133,9 @@ def ecmp_routes(topology: dict, dead: list[str], nodes: dict[str, int]) -> None:
 
 @op
 def nft(pid: int, rules: list[str]) -> None:
-    from mrcemu.fabric.inject import _nft_rules
+    from mrcemu.fabric.netns import nft_rules
 
-    _nft_rules(pid, rules)
+    nft_rules(pid, rules)
 
 
 @op
@@ -227,7 +227,7 @@ def capture_stop(pid: int, timeout: float = 10.0) -> None:
 
 @op
 def clean_server() -> dict[str, int]:
-    from mrcemu.fabric.clean import clean_server as clean
+    from mrcemu.fabric.sweep import clean_server as clean
 
     return clean()
 

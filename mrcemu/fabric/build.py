@@ -17,14 +17,13 @@ from mininet.link import Intf
 from mininet.net import Mininet
 from mininet.node import Node
 
-from mrcemu.fabric import netlink, shaping
-from mrcemu.fabric.netns import iproute, write_sysctls
+from mrcemu.fabric.netns import write_sysctls
 from mrcemu.fabric.remote import RemoteNode, VxlanLink
 from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
 from mrcemu.topology.cluster import Cluster, place
-from mrcemu.topology.routes import NodeTable, tables
+from mrcemu.topology.routes import tables
 
 Progress = Callable[[str, int, int], None]
 
@@ -141,22 +140,3 @@ class Fabric:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-def program_node(layout: Layout, table: NodeTable, pid: int) -> None:
-    """Addresses, neighbours, routes and htb into one node's kernel, by its PID on this
-    server (each server's agent runs this for its own nodes)."""
-    topo = layout.topo
-    ipr = iproute(pid)
-    try:
-        netlink.program(ipr, table, topo.mtu)
-        switch = layout.nodes[table.node].kind is not Kind.HOST
-        for i in layout.interfaces[table.node]:
-            idx = ipr.link_lookup(ifname=i.name)[0]
-            if switch:
-                # htb's leaf pfifo holds txqlen packets: size it to the switch buffer,
-                # so a congested port drops instead of queueing for seconds.
-                ipr.link("set", index=idx, txqlen=shaping.queue_packets(topo.buffer_bytes))
-            shaping.shape(ipr, idx, i.mbps, topo.mtu)
-    finally:
-        ipr.close()

@@ -29,7 +29,7 @@ from pyroute2 import IPRoute, NetlinkError, NetNS, netns
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
-from mrcemu.fabric.clean import _cmdline
+from mrcemu.fabric.sweep import cmdline
 from mrcemu.topology.cluster import LOCAL, Cluster, Server, to_mapping
 
 DIR = rundir.RUN_DIR / "cluster"
@@ -235,7 +235,7 @@ def _our_sshds() -> list[int]:
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
             continue
-        args = _cmdline(int(p.name))
+        args = cmdline(int(p.name))
         # sshd rewrites its title: "sshd: /usr/sbin/sshd -f CONFIG [listener] ..."
         prog = args[0].split(" ")[0].rstrip(":") if args else ""
         if prog.endswith("sshd") and any(str(DIR) in a for a in args):

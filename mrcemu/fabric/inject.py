@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -38,30 +37,8 @@ from mrcemu.topology.faults import (
 from mrcemu.topology.layout import Interface
 from mrcemu.topology.paths import make_ev
 
-NFT_TABLE = "mrcemu_faults"
 # Kept for readers of the old module layout (tests, scripts): where faults are logged.
 LOG = rundir.FAULT_LOG
-
-
-def _ip(pid: int, *args: str) -> None:
-    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", *args], capture_output=True,
-                       text=True)
-    if r.returncode:
-        raise MrcemuError(f"{' '.join(args[:4])}: {r.stderr.strip()[:300]}")
-
-
-def _nft_rules(pid: int, rules: list[str]) -> None:
-    """Replace the node's fault table with these forward-path drop rules (none: remove it).
-    Creating the table first makes the delete idempotent."""
-    script = f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\n"
-    if rules:
-        script += (f"table inet {NFT_TABLE} {{\n chain forward_drops {{ type filter hook forward "
-                   f"priority 0; policy accept;\n" + "".join(f"  {r}\n" for r in rules)
-                   + " }\n}\n")
-    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "-f", "-"],
-                       input=script, capture_output=True, text=True)
-    if r.returncode:
-        raise MrcemuError(f"nft: {r.stderr.strip()[:300]}")
 
 
 def _active() -> dict[str, dict]:

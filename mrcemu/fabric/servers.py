@@ -31,7 +31,7 @@ TIMEOUT = 300
 
 
 def control_path() -> str:
-    return str(CONTROL_DIR / "%C")
+    return rundir.ssh_control_path()
 
 
 def ssh_base(cluster: Cluster, master: bool = False) -> list[str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mrcemu.fabric import state
-from mrcemu.fabric.clean import IFNAME, clean, our_processes
+from mrcemu.fabric.clean import clean
+from mrcemu.fabric.sweep import IFNAME, our_processes
 
 pytestmark = pytest.mark.root
 

@@ -15,7 +15,7 @@ import yaml
 from mrcemu import rundir
 from mrcemu.fabric import bpf, state
 from mrcemu.fabric import cluster_local as local
-from mrcemu.fabric.clean import IFNAME, _cmdline, our_processes
+from mrcemu.fabric.sweep import IFNAME, cmdline, our_processes
 from mrcemu.topology.cluster import load
 from mrcemu.topology.paths import ev_fields
 from tests.integration.conftest import alive, mrcemu, wait_for
@@ -74,7 +74,7 @@ def test_down_finds_what_a_kill_left_unrecorded(servers):
     client = subprocess.Popen(local.ssh_args(1, "sleep", "300"), stdin=subprocess.DEVNULL)
     try:
         # (a short-lived sshd child may be gone by the time its cmdline is read)
-        wait_for(lambda: any("sleep" in _cmdline(p)
+        wait_for(lambda: any("sleep" in cmdline(p)
                              for p in local._in_namespaces([local.ns_name(1)])))
         session = local._in_namespaces([local.ns_name(1)])
         assert len(session) >= 3  # the listener, the session's sshd, sleep
@@ -169,7 +169,7 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
 def masters() -> list[int]:
     """The shared ssh connections (fabric/servers.py) alive on this machine: the masters,
     not the sessions (node shells) riding on them."""
-    return [p for p in our_processes() if "ControlMaster=yes" in _cmdline(p)]
+    return [p for p in our_processes() if "ControlMaster=yes" in cmdline(p)]
 
 
 def test_clean_after_a_kill_9_cleans_the_other_server_too(servers, tidy):

@@ -104,8 +104,8 @@ def test_bad_fault_requests_are_one_clear_line(fabric, args, words):
 
 
 def test_flap_toggles_the_link_until_healed_and_leaves_it_up(fabric):
-    from mrcemu.fabric.clean import our_processes
     from mrcemu.fabric.inject import LOG
+    from mrcemu.fabric.sweep import our_processes
 
     start = LOG.stat().st_size if LOG.exists() else 0
     r = mrcemu("fail", "flap", "p0l0-p0s1", "--period", "0.2", "--duty", "0.5")

@@ -62,6 +62,91 @@ def test_the_rules_catch_a_back_arrow(tmp_path):
     assert any(banned(n, RULES["transport"]) for n in names)
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports. `from a import b`
+    names module a.b when b is one, else a itself (its __init__)."""
+    mods = {".".join(f.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__"): f
+            for f in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for m, f in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in mods}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                deps |= {n for n in subs if n in mods}
+                if node.module in mods and not all(n in mods for n in subs):
+                    deps.add(node.module)
+        graph[m] = deps - {m}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each is a
+    circle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+# The per-server helper runs ops on its own server's nodes with the low-level modules
+# (program, netns, netlink, bpf, sweep, state); the orchestration that calls it on every
+# server never runs the other way.
+ORCHESTRATION = tuple(f"mrcemu.fabric.{m}" for m in (
+    "build", "clean", "inject", "servers", "launch", "manager", "remote", "cluster_local",
+    "attach", "check", "mapper", "children"))
+
+
+def test_no_circle_of_imports_anywhere_in_the_package():
+    assert circles(module_graph()) == []
+
+
+def test_the_agent_uses_low_level_modules_never_the_orchestration():
+    names = [n for _, n in imports(PKG / "fabric" / "agent.py")]
+    assert [n for n in names if banned(n, ORCHESTRATION)] == []
+
+
+def test_the_circle_check_catches_an_arrow_back_from_the_agent_to_build():
+    # What the two rules above are for: `build` reaches the agent (through `servers`),
+    # so one import of `build` in the agent closes a circle, and both rules see it.
+    graph = module_graph()
+    assert "mrcemu.fabric.agent" in graph["mrcemu.fabric.servers"]
+    graph["mrcemu.fabric.agent"] = graph["mrcemu.fabric.agent"] | {"mrcemu.fabric.build"}
+    (circle,) = circles(graph)
+    assert {"mrcemu.fabric.agent", "mrcemu.fabric.build", "mrcemu.fabric.servers"} <= set(
+        circle)
+    assert banned("mrcemu.fabric.build", ORCHESTRATION)
+
+
 def test_the_two_transports_share_a_base_not_each_other():
     for a, b in (("roce", "mrc"), ("mrc", "roce")):
         names = [n for _, n in imports(PKG / "transport" / f"{a}.py")]
