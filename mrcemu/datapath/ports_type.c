@@ -12,6 +12,7 @@
 
 #include "ports_ref.h"
 #include "ports_type.h"
+#include "pyshared.h"
 #include "responder_type.h"
 #include "roce_type.h"
 #include "sender_type.h"

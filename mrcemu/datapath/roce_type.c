@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ports_ref.h"
+#include "pyshared.h"
 #include "responder_type.h"
 #include "roce_type.h"
 

@@ -9,7 +9,7 @@
 #include "nscc_type.h"
 #include "ports_ref.h"
 #include "sender.h"
-#include "responder_type.h"
+#include "pyshared.h"
 #include "sender_type.h"
 
 /* ---- EvSlot ------------------------------------------------------------------------ */
