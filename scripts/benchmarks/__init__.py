@@ -1,0 +1,17 @@
+"""The sections of BENCHMARKS.md, one module each, in the order `make bench` runs them:
+each has TITLE and run() -> its markdown."""
+
+SECTIONS = [
+    "fabric_updown",
+    "fabric_cluster",
+    "wire_codec",
+    "cpu_per_packet",
+    "nic_line_rate",
+    "nic_goodput",
+    "streaming",
+    "incast_trim",
+    "ecmp_spread",
+    "bpf_cost",
+    "failover",
+    "degraded_stream",
+]

@@ -1,0 +1,35 @@
+"""scripts/bench.py: a small runner over one module per section, whose titles are the
+generated BENCHMARKS.md's sections, in order."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def test_each_section_is_a_module_and_their_titles_are_benchmarks_md_s_in_order():
+    from benchmarks import SECTIONS
+
+    mods = [importlib.import_module(f"benchmarks.{n}") for n in SECTIONS]
+    assert all(callable(m.run) for m in mods)
+    titles = [m.TITLE for m in mods]
+    assert len(set(titles)) == len(titles)
+    headings = re.findall(r"^## (.+)$", (ROOT / "BENCHMARKS.md").read_text(), re.M)
+    assert headings == titles
+
+
+def test_only_selects_sections_by_title(tmp_path):
+    # No title has this text: the runner writes the header and runs nothing.
+    out = tmp_path / "b.md"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--only",
+                        "no such section", "--out", str(out)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("# mrcemu benchmarks") and "## " not in text
