@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MRCEMU := $(VENV)/bin/mrcemu
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install test unit demo bench lint clean generate fuzz
+.PHONY: install test unit demo bench lint clean generate fuzz docs
 
 BPF_OBJ := mrcemu/bpf/switch.o
 
@@ -30,6 +30,11 @@ unit: install
 SLOWDOWN ?= 4
 demo: install
 	$(SUDO) $(MRCEMU) run failover --slowdown $(SLOWDOWN) --out runs
+
+# The documentation site (MkDocs, Material theme) into site/; tests/unit/test_docs.py
+# builds it with --strict, so a broken link fails `make test`.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: install
 	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md

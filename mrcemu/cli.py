@@ -671,7 +671,7 @@ def print_run_table(out: Console, rep: dict) -> None:
 @click.option("--slowdown", default=1.0, show_default=True, type=click.FloatRange(min=1.0),
               help="Run the whole experiment this many times slower: links, transport "
                    "clocks, fault times. For a host too small to run it faithfully at "
-                   "full speed (see Fidelity in the README).")
+                   "full speed (see docs/fidelity.md).")
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")
@@ -742,7 +742,7 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> N
     if verdict and not verdict["ok"]:
         # The figures above are this host's as much as the fabric's: say why, and the way out.
         console.print(f"[yellow]{fidelity.line(verdict)}[/] A slower run "
-                      "(--slowdown, see Fidelity in the README) gives figures to trust.")
+                      "(--slowdown, see docs/fidelity.md) gives figures to trust.")
     console.print(f"report: [bold]{folder}[/]")
     if rep["partial"]:
         sys.exit(130)

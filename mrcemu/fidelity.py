@@ -3,7 +3,7 @@
 Each NIC daemon measures itself (`mrcemu.nic.meter`); this judges the measurements
 against thresholds (DESIGN.md section 11, after Mininet-HiFi). A run that fails them
 still completes and reports its numbers, marked unfaithful with the reasons. The
-thresholds are in the README, with the measurements they were chosen from.
+thresholds are in docs/fidelity.md, with the measurements they were chosen from.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def line(verdict: dict | None) -> str:
         return "Fidelity: not measured."
     if verdict["ok"]:
         return ("Fidelity: **faithful**: no socket drops, timers and paced sends on time, "
-                "ports at their paced rate (thresholds in the README).")
+                "ports at their paced rate (thresholds in docs/fidelity.md).")
     return "Fidelity: **NOT faithful**: " + "; ".join(verdict["reasons"]) + "."
 
 

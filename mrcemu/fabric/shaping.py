@@ -16,7 +16,7 @@ DATA_CLASS = 0x20
 # header a whole packet (the BPF program now re-queues trimmed packets, bpf/switch.c).
 # With that fixed, the headroom only let the real port run ahead of its model: on the
 # same incast 3,200-3,750 trims and 3.07-3.09 s at exactly the rate, 11,100-13,450 and
-# 3.13-3.18 s with 5 % (README, "Switch data plane").
+# 3.13-3.18 s with 5 % (docs/switch.md).
 
 
 def rate(mbps: float) -> str:

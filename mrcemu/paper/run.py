@@ -199,8 +199,7 @@ def markdown(doc: dict) -> str:
     lines = ["# The white paper's experiments, emulated", "",
              f"`mrcemu paper`{' --quick' if doc['quick'] else ''}, every run slowed "
              f"{doc['slowdown']:g} times (times below are full-speed seconds). What each "
-             "experiment is, and each rule's threshold: the README, \"Reproducing the "
-             "white paper\".", "",
+             "experiment is, and each rule's threshold: docs/paper.md.", "",
              "| id | figure | the paper observed | measured (shares of the level before) | "
              "verdict | why |", "|---|---|---|---|---|---|"]
     for r in doc["experiments"]:

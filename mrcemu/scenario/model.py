@@ -490,8 +490,8 @@ def _transport(source: str, data: Any, topo: Topology,
     try:  # the config's own checks, on the defaults with these changes
         TransportConfig.from_json({**TransportConfig().to_json(), **data})
     except MrcemuError as e:
-        raise ConfigError(source, where, data, str(e), "see the README's Transport "
-                          "section for each setting") from None
+        raise ConfigError(source, where, data, str(e), "see docs/transport.md "
+                          "for each setting") from None
     return dict(data)
 
 

@@ -1,4 +1,4 @@
-"""What a fabric split over servers costs each server, in closed form (README "Scaling").
+"""What a fabric split over servers costs each server, in closed form (docs/scale-out.md).
 
 Pure. `Fabric` is a topology's shape as plain numbers, so it may be far larger than
 the model accepts (the white paper's 131,072 hosts a plane; the model stops at 1,024,

@@ -70,7 +70,7 @@ class TransportConfig:
     ack_slack: float = HOST_SLACK
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
-    # Path health (transport/pathmon.py; the README's "Path health" says why these):
+    # Path health (transport/pathmon.py; docs/transport.md, "Path health", says why these):
     ce_skip_rotations: int = 1  # an echoed CE mark skips the EV this many rotations
     trim_skip_rotations: int = 2  # a mid-path trim, this many
     probes_to_restore: int = 2  # answered probes that bring an ASSUMED_BAD EV back

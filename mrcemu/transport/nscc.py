@@ -47,7 +47,7 @@ class Nscc:
         trip alone left a 7:1 incast's senders over the last hop's room for good: a
         trimmed packet is NACKed within a base RTT and sent again into the same full
         queue, so a window a few packets too large trimmed ~3 packets per one delivered
-        (README, "Switch data plane")."""
+        (docs/switch.md)."""
         self.cwnd = max(self.cwnd - trimmed_bytes, self.min_cwnd)
 
     def on_loss(self, now: float, srtt: float) -> None:

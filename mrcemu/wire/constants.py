@@ -13,7 +13,7 @@ ICRC_LEN = 4
 # MRC packets travel IPv6-in-IPv6 (PAPER.md B5-B6): the outer header's next header.
 IPPROTO_IPV6 = 41
 
-# --- Choices where the public transcriptions of OCP-MRC-1.0 disagree (README, "Wire") ---
+# --- Choices where the public transcriptions of OCP-MRC-1.0 disagree (docs/wire.md) ---
 # The EV is striped over the UDP source port and the flow label's low 16 bits. MCL puts
 # the EV's high half in the source port, one behaviour description the low half.
 EV_HIGH_HALF_IN_SPORT = True
