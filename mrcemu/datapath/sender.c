@@ -523,12 +523,17 @@ static void acked(struct mrc_sender *s, struct mrc_out *o, double now)
 {
 	if (!o->lost)
 		s->inflight -= o->len;
-	/* The latest copy is taken to be the one that arrived: the cumulative ack and the
-	 * bitmap cannot say which did. */
-	struct mrc_evslot *fb = s->paths[o->slot].fb;
-	quiet(fb, now);
-	if (o->sent_time > fb->heard_sent)
-		fb->heard_sent = o->sent_time;
+	/* The latest copy is taken to be the one that arrived (the cumulative ack and the
+	 * bitmap cannot say which did) when the earlier ones are known gone: trimmed, or
+	 * lost by per-EV order. Of a packet sent again while an earlier copy was merely
+	 * late, no EV is credited: that copy may be the one that arrived, and crediting the
+	 * latest would hear from a dead path. */
+	if (!o->doubt) {
+		struct mrc_evslot *fb = s->paths[o->slot].fb;
+		quiet(fb, now);
+		if (o->sent_time > fb->heard_sent)
+			fb->heard_sent = o->sent_time;
+	}
 	struct mrc_txmsg *m = &s->msgs[o->msg];
 	if (++m->acked == m->npkts) {
 		q_push(&s->done, m->msn);
@@ -684,6 +689,7 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 		}
 		/* only what is overdue goes again: on a slow path the younger packets behind
 		 * it still arrive, and on a dead one each falls overdue in turn */
+		o->doubt = 1;
 		mark_lost(s, o, 0, -1);
 		lost_bytes(s, o);
 		s->overdue_resent++;
@@ -724,6 +730,7 @@ uint64_t mrc_tx_rto(struct mrc_sender *s, double now, double rto)
 		if (o->lost || (s->paths && o->sent_time + mrc_tx_overdue_age(s, o->slot) > now))
 			continue;
 		fired++;
+		o->doubt = 1;
 		mark_lost(s, o, 0, MRC_LOSS_RTO);
 	}
 	return fired;

@@ -62,6 +62,9 @@ struct mrc_out {
 	int32_t msg, slot, first_slot;
 	uint32_t len, retx;
 	uint8_t used, lost, acking;
+	/* sent again while an earlier copy may still arrive (overdue, or on the RTO): an ack
+	 * cannot say which copy, so it credits no EV */
+	uint8_t doubt;
 };
 
 /* The six data opcodes' body templates (codec.data_body, per-packet fields zero). */

@@ -265,6 +265,21 @@ def test_an_ack_after_a_retransmission_is_the_latest_copys():
     assert rig.slots[0].last_feedback == -1.0 and rig.tx.take_losses() == []
 
 
+def test_an_ack_after_an_overdue_resend_credits_no_ev():
+    # PSN 0 went on EV 0, fell overdue and went again on another EV; its ack may be the
+    # late first copy's: the EV of the second, perhaps dead, is not heard from.
+    rig = Rig()
+    with_cc(rig, slack=0.002)
+    rig.tx.post(0, 0, 1, bytes(PMTU), None)
+    rig.send(0.0)
+    assert rig.tx.overdue(1.0) == 1
+    (ev, _), = rig.send(1.001)
+    assert ev != rig.evs[0]
+    rig.tx.ack(1, 0, 0, None, 1.002)
+    assert rig.tx.outstanding == 0
+    assert [s.last_feedback for s in rig.slots] == [-1.0] * len(rig.slots)
+
+
 def test_unanswered_packets_are_counted_per_ev():
     rig = Rig()
     rig.tx.post(0, 0, 1, bytes(12 * PMTU), None)
