@@ -87,6 +87,7 @@ class PathMonitor:
         self.losses = 0  # losses reported (per-EV order confirmed, and the RTO)
         self.losses_ignored = 0  # RTO losses on an EV a later packet crossed
         self.holes_trimmed = 0  # per-EV order losses a trailing NACK said were trims
+        self.holes_arrived = 0  # per-EV order losses whose packet was acked within the slack
         self.stops = 0  # EVs stopped as overdue
         self.stops_cleared = 0  # of those, back in use (heard from, or probe answered)
         self.probe_timeouts = 0  # of those, retired: the probe went unanswered
@@ -171,17 +172,17 @@ class PathMonitor:
         self.stops_cleared += 1
         self.profile.resume(ev, now, why)
 
-    def check(self, now: float, rtt: float) -> None:
-        """Confirm the per-EV order losses whose slack has passed with no NACK, and
+    def check(self, now: float, rtt: float, outstanding: Callable[[int], bool]) -> None:
+        """Confirm the per-EV order losses whose slack has passed (unless the packet was
+        acked meanwhile: a SACK that crossed the reverse path late proved nothing), and
         retire the STOPPED EVs whose probe went unanswered for `rtt` (the connection's
         smoothed RTT plus four deviations) plus the slack."""
         for psn in [p for p, (_, _, due) in self._holes.items() if due <= now]:
             ev, sent, _ = self._holes.pop(psn)
-            # An ack meanwhile excuses nothing: the hole sent the packet again at once,
-            # and an ack cannot say which copy arrived. One path is FIFO, so the one on
-            # this EV, behind which a later packet arrived, was lost unless trimmed, and
-            # a trim's NACK has had the slack to say so.
-            self.lost(ev, sent, now)
+            if outstanding(psn):
+                self.lost(ev, sent, now)
+            else:
+                self.holes_arrived += 1
         limit = rtt + self.slack
         for ev in [ev for ev, s in self._stops.items()
                    if s.probe_at is not None and s.probe_at + limit <= now]:
