@@ -453,7 +453,7 @@ int mrc_tx_pick(struct mrc_sender *s, double now, double cwnd, double silent_win
 			return e == EV_ERROR ? -1 : 0;
 		*o = (struct mrc_out){.psn = psn, .offset = off, .msg = (int32_t)mi,
 				      .len = (uint32_t)len, .used = 1, .first_slot = e,
-				      .prev = -1, .next = -1};
+				      .first_sent = now, .prev = -1, .next = -1};
 		append_out(s, o);
 		sent_on(s, o, e, 0, now);
 		s->outstanding++;
@@ -561,7 +561,7 @@ static void take(struct mrc_sender *s, struct mrc_out *o, struct mrc_ack_result 
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
 		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r)
 {
-	*r = (struct mrc_ack_result){0, 0, -1.0, -1, -1.0};
+	*r = (struct mrc_ack_result){0, 0, -1.0, -1, -1.0, -1};
 	if (!s->newly) {
 		s->newly = malloc((s->ring_mask + 1) * sizeof(*s->newly));
 		if (!s->newly)
@@ -586,10 +586,17 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 			take(s, o, r);
 	}
 	if (has_trigger) {
-		struct mrc_out *t = lookup(s, cack + (uint64_t)(int64_t)trigger_off);
+		/* A record freed by an earlier ack keeps its fields until its ring slot takes
+		 * a new PSN: a late copy's trigger still finds when its copies went. */
+		uint64_t tp = cack + (uint64_t)(int64_t)trigger_off;
+		struct mrc_out *t = &s->ring[tp & s->ring_mask];
+		if (t->psn != tp || (!t->used && !t->retx))
+			t = NULL;
 		if (t && t->retx == 0 && t->acking) {
 			r->rtt = now - t->sent_time;
 			r->rtt_path = t->slot;
+		} else if (t && t->retx) {
+			r->resent = index_of(s, t);
 		}
 	}
 	for (uint64_t i = 0; i < r->newly; i++) {
@@ -661,13 +668,18 @@ double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
 		return s->min_rto;
 	const struct mrc_evslot *fb = s->paths[path].fb;
 	double own = isnan(fb->rtt) ? s->srtt + 4 * s->rttvar : fb->rtt + 4 * fb->rttvar;
-	return (own > s->srtt ? own : s->srtt) + s->slack;
+	double age = (own > s->srtt ? own : s->srtt) + s->slack;
+	/* The RTO waits on this age too: however long a path's round trips have grown,
+	 * no packet waits longer than the longest RTO before its EV is stopped and the
+	 * probes decide (a runaway estimate otherwise stalls the window for as long). */
+	return s->max_rto > 0 && age > s->max_rto ? s->max_rto : age;
 }
 
 /* The least overdue age of any path: no live packet younger than it can be overdue. */
 static double least_age(const struct mrc_sender *s)
 {
-	return isnan(s->srtt) ? s->min_rto : s->srtt + s->slack;
+	double age = isnan(s->srtt) ? s->min_rto : s->srtt + s->slack;
+	return s->max_rto > 0 && age > s->max_rto ? s->max_rto : age;
 }
 
 uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
@@ -900,6 +912,20 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		struct mrc_evslot *fb = s->paths[path].fb;
 		if (fb->good)
 			fb->skip_len = fb->skip_len / 2 > 1 ? fb->skip_len / 2 : 1;
+	}
+	/* A trigger sent twice gives no sample of the connection's round trip (Karn), but
+	 * the SACK's reflected EV says which copy arrived, on a path that carries one copy
+	 * at most (rtx_ev): the first, or the latest. Its round trip is that EV's own: the
+	 * one sample of a path turned slow, whose every packet went overdue and again
+	 * elsewhere before its ack came (without it, the path is stopped again at once). */
+	if (r.resent >= 0 && path >= 0 && s->ring[r.resent].slot != s->ring[r.resent].first_slot) {
+		const struct mrc_out *t = &s->ring[r.resent];
+		double sent = path == t->slot ? t->sent_time
+			    : path == t->first_slot ? t->first_sent : NAN;
+		if (!isnan(sent) && now >= sent) {
+			struct mrc_evslot *fb = s->paths[path].fb;
+			mrc_rtt_sample(&fb->rtt, &fb->rttvar, now - sent, s->rttvar);
+		}
 	}
 	/* The SACK's reflected EV carried the packet that triggered it: proof of life. */
 	mrc_tx_heard(s, path, now);

@@ -61,6 +61,7 @@ struct mrc_out {
 	int64_t prev, next; /* ring indices in send order, -1: none */
 	int32_t msg, slot, first_slot;
 	uint32_t len, retx;
+	double first_sent; /* the first copy's send time (on first_slot) */
 	uint8_t used, lost, acking;
 	/* sent again while an earlier copy may still arrive (overdue, or on the RTO): an ack
 	 * cannot say which copy, so it credits no EV */
@@ -191,6 +192,7 @@ struct mrc_ack_result {
 	double rtt;    /* -1: no sample */
 	int32_t rtt_path; /* the path the sampled packet went on */
 	double latest; /* send time of the latest-sent packet newly acked, -1: none */
+	int64_t resent; /* ring index of the trigger when it was sent more than once, -1 */
 };
 
 int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,

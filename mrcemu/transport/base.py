@@ -90,12 +90,11 @@ class Stats:
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
     # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of
-    # those the ones a trailing NACK showed trimmed or an ack showed arrived; EVs stopped
+    # those the ones a trailing NACK showed trimmed; EVs stopped
     # as overdue, back in use, retired for an unanswered probe or for a data probe's
     # answer that proved a loss; packets sent again because their EV was stopped
     hole_losses: int = 0
     holes_trimmed: int = 0
-    holes_arrived: int = 0
     ev_stops: int = 0
     ev_stops_cleared: int = 0
     probe_timeouts: int = 0

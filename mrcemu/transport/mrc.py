@@ -426,7 +426,7 @@ class MrcConnection(ConnectionBase):
             setattr(s, k, v)
         h = self.health
         s.losses, s.losses_ignored = h.losses, h.losses_ignored
-        s.holes_trimmed, s.holes_arrived = h.holes_trimmed, h.holes_arrived
+        s.holes_trimmed = h.holes_trimmed
         s.ev_stops, s.ev_stops_cleared = h.stops, h.stops_cleared
         s.probe_timeouts, s.probe_proofs = h.probe_timeouts, h.probe_proofs
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
@@ -502,7 +502,7 @@ class MrcConnection(ConnectionBase):
             self.cc.on_loss(now, srtt)
             self.backoff = min(self.backoff * 2, 64)
         self._completed(now)
-        self.health.check(now, self._probe_rtt, self.tx.is_outstanding)
+        self.health.check(now, self._probe_rtt)
         for e in self.health.probes_due(now):
             e.last_probe = now
             self._send_probe(e, now)

@@ -87,7 +87,6 @@ class PathMonitor:
         self.losses = 0  # losses reported (per-EV order confirmed, and the RTO)
         self.losses_ignored = 0  # RTO losses on an EV a later packet crossed
         self.holes_trimmed = 0  # per-EV order losses a trailing NACK said were trims
-        self.holes_arrived = 0  # per-EV order losses whose packet was acked within the slack
         self.stops = 0  # EVs stopped as overdue
         self.stops_cleared = 0  # of those, back in use (heard from, or probe answered)
         self.probe_timeouts = 0  # of those, retired: the probe went unanswered
@@ -157,14 +156,14 @@ class PathMonitor:
 
     def heard(self, now: float) -> None:
         """Feedback came from a STOPPED EV (an ack of data sent on it, a SACK or NACK it
-        carried): the path delivers, late. Called after each batch of acks. The overdue
-        packet's age now is a sample of this path's round trip, into its own estimate
-        (its packets were resent, so their acks give none): without it, the next packet
-        on a path turned slow is overdue as soon."""
+        carried): the path delivers, late. Called after each batch of acks. (The late
+        packets' round trips reach the EV's own estimate in the data path, which knows
+        from a SACK's reflected EV which copy of a packet sent twice arrived. Not the
+        overdue packet's age: it may have been lost, and as a sample its age, never
+        less than the patience it exceeded, ran a path's estimate up to tens of seconds
+        and, the RTO waiting on it, stalled a connection for as long.)"""
         for ev in [ev for ev, s in self._stops.items()
                    if self.profile.evs[ev].last_feedback > s.at]:
-            fb = self.profile.evs[ev].fb
-            fb.rtt_sample(now - self._stops[ev].sent, 0.0)
             self._resume(ev, now, "heard from")
 
     def _resume(self, ev: int, now: float, why: str) -> None:
@@ -172,17 +171,17 @@ class PathMonitor:
         self.stops_cleared += 1
         self.profile.resume(ev, now, why)
 
-    def check(self, now: float, rtt: float, outstanding: Callable[[int], bool]) -> None:
-        """Confirm the per-EV order losses whose slack has passed (unless the packet was
-        acked meanwhile: a SACK that crossed the reverse path late proved nothing), and
+    def check(self, now: float, rtt: float) -> None:
+        """Confirm the per-EV order losses whose slack has passed with no NACK, and
         retire the STOPPED EVs whose probe went unanswered for `rtt` (the connection's
         smoothed RTT plus four deviations) plus the slack."""
         for psn in [p for p, (_, _, due) in self._holes.items() if due <= now]:
             ev, sent, _ = self._holes.pop(psn)
-            if outstanding(psn):
-                self.lost(ev, sent, now)
-            else:
-                self.holes_arrived += 1
+            # An ack meanwhile excuses nothing: the hole sent the packet again at once,
+            # and an ack cannot say which copy arrived. One path is FIFO, so the one on
+            # this EV, behind which a later packet arrived, was lost unless trimmed, and
+            # a trim's NACK has had the slack to say so.
+            self.lost(ev, sent, now)
         limit = rtt + self.slack
         for ev in [ev for ev, s in self._stops.items()
                    if s.probe_at is not None and s.probe_at + limit <= now]:

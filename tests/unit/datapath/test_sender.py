@@ -207,6 +207,40 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
     assert rig.tx.overdue(1.0) == 0 and rig.tx.overdue_at() is None
 
 
+def test_a_late_first_copy_gives_its_ev_the_round_trip_no_resent_ack_could():
+    # A path turned slow: its packet is overdue and sent again elsewhere, that copy is
+    # acked, then the first copy arrives late. The receiver SACKs the duplicate at once,
+    # reflecting the EV it came on: that names the copy, and its round trip is the EV's.
+    rig = Rig()
+    with_cc(rig, slack=0.002)
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(4):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
+    sack(rig, 1, 1, 0b11, 3, rig.evs[3], 0.013)  # PSNs 0, 2, 3 in 10 ms; not PSN 1
+    assert rig.tx.overdue(0.2) == 1  # PSN 1 (EV 1) overdue: sent again
+    (ev, _), = rig.send(0.2, budget=1)
+    assert ev != rig.evs[1]
+    sack(rig, 4, 0, 0, 1, ev, 0.21)  # the resent copy: its EV's round trip, not EV 1's
+    assert math.isnan(rig.slots[1].rtt_raw)
+    sack(rig, 4, 0, 0, 1, rig.evs[1], 0.301)  # the first copy, 300 ms after it went
+    assert rig.slots[1].rtt_raw == pytest.approx(0.3)
+
+
+def test_no_path_is_waited_for_longer_than_the_longest_rto():
+    # However long a path's own round trips have grown, the RTO (which waits for the
+    # EV's own patience) cannot be put off past max_rto: a runaway estimate would hold
+    # the window's packets for as long.
+    rig = Rig()
+    with_cc(rig, slack=0.002)  # max_rto 1 s
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(4):
+        rig.send(i * 0.001, budget=1)
+    sack(rig, 1, 1, 0b11, 3, rig.evs[3], 0.013)
+    rig.slots[1].rtt_sample(30.0, 5.0)
+    assert rig.tx.overdue_age(1) == 1.0 and rig.tx.overdue_at() == pytest.approx(1.001)
+    assert rig.tx.overdue(1.001) == 1
+
+
 def test_a_trim_nack_puts_its_packet_first_in_line():
     rig = Rig()
     rig.tx.post(0, 0, 1, bytes(4 * PMTU), None)
