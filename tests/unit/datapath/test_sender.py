@@ -207,16 +207,22 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
     assert rig.tx.overdue(1.0) == 0 and rig.tx.overdue_at() is None
 
 
-def test_a_late_first_copy_gives_its_ev_the_round_trip_no_resent_ack_could():
-    # A path turned slow: its packet is overdue and sent again elsewhere, that copy is
-    # acked, then the first copy arrives late. The receiver SACKs the duplicate at once,
-    # reflecting the EV it came on: that names the copy, and its round trip is the EV's.
+def psn_1_unanswered() -> Rig:
+    """PSNs 0-3 sent on EVs 0-3 a ms apart; all but PSN 1 (EV 1) acked 10 ms later."""
     rig = Rig()
     with_cc(rig, slack=0.002)
     rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
     for i in range(4):
-        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
-    sack(rig, 1, 1, 0b11, 3, rig.evs[3], 0.013)  # PSNs 0, 2, 3 in 10 ms; not PSN 1
+        rig.send(i * 0.001, budget=1)
+    sack(rig, 1, 1, 0b11, 3, rig.evs[3], 0.013)
+    return rig
+
+
+def test_a_late_first_copy_gives_its_ev_the_round_trip_no_resent_ack_could():
+    # A path turned slow: its packet is overdue and sent again elsewhere, that copy is
+    # acked, then the first copy arrives late. The receiver SACKs the duplicate at once,
+    # reflecting the EV it came on: that names the copy, and its round trip is the EV's.
+    rig = psn_1_unanswered()
     assert rig.tx.overdue(0.2) == 1  # PSN 1 (EV 1) overdue: sent again
     (ev, _), = rig.send(0.2, budget=1)
     assert ev != rig.evs[1]
@@ -230,12 +236,7 @@ def test_no_path_is_waited_for_longer_than_the_longest_rto():
     # However long a path's own round trips have grown, the RTO (which waits for the
     # EV's own patience) cannot be put off past max_rto: a runaway estimate would hold
     # the window's packets for as long.
-    rig = Rig()
-    with_cc(rig, slack=0.002)  # max_rto 1 s
-    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
-    for i in range(4):
-        rig.send(i * 0.001, budget=1)
-    sack(rig, 1, 1, 0b11, 3, rig.evs[3], 0.013)
+    rig = psn_1_unanswered()  # max_rto 1 s
     rig.slots[1].rtt_sample(30.0, 5.0)
     assert rig.tx.overdue_age(1) == 1.0 and rig.tx.overdue_at() == pytest.approx(1.001)
     assert rig.tx.overdue(1.001) == 1
