@@ -109,7 +109,12 @@ def run(runs: int, workdir: Path, timeout: float = 600, wire_c: Path = SOURCES[1
     exe = build(workdir, wire_c, responder_c)
     corpus = workdir / "corpus"
     seeds(corpus)
+    # Value profiling: a comparison's operands drawing closer is a new feature, so the
+    # corpus walks towards a bound (a payload one byte past its region is one exact VA:
+    # without it, a fixed seed went four million inputs without reaching the planted
+    # bug after an unrelated change to the sender moved the fuzzer's path).
     r = subprocess.run([str(exe), f"-runs={runs}", "-max_len=9100", "-print_final_stats=1",
+                        "-use_value_profile=1",
                         f"-seed={seed}", f"-artifact_prefix={workdir}/", str(corpus)],
                        capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
