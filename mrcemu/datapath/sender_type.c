@@ -58,8 +58,9 @@ static PyMemberDef evslot_members[] = {
 	{NULL, 0, 0, 0, NULL},
 };
 
-/* rtt_sample(rtt, var0): one sample of this EV's round trip that no ack's trigger gave
- * (a stopped EV's late packet), into its own estimate as the SACK path puts one */
+/* rtt_sample(rtt, var0): one sample into this EV's own estimate, as the SACK path puts
+ * one. Only tests call it now, to give an EV its round trips (a stopped EV's overdue
+ * packet's age is no sample: sender.c takes a late copy's round trip instead). */
 static PyObject *evslot_rtt_sample(EvSlotObject *self, PyObject *args)
 {
 	double rtt, var0;
