@@ -14,6 +14,7 @@ from typing import Any
 
 from mrcemu import yamlfile
 from mrcemu.errors import ConfigError
+from mrcemu.topology.latency import NIC_LATENCY_US, SWITCH_LATENCY_US, time_scale
 
 # The uSID is plane(4) | kind(2) | index(10): these bounds come from that layout.
 MAX_PLANES = 16
@@ -25,6 +26,9 @@ MAX_SPINES = 1022
 # host, the kernel hashing each packet's flow onto a spine (the white paper's RoCE
 # baseline: a single-plane fabric of routers doing ECMP).
 ROUTINGS = ("usid", "ecmp")
+# A NIC's or switch's fixed latency, in the paper's microseconds: a hundred times the
+# paper's own is room for any what-if, and bounds the delay line's memory.
+MAX_LATENCY_US = 500.0
 
 # Built-in topologies: inside the package when installed from a wheel, else the
 # source tree's top-level topologies/ (an editable install, or a checkout).
@@ -48,6 +52,13 @@ class Topology:
     ecn_threshold_bytes: int = 30_000
     trim_threshold_bytes: int = 60_000
     nic_memory_mib: int = 1024  # per NIC daemon: registered regions + unfinished sources
+    # The scale model (topology/latency.py): how many times slower than the paper's
+    # fabric this one runs (None: its 100 Gb/s plane over host_link_mbps), and the
+    # paper's fixed latencies, in its microseconds, that the NICs add times that scale.
+    # 0 turns a latency off.
+    scale: float | None = None
+    nic_latency_us: float = NIC_LATENCY_US
+    switch_latency_us: float = SWITCH_LATENCY_US
     routing: str = "usid"  # see ROUTINGS
     name: str = "topology"
     source: str = "<memory>"
@@ -56,9 +67,11 @@ class Topology:
         _validate(self)
 
     def slowed(self, k: float) -> Topology:
-        """The same fabric with every link k times slower (`mrcemu run --slowdown`)."""
+        """The same fabric with every link k times slower (`mrcemu run --slowdown`), and
+        so every fixed latency k times longer."""
         return replace(self, host_link_mbps=self.host_link_mbps / k,
-                       fabric_link_mbps=self.fabric_link_mbps / k)
+                       fabric_link_mbps=self.fabric_link_mbps / k,
+                       scale=time_scale(self) * k)
 
     @property
     def ecmp(self) -> bool:
@@ -128,6 +141,23 @@ def _validate(t: Topology) -> None:
         if not value > 0:
             raise ConfigError(t.source, name, value, "a link rate must be positive",
                               f"set {name} to a positive number such as 20")
+    if t.scale is not None and (isinstance(t.scale, bool)
+                                or not isinstance(t.scale, int | float)
+                                or not 1 <= t.scale < float("inf")):
+        raise ConfigError(t.source, "scale", t.scale,
+                          "must be a number >= 1: how many times slower than the paper's "
+                          "fabric this one runs",
+                          "remove it (the paper's 100 Gb/s plane over host_link_mbps: "
+                          "5000 at 20 Mb/s), or set it such as 5000")
+    for name in ("nic_latency_us", "switch_latency_us"):
+        value = getattr(t, name)
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not 0 <= value <= MAX_LATENCY_US):
+            raise ConfigError(t.source, name, value,
+                              f"must be 0 (off) to {MAX_LATENCY_US:g} microseconds, on the "
+                              "paper's fabric (the scale multiplies it)",
+                              f"remove it (the paper's fit: {getattr(Topology, name):.3f}), "
+                              "or set 0 to turn it off")
     if t.routing not in ROUTINGS:
         raise ConfigError(t.source, "routing", t.routing,
                           f"must be one of {', '.join(ROUTINGS)}",

@@ -1,0 +1,69 @@
+"""The fabric's fixed latencies at the scale model's scale (DESIGN.md section 15).
+
+The built-in fabrics are a 1:5000 model of the white paper's: a 100 Gb/s plane is a
+20 Mb/s link. A scale model is faithful only if its times scale with its rates, so
+the paper's measured latencies (5.2.1, ib_write_lat one way: 5.09 us within a T0,
+6.54 us across a T1) are multiplied by the same factor. Serialization already scales
+with the link rate; what is added is the rest: each NIC's and each switch's fixed
+latency. Pure: numbers in, numbers out.
+
+The fit. A 2-byte write within a leaf crosses one switch, across leaves three (leaf,
+spine, leaf); its serialization at 100 Gb/s is a few ns. So
+    local = nic + 1 x switch = 5.09 us,  cross = nic + 3 x switch = 6.54 us
+gives switch = 0.725 us a hop and nic = 4.365 us (both NICs, sender and receiver, one
+way). At 1:5000 a cross-leaf round trip is then 65.4 ms and a same-leaf one 50.9 ms.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Topology(Protocol):
+    """What these need of a topology (model.Topology, which imports this module)."""
+
+    planes: int
+    host_link_mbps: float
+    scale: float | None
+    nic_latency_us: float
+    switch_latency_us: float
+
+    def leaf_of(self, host: int) -> int: ...
+
+# The paper's fabric: what the scale divides.
+PAPER_PLANE_MBPS = 100_000.0
+# ib_write_lat, one way (white paper 5.2.1).
+PAPER_ONE_WAY_LOCAL_US = 5.09
+PAPER_ONE_WAY_CROSS_US = 6.54
+# The fit above.
+SWITCH_LATENCY_US = (PAPER_ONE_WAY_CROSS_US - PAPER_ONE_WAY_LOCAL_US) / 2
+NIC_LATENCY_US = PAPER_ONE_WAY_LOCAL_US - SWITCH_LATENCY_US
+
+
+def time_scale(topo: Topology) -> float:
+    """How many times slower than the paper's fabric this one runs: the topology's
+    `scale`, or (unset) the paper's plane rate over this fabric's host link rate."""
+    return topo.scale if topo.scale is not None else PAPER_PLANE_MBPS / topo.host_link_mbps
+
+
+def hops(topo: Topology, a: int, b: int) -> int:
+    """Switches a packet from host a to host b crosses: its leaf, or leaf, spine, leaf."""
+    return 1 if topo.leaf_of(a) == topo.leaf_of(b) else 3
+
+
+def one_way_s(topo: Topology, n_hops: int) -> float:
+    """The fixed one-way latency over `n_hops` switches, in this fabric's seconds."""
+    return time_scale(topo) * (topo.nic_latency_us + n_hops * topo.switch_latency_us) * 1e-6
+
+
+def base_rtt_s(topo: Topology, a: int, b: int) -> float:
+    """The fixed part of a round trip between two hosts (serialization and queueing
+    come on top)."""
+    return 2 * one_way_s(topo, hops(topo, a, b))
+
+
+def bdp_packets(topo: Topology, payload: int) -> int:
+    """Packets of `payload` bytes a host has in flight over a cross-leaf base round trip
+    with every plane at line rate: what windows and the SACK span must carry."""
+    cross = 2 * one_way_s(topo, 3)
+    return int(topo.planes * topo.host_link_mbps * 1e6 * cross / (8 * payload))

@@ -1,0 +1,74 @@
+"""The scale model's latencies: the paper's fit, its scale, and what they derive."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrcemu.errors import ConfigError
+from mrcemu.topology import load
+from mrcemu.topology.latency import (
+    NIC_LATENCY_US,
+    SWITCH_LATENCY_US,
+    base_rtt_s,
+    bdp_packets,
+    hops,
+    one_way_s,
+    time_scale,
+)
+from mrcemu.topology.model import from_mapping
+
+
+def test_the_fit_gives_back_the_papers_one_way_latencies():
+    # ib_write_lat, 5.2.1: one switch within a T0, three across a T1.
+    assert NIC_LATENCY_US + SWITCH_LATENCY_US == pytest.approx(5.09)
+    assert NIC_LATENCY_US + 3 * SWITCH_LATENCY_US == pytest.approx(6.54)
+
+
+def test_default_is_the_papers_fabric_at_1_to_5000():
+    t = load("default")
+    assert time_scale(t) == 5000
+    assert (hops(t, 0, 1), hops(t, 0, 7)) == (1, 3)
+    # S1's targets: 65.4 ms across leaves, 50.9 ms within one.
+    assert base_rtt_s(t, 0, 7) == pytest.approx(0.0654)
+    assert base_rtt_s(t, 0, 1) == pytest.approx(0.0509)
+    # S2: a host's BDP in 4 KiB packets, the paper's ~317 (8 x 100 Gb/s x 13.1 us).
+    assert bdp_packets(t, 4096) == 319
+
+
+def test_a_slowed_fabric_has_every_latency_k_times_longer():
+    t = load("default")
+    s = t.slowed(20)
+    assert time_scale(s) == 100_000
+    assert base_rtt_s(s, 0, 7) == pytest.approx(20 * base_rtt_s(t, 0, 7))
+    assert bdp_packets(s, 4096) == bdp_packets(t, 4096)  # the same in packets
+
+
+def test_every_builtin_carries_the_papers_bdp():
+    # ecmp's one port stands for 8 planes: its scale is set, not derived from its rate.
+    for name in ("default", "small", "large", "rack4", "ecmp"):
+        t = load(name)
+        per_plane_mbps = t.host_link_mbps / (8 if name == "ecmp" else 1)
+        assert time_scale(t) == pytest.approx(100_000 / per_plane_mbps), name
+        assert base_rtt_s(t, 0, t.hosts - 1) * per_plane_mbps == pytest.approx(
+            0.0654 * 20), name
+
+
+def test_zero_turns_the_latencies_off():
+    t = from_mapping({"planes": 2, "leaves_per_plane": 2, "spines_per_plane": 2,
+                      "hosts": 4, "nic_latency_us": 0, "switch_latency_us": 0}, "t.yaml", "t")
+    assert one_way_s(t, 3) == 0 and bdp_packets(t, 4096) == 0
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("scale", 0, "must be a number >= 1"),
+    ("scale", "big", "must be a number >= 1"),
+    ("nic_latency_us", -1, "must be 0 (off) to 500"),
+    ("switch_latency_us", 501, "must be 0 (off) to 500"),
+    ("switch_latency_us", True, "must be 0 (off) to 500"),
+])
+def test_a_bad_latency_or_scale_names_the_field_and_the_fix(field, value, words):
+    with pytest.raises(ConfigError) as e:
+        from_mapping({"planes": 2, "leaves_per_plane": 2, "spines_per_plane": 2,
+                      "hosts": 4, field: value}, "t.yaml", "t")
+    msg = str(e.value)
+    assert "t.yaml" in msg and field in msg and words in msg
