@@ -39,6 +39,9 @@ Ports = _datapath.Ports
 # buffers into the ports, its responder places in-order data and queues ACK/NAKs, both on
 # the QP's one ECMP path; transport/roce.py keeps the go-back-N policy.
 RoceQp = _datapath.RoceQp
+# The scale model's delay line (delay.c): frames held until the fabric's fixed latency
+# has passed, per class (hops) a FIFO.
+DelayLine = _datapath.DelayLine
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the
 # per-packet fields zero): the requester's framing in one call.

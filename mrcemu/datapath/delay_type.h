@@ -1,0 +1,18 @@
+/* The CPython face of delay.c: DelayLine, the scale model's receive-side delay line
+ * (delay_type.c). */
+#ifndef MRC_DATAPATH_DELAY_TYPE_H
+#define MRC_DATAPATH_DELAY_TYPE_H
+
+#include <Python.h>
+
+#include "delay.h"
+
+typedef struct {
+	PyObject_HEAD
+	struct mrc_delay d;
+	int ready;
+} DelayLineObject;
+
+extern PyTypeObject DelayLineType;
+
+#endif
