@@ -133,6 +133,8 @@ static void ports_dealloc(PortsObject *self)
 	ports_clear(self);
 	if (self->ready)
 		mrc_ports_free(&self->ps);
+	if (self->delayed)
+		mrc_delay_free(&self->delay);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -264,6 +266,135 @@ static int read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
 	return n;
 }
 
+/* One frame as it reaches the data path: to an attached QP's compiled responder or
+ * sender, else parsed once (or as its bytes) onto `rest`. -1: a Python error. */
+static int take_frame(PortsObject *self, struct mrc_port *pt, const uint8_t *f, size_t len,
+		      double now, PyObject *rest, uint64_t *placed_out)
+{
+	uint64_t placed = 0;
+	PyObject *item = NULL; /* what goes back for this frame; NULL: nothing */
+	struct ports_qp *q = NULL;
+	if (len >= MRC_ETH_LEN + MRC_IP6_LEN)
+		q = qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
+	if (q && (PyObject_TypeCheck(q->rx, &RoceQpType)
+			  ? !((RoceQpObject *)q->rx)->ready
+			  : !((ResponderObject *)q->rx)->ready))
+		q = NULL;
+	if (q && PyObject_TypeCheck(q->rx, &RoceQpType)) {
+		/* RoCE: data placed in order and ACKed in C; its ACK/NAKs, parsed once, go
+		 * to the go-back-N policy. */
+		const uint8_t *pkt = f + MRC_ETH_LEN;
+		struct roce_rx *rr = &((RoceQpObject *)q->rx)->rx;
+		struct mrc_parsed p;
+		enum mrc_error e;
+		uint64_t before = rr->rx_bytes;
+		switch (roce_rx_packet(rr, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
+		case MRC_RX_DONE:
+			placed += rr->rx_bytes - before;
+			q->touched = 1;
+			break;
+		case MRC_RX_POLICY:
+			if (!(item = make_decoded(pkt, &p)))
+				return -1;
+			break;
+		default:
+			q = NULL;
+		}
+	} else if (q) {
+		const uint8_t *pkt = f + MRC_ETH_LEN;
+		struct mrc_responder *rs = &((ResponderObject *)q->rx)->r;
+		struct mrc_parsed p;
+		struct mrc_sack k;
+		enum mrc_error e;
+		uint64_t before = rs->rx_bytes;
+		switch (mrc_resp_rx(rs, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
+		case MRC_RX_DONE:
+			placed += rs->rx_bytes - before;
+			q->touched = 1;
+			break;
+		case MRC_RX_POLICY:
+			if (q->tx != Py_None && mrc_read_sack(pkt, &p, &k) == 0 &&
+			    k.m == MRC_SACK_M_NONE && !k.pr) {
+				if (sender_take_sack(q->tx, &k, now) < 0)
+					return -1;
+				q->touched = 1;
+			} else if (!(item = make_decoded(pkt, &p))) {
+				return -1;
+			}
+			break;
+		default:
+			q = NULL;
+		}
+	}
+	if (!q && !(item = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len)))
+		return -1;
+	if (item) {
+		int bad = PyList_Append(rest, item);
+		Py_DECREF(item);
+		if (bad < 0)
+			return -1;
+	}
+	*placed_out += placed;
+	return 0;
+}
+
+/* The result of a burst: (frames, placed bytes, [qpn of each QP touched], rest). */
+static PyObject *burst_result(PortsObject *self, int n, uint64_t placed, PyObject *rest)
+{
+	PyObject *touched = PyList_New(0);
+	if (!touched)
+		goto fail;
+	for (size_t i = 0; i < self->nqps; i++) {
+		if (!self->qps[i].touched)
+			continue;
+		self->qps[i].touched = 0;
+		PyObject *qo = PyLong_FromUnsignedLong(self->qps[i].qpn);
+		int bad = !qo || PyList_Append(touched, qo) < 0;
+		Py_XDECREF(qo);
+		if (bad)
+			goto fail;
+	}
+	return Py_BuildValue("(iKNN)", n, (unsigned long long)placed, touched, rest);
+fail:
+	for (size_t i = 0; i < self->nqps; i++)
+		self->qps[i].touched = 0;
+	Py_XDECREF(touched);
+	Py_DECREF(rest);
+	return NULL;
+}
+
+/* The delay class of a frame's source host, from its IPv6 source address (a host port's
+ * address is the block, then its uSID: plane | kind 3 | host); -1: none (not from a
+ * host of this fabric: handled at once, and judged by the data path as ever). */
+static int delay_class(const PortsObject *self, const uint8_t *f, size_t len)
+{
+	if (len < MRC_ETH_LEN + MRC_IP6_LEN)
+		return -1;
+	const uint8_t *src = f + MRC_ETH_LEN + 8;
+	if (src[0] != 0xFC || src[1] != 0xBB || src[2] != 0xBB || src[3] != 0x00)
+		return -1;
+	unsigned u = (unsigned)src[4] << 8 | src[5];
+	if (((u >> 10) & 3) != 3)
+		return -1;
+	uint8_t c = self->cls_of[u & 0x3FF];
+	return c == 0xFF ? -1 : c;
+}
+
+/* Every held frame due at `now`, to the data path. */
+static int release_due(PortsObject *self, double now, PyObject *rest, uint64_t *placed,
+		       int *n)
+{
+	size_t len;
+	uint32_t tag;
+	const uint8_t *f;
+	while ((f = mrc_delay_pop(&self->delay, now, &len, &tag))) {
+		if (take_frame(self, &self->ps.p[tag], f, len, now, rest, placed) < 0)
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
 /* receive(plane, max, now) -> (frames read, payload bytes placed, [qpn of each attached
  * QP that took a packet], [every other frame]). For an attached QP, an MRC data packet
  * goes to its responder (the port's own address the only outer DA accepted), and an
@@ -299,95 +430,138 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 		errno = err;
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
-	PyObject *touched = NULL, *rest = PyList_New(0);
+	PyObject *rest = PyList_New(0);
 	if (!rest)
 		return NULL;
 	uint64_t placed = 0;
+	int taken = 0;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *f = rx_buf[i];
 		size_t len = msgs[i].msg_len;
-		PyObject *item = NULL; /* what goes back for this frame; NULL: nothing */
-		struct ports_qp *q = NULL;
-		if (len >= MRC_ETH_LEN + MRC_IP6_LEN)
-			q = qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
-		if (q && (PyObject_TypeCheck(q->rx, &RoceQpType)
-				  ? !((RoceQpObject *)q->rx)->ready
-				  : !((ResponderObject *)q->rx)->ready))
-			q = NULL;
-		if (q && PyObject_TypeCheck(q->rx, &RoceQpType)) {
-			/* RoCE: data placed in order and ACKed in C; its ACK/NAKs, parsed once, go
-			 * to the go-back-N policy. */
-			const uint8_t *pkt = f + MRC_ETH_LEN;
-			struct roce_rx *rr = &((RoceQpObject *)q->rx)->rx;
-			struct mrc_parsed p;
-			enum mrc_error e;
-			uint64_t before = rr->rx_bytes;
-			switch (roce_rx_packet(rr, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
-			case MRC_RX_DONE:
-				placed += rr->rx_bytes - before;
-				q->touched = 1;
-				break;
-			case MRC_RX_POLICY:
-				if (!(item = make_decoded(pkt, &p)))
-					goto fail;
-				break;
-			default:
-				q = NULL;
-			}
-		} else if (q) {
-			const uint8_t *pkt = f + MRC_ETH_LEN;
-			struct mrc_responder *rs = &((ResponderObject *)q->rx)->r;
-			struct mrc_parsed p;
-			struct mrc_sack k;
-			enum mrc_error e;
-			uint64_t before = rs->rx_bytes;
-			switch (mrc_resp_rx(rs, pkt, len - MRC_ETH_LEN, now, pt->via, &p, &e)) {
-			case MRC_RX_DONE:
-				placed += rs->rx_bytes - before;
-				q->touched = 1;
-				break;
-			case MRC_RX_POLICY:
-				if (q->tx != Py_None && mrc_read_sack(pkt, &p, &k) == 0 &&
-				    k.m == MRC_SACK_M_NONE && !k.pr) {
-					if (sender_take_sack(q->tx, &k, now) < 0)
-						goto fail;
-					q->touched = 1;
-				} else if (!(item = make_decoded(pkt, &p))) {
-					goto fail;
-				}
-				break;
-			default:
-				q = NULL;
-			}
-		}
-		if (!q && !(item = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len)))
-			goto fail;
-		if (item) {
-			int bad = PyList_Append(rest, item);
-			Py_DECREF(item);
-			if (bad < 0)
-				goto fail;
-		}
-	}
-	if (!(touched = PyList_New(0)))
-		goto fail;
-	for (size_t i = 0; i < self->nqps; i++) {
-		if (!self->qps[i].touched)
+		int cls = self->delayed ? delay_class(self, f, len) : -1;
+		if (cls >= 0) {
+			/* held: dropped (and counted) if the line is full */
+			mrc_delay_push(&self->delay, (size_t)cls, now + self->cls_delay[cls],
+				       (uint32_t)(pt - self->ps.p), f, len);
 			continue;
-		self->qps[i].touched = 0;
-		PyObject *qo = PyLong_FromUnsignedLong(self->qps[i].qpn);
-		int bad = !qo || PyList_Append(touched, qo) < 0;
-		Py_XDECREF(qo);
-		if (bad)
+		}
+		if (take_frame(self, pt, f, len, now, rest, &placed) < 0)
 			goto fail;
+		taken++;
 	}
-	return Py_BuildValue("(iKNN)", n, (unsigned long long)placed, touched, rest);
+	if (self->delayed && release_due(self, now, rest, &placed, &taken) < 0)
+		goto fail;
+	return burst_result(self, n, placed, rest); /* frames read */
 fail:
 	for (size_t i = 0; i < self->nqps; i++)
 		self->qps[i].touched = 0;
-	Py_XDECREF(touched);
 	Py_DECREF(rest);
 	return NULL;
+}
+
+/* release(now) -> as receive, for the held frames due at `now` (none read). */
+static PyObject *ports_release(PortsObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	double now = PyFloat_AsDouble(arg);
+	if (now == -1.0 && PyErr_Occurred())
+		return NULL;
+	PyObject *rest = PyList_New(0);
+	if (!rest)
+		return NULL;
+	uint64_t placed = 0;
+	int taken = 0;
+	if (self->delayed && release_due(self, now, rest, &placed, &taken) < 0) {
+		for (size_t i = 0; i < self->nqps; i++)
+			self->qps[i].touched = 0;
+		Py_DECREF(rest);
+		return NULL;
+	}
+	return burst_result(self, taken, placed, rest);
+}
+
+/* next_release() -> when the earliest held frame is due, or None */
+static PyObject *ports_next_release(PortsObject *self, PyObject *unused)
+{
+	double t = self->delayed ? mrc_delay_next(&self->delay) : NAN;
+	if (isnan(t))
+		Py_RETURN_NONE;
+	return PyFloat_FromDouble(t);
+}
+
+/* set_delay(delays, cap_bytes): delays[h] the seconds a frame from host h is held (at
+ * most four distinct values: the classes); cap_bytes what each class may hold. */
+static PyObject *ports_set_delay(PortsObject *self, PyObject *args)
+{
+	PyObject *seq;
+	Py_ssize_t cap;
+	if (!PyArg_ParseTuple(args, "On", &seq, &cap))
+		return NULL;
+	PyObject *fast = PySequence_Fast(seq, "set_delay: delays must be a sequence");
+	if (!fast)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+	if (n > 1024) {
+		Py_DECREF(fast);
+		return PyErr_Format(PyExc_ValueError, "set_delay: at most 1024 hosts, not %zd", n);
+	}
+	uint8_t cls_of[1024];
+	double cls_delay[MRC_DELAY_CLASSES];
+	size_t ncls = 0;
+	memset(cls_of, 0xFF, sizeof(cls_of));
+	for (Py_ssize_t h = 0; h < n; h++) {
+		double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, h));
+		if (v == -1.0 && PyErr_Occurred()) {
+			Py_DECREF(fast);
+			return NULL;
+		}
+		if (!(v >= 0 && v < 60)) {
+			Py_DECREF(fast);
+			return PyErr_Format(PyExc_ValueError, "set_delay: host %zd's delay %g s", h, v);
+		}
+		size_t c = 0;
+		while (c < ncls && cls_delay[c] != v)
+			c++;
+		if (c == ncls) {
+			if (ncls == MRC_DELAY_CLASSES) {
+				Py_DECREF(fast);
+				return PyErr_Format(PyExc_ValueError,
+						    "set_delay: more than %d distinct delays",
+						    MRC_DELAY_CLASSES);
+			}
+			cls_delay[ncls++] = v;
+		}
+		cls_of[h] = (uint8_t)c;
+	}
+	Py_DECREF(fast);
+	if (self->delayed && mrc_delay_held(&self->delay))
+		return PyErr_Format(PyExc_RuntimeError, "set_delay: frames are still held");
+	if (self->delayed)
+		mrc_delay_free(&self->delay);
+	self->delayed = 0;
+	if (!ncls)
+		Py_RETURN_NONE;
+	if (mrc_delay_init(&self->delay, ncls, (size_t)cap) < 0)
+		return PyErr_Format(PyExc_ValueError, "set_delay: cap_bytes %zd", cap);
+	memcpy(self->cls_of, cls_of, sizeof(cls_of));
+	memcpy(self->cls_delay, cls_delay, sizeof(cls_delay));
+	self->delayed = 1;
+	Py_RETURN_NONE;
+}
+
+/* delay_counters() -> delay.c's counters, or None when no latency is set */
+static PyObject *ports_delay_counters(PortsObject *self, PyObject *unused)
+{
+	if (!self->delayed)
+		Py_RETURN_NONE;
+	const struct mrc_delay *d = &self->delay;
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:n,s:K,s:d}", "pushed",
+			     (unsigned long long)d->pushed, "released",
+			     (unsigned long long)d->released, "dropped",
+			     (unsigned long long)d->dropped, "oversize",
+			     (unsigned long long)d->oversize, "held",
+			     (Py_ssize_t)mrc_delay_held(d), "late_n",
+			     (unsigned long long)d->late_n, "late_max", d->late_max);
 }
 
 /* {plane: value(port)} over the ports: the per-plane views the meter and the daemon read. */
@@ -496,6 +670,14 @@ static PyObject *ports_late_bucket(PyObject *cls, PyObject *arg)
 }
 
 static PyMethodDef ports_methods[] = {
+	{"release", (PyCFunction)ports_release, METH_O,
+	 "release(now) -> as receive, for the held frames due (the scale model's latency)"},
+	{"next_release", (PyCFunction)ports_next_release, METH_NOARGS,
+	 "next_release() -> when the earliest held frame is due, or None"},
+	{"set_delay", (PyCFunction)ports_set_delay, METH_VARARGS,
+	 "set_delay(delays by source host, cap_bytes): hold each frame that long on receipt"},
+	{"delay_counters", (PyCFunction)ports_delay_counters, METH_NOARGS,
+	 "the delay line's counters, or None"},
 	{"queue", (PyCFunction)ports_queue, METH_VARARGS,
 	 "queue(ev, frame) -> whether it was queued on the EV's plane's port"},
 	{"drain", (PyCFunction)ports_drain, METH_O,

@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include "delay.h"
 #include "ports.h"
 
 /* A QP the ports hand packets to without Python: its responder, and its requester for
@@ -22,6 +23,12 @@ typedef struct {
 	size_t nqps;
 	int32_t *by_qpn; /* qpn -> index in qps (open addressing, -1: empty) */
 	size_t by_qpn_mask;
+	/* The scale model's fixed latency (delay.c), held on receipt: per source host its
+	 * class (0xFF: none, handled at once), per class its delay. */
+	int delayed;
+	struct mrc_delay delay;
+	uint8_t cls_of[1024];
+	double cls_delay[MRC_DELAY_CLASSES];
 } PortsObject;
 
 extern PyTypeObject PortsType;

@@ -351,3 +351,34 @@ def test_attach_refuses_what_is_not_a_responder_and_a_sender(rig):
         rig.ports.attach(ca.local_qpn, ca.rx, ca.rx)
     with pytest.raises(ValueError, match="24 bits"):
         rig.ports.attach(1 << 24, ca.rx, None)
+
+
+def test_the_scale_models_latency_holds_each_frame_by_where_it_came_from(rig):
+    # h0 (the writer) is on the other leaf from h7: three switches, 32.7 ms one way at
+    # 1:5000; a same-leaf host's frames would wait 25.45 ms. Nothing reaches the
+    # responder before its release, and every byte does at it, in order, once.
+    _, ca, cb = pair(seed=6)
+    data, mr = write(ca, cb, 8 * 4096)
+    frames = ca.packets_to_send(0.0, 8)
+    cb.attach(rig.ports)
+    delays = [0.0327] * 4 + [0.02545] * 4  # by source host: leaf 0, leaf 1
+    rig.ports.set_delay(delays, 1 << 20)
+    plane = None
+    for e, f in frames:
+        plane = (e >> 26) & 0xF
+        rig.inject(plane, ETH + SimNet().deliver(f))
+        n, b, qpns, rest = rig.ports.receive(plane, 4, 0.001)
+        assert (n, b, qpns, rest) == (1, 0, [], [])  # read, held
+    assert cb.rx_bytes == 0 and rig.ports.next_release() == pytest.approx(0.0337)
+    assert rig.ports.release(0.0336) == (0, 0, [], [])
+    n, b, qpns, rest = rig.ports.release(0.0337)
+    assert (n, b, qpns, rest) == (8, len(data), [cb.local_qpn], [])
+    assert bytes(mr.buf) == data and rig.ports.next_release() is None
+    c = rig.ports.delay_counters()
+    assert (c["pushed"], c["released"], c["dropped"], c["held"]) == (8, 8, 0, 0)
+    # A frame from no host of the fabric is not held: the data path judges it at once.
+    stray = ETH + bytes(40) + bytes(10)
+    rig.inject(plane, stray)
+    assert rig.ports.receive(plane, 4, 0.05) == (1, 0, [], [stray])
+    rig.ports.set_delay([], 1 << 20)  # none: off
+    assert rig.ports.delay_counters() is None
