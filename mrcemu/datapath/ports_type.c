@@ -267,9 +267,10 @@ static int read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
 }
 
 /* One frame as it reaches the data path: to an attached QP's compiled responder or
- * sender, else parsed once (or as its bytes) onto `rest`. -1: a Python error. */
+ * sender, else parsed once (or as its bytes) onto `rest` (`tagged`: as (plane, it)).
+ * -1: a Python error. */
 static int take_frame(PortsObject *self, struct mrc_port *pt, const uint8_t *f, size_t len,
-		      double now, PyObject *rest, uint64_t *placed_out)
+		      double now, PyObject *rest, uint64_t *placed_out, int tagged)
 {
 	uint64_t placed = 0;
 	PyObject *item = NULL; /* what goes back for this frame; NULL: nothing */
@@ -328,6 +329,12 @@ static int take_frame(PortsObject *self, struct mrc_port *pt, const uint8_t *f, 
 	}
 	if (!q && !(item = PyBytes_FromStringAndSize((const char *)f, (Py_ssize_t)len)))
 		return -1;
+	if (item && tagged) { /* released: the port it came in on goes with it */
+		PyObject *t = Py_BuildValue("(kN)", (unsigned long)pt->plane, item);
+		if (!t)
+			return -1;
+		item = t;
+	}
 	if (item) {
 		int bad = PyList_Append(rest, item);
 		Py_DECREF(item);
@@ -380,7 +387,7 @@ static int delay_class(const PortsObject *self, const uint8_t *f, size_t len)
 	return c == 0xFF ? -1 : c;
 }
 
-/* Every held frame due at `now`, to the data path. */
+/* Every held frame due at `now`, to the data path; bytes placed by port. */
 static int release_due(PortsObject *self, double now, PyObject *rest, uint64_t *placed,
 		       int *n)
 {
@@ -388,7 +395,7 @@ static int release_due(PortsObject *self, double now, PyObject *rest, uint64_t *
 	uint32_t tag;
 	const uint8_t *f;
 	while ((f = mrc_delay_pop(&self->delay, now, &len, &tag))) {
-		if (take_frame(self, &self->ps.p[tag], f, len, now, rest, placed) < 0)
+		if (take_frame(self, &self->ps.p[tag], f, len, now, rest, &placed[tag], 1) < 0)
 			return -1;
 		(*n)++;
 	}
@@ -434,7 +441,6 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 	if (!rest)
 		return NULL;
 	uint64_t placed = 0;
-	int taken = 0;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *f = rx_buf[i];
 		size_t len = msgs[i].msg_len;
@@ -445,12 +451,9 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 				       (uint32_t)(pt - self->ps.p), f, len);
 			continue;
 		}
-		if (take_frame(self, pt, f, len, now, rest, &placed) < 0)
+		if (take_frame(self, pt, f, len, now, rest, &placed, 0) < 0)
 			goto fail;
-		taken++;
 	}
-	if (self->delayed && release_due(self, now, rest, &placed, &taken) < 0)
-		goto fail;
 	return burst_result(self, n, placed, rest); /* frames read */
 fail:
 	for (size_t i = 0; i < self->nqps; i++)
@@ -459,7 +462,8 @@ fail:
 	return NULL;
 }
 
-/* release(now) -> as receive, for the held frames due at `now` (none read). */
+/* release(now) -> (frames released, {plane: payload bytes placed}, [qpn of each QP
+ * touched], [(plane, frame or Decoded)]): receive's handling of the held frames due. */
 static PyObject *ports_release(PortsObject *self, PyObject *arg)
 {
 	NEED_READY(self);
@@ -469,15 +473,36 @@ static PyObject *ports_release(PortsObject *self, PyObject *arg)
 	PyObject *rest = PyList_New(0);
 	if (!rest)
 		return NULL;
-	uint64_t placed = 0;
+	uint64_t placed[MRC_PLANES] = {0};
 	int taken = 0;
-	if (self->delayed && release_due(self, now, rest, &placed, &taken) < 0) {
+	if (self->delayed && release_due(self, now, rest, placed, &taken) < 0) {
 		for (size_t i = 0; i < self->nqps; i++)
 			self->qps[i].touched = 0;
 		Py_DECREF(rest);
 		return NULL;
 	}
-	return burst_result(self, taken, placed, rest);
+	PyObject *by_plane = PyDict_New();
+	for (size_t i = 0; by_plane && i < self->ps.n; i++) {
+		if (!placed[i])
+			continue;
+		PyObject *k = PyLong_FromUnsignedLong(self->ps.p[i].plane);
+		PyObject *v = PyLong_FromUnsignedLongLong(placed[i]);
+		if (!k || !v || PyDict_SetItem(by_plane, k, v) < 0)
+			Py_CLEAR(by_plane);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	PyObject *r = burst_result(self, taken, 0, rest);
+	if (!r || !by_plane) {
+		Py_XDECREF(r);
+		Py_XDECREF(by_plane);
+		return NULL;
+	}
+	/* (n, placed, touched, rest) with placed by plane */
+	PyObject *out = Py_BuildValue("(ONOO)", PyTuple_GET_ITEM(r, 0), by_plane,
+				      PyTuple_GET_ITEM(r, 2), PyTuple_GET_ITEM(r, 3));
+	Py_DECREF(r);
+	return out;
 }
 
 /* next_release() -> when the earliest held frame is due, or None */

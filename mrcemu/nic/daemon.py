@@ -26,7 +26,7 @@ from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
 from mrcemu.nic.wakeups import Wakeups
-from mrcemu.topology import Layout, Topology
+from mrcemu.topology import Layout, Topology, latency
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
@@ -121,6 +121,9 @@ class Nic:
              for i in self.layout.interfaces[self.name]],
             time.monotonic(), PORT_QUEUE, 14 + self.topo.mtu,
             port_slots(min(self.rate.values()), self.topo.mtu), BUCKET)
+        # The scale model's fixed latency (topology/latency.py), held on receipt: a frame
+        # from host h reaches the data path the one-way latency from h later.
+        self.delay_bytes = self._set_delay()
         self.ctl_path = socket_path(self.name)
         self.poller = select.epoll()
         self.control = ControlServer(self.ctl_path, self._try, self.poller)
@@ -217,6 +220,32 @@ class Nic:
             self.flush(c)
         self.touched.clear()
 
+    def _set_delay(self) -> int:
+        """Hold received frames for the fabric's fixed latency; the bytes the delay line
+        may hold (each class twice what the host's ports bring in over its delay: a
+        full line drops, and says so), 0 when the topology sets no latency."""
+        t = self.topo
+        delays = [latency.one_way_s(t, latency.hops(t, h, self.host)) for h in range(t.hosts)]
+        if not any(delays):
+            self.tx_ports.set_delay([], 0)
+            return 0
+        line_rate = sum(self.rate.values()) / PACING  # bytes/s over every port
+        cap = int(2 * line_rate * max(delays)) + 4 * (14 + t.mtu)
+        self.tx_ports.set_delay(delays, cap)
+        return cap * len(set(delays))
+
+    def release(self, now: float) -> int:
+        """The held frames due at `now`, handled as `receive` handles frames read."""
+        n, placed, qpns, rest = self.tx_ports.release(now)
+        if not n:
+            return 0
+        for plane, b in placed.items():
+            bins = self.rx_bins[plane]
+            k = int(now / RX_BIN)
+            bins[k] = bins.get(k, 0) + b
+        self._took(qpns, rest, now, tagged=True)
+        return n
+
     def drain_backlogs(self) -> None:
         """Send what each port's token bucket allows (ports.c)."""
         self.tx_ports.drain(self.now())
@@ -238,18 +267,26 @@ class Nic:
             b = self.rx_bins[plane]
             k = int(now / RX_BIN)
             b[k] = b.get(k, 0) + placed
+        self._took(qpns, rest, now, plane)
+        return read
+
+    def _took(self, qpns: list[int], rest: list, now: float, plane: int = -1,
+              tagged: bool = False) -> None:
+        """What the compiled path did with a burst, and what it left us (`tagged`: each
+        item with the plane it came in on, as `release` gives them)."""
         for q in qpns:
             c = self.by_qpn[q]
             c.received(now)
             self.touched.add(c)
         for item in rest:
+            if tagged:
+                plane, item = item
             if type(item) is bytes:
                 self.on_frame(item, plane)
             else:  # a Decoded for an attached QP (Ports.attach): by its DQPN
                 c = self.by_qpn[item.bth["dqpn"]]
                 c.receive_decoded(item, now)
                 self.touched.add(c)
-        return read
 
     def on_frame(self, frame: bytes, plane: int) -> None:
         if len(frame) < 14 + 40:
@@ -331,7 +368,8 @@ class Nic:
             return {"ok": True, "host": self.name, "pid": os.getpid(),
                     "malformed": self.malformed, "transport": self.cfg.to_json(),
                     "memory_used": self.memory.used + self.source_bytes(),
-                    "memory_budget": self.memory.budget}
+                    "memory_budget": self.memory.budget,
+                    "delay_line_bytes": self.delay_bytes}
         if op == "register":
             try:
                 with self.meter.harness():  # allocating (zeroing) the region
@@ -472,7 +510,8 @@ class Nic:
         self.refresh_links()  # the state before the first notification
         while self.running:
             now = self.now()
-            due = [t for t in (self.wake.next_due(), self.next_send_time()) if t is not None]
+            due = [t for t in (self.wake.next_due(), self.next_send_time(),
+                               self.tx_ports.next_release()) if t is not None]
             wait = min(due, default=now + 0.5) - now
             events = self.poller.poll(max(0.0, min(wait, 0.5)))
             self.meter.wakeups += 1
@@ -498,6 +537,7 @@ class Nic:
                     # read: a long read burst otherwise idles the ports (the fidelity
                     # monitor's paced-send lateness showed it).
                     self.drain_backlogs()
+            self.release(self.now())  # held frames now due (the scale model's latency)
             self._flush_touched()
             for fd, mask in events:
                 if fd == self.links.fileno():

@@ -370,9 +370,13 @@ def test_the_scale_models_latency_holds_each_frame_by_where_it_came_from(rig):
         n, b, qpns, rest = rig.ports.receive(plane, 4, 0.001)
         assert (n, b, qpns, rest) == (1, 0, [], [])  # read, held
     assert cb.rx_bytes == 0 and rig.ports.next_release() == pytest.approx(0.0337)
-    assert rig.ports.release(0.0336) == (0, 0, [], [])
-    n, b, qpns, rest = rig.ports.release(0.0337)
-    assert (n, b, qpns, rest) == (8, len(data), [cb.local_qpn], [])
+    assert rig.ports.release(0.0336) == (0, {}, [], [])
+    n, by_plane, qpns, rest = rig.ports.release(0.0337)
+    assert (n, qpns, rest) == (8, [cb.local_qpn], [])
+    sent = {}
+    for e, _f in frames:
+        sent[(e >> 26) & 0xF] = sent.get((e >> 26) & 0xF, 0) + 4096
+    assert by_plane == sent  # each plane's bytes, as its port received them
     assert bytes(mr.buf) == data and rig.ports.next_release() is None
     c = rig.ports.delay_counters()
     assert (c["pushed"], c["released"], c["dropped"], c["held"]) == (8, 8, 0, 0)
