@@ -23,6 +23,7 @@ class Topology(Protocol):
     """What these need of a topology (model.Topology, which imports this module)."""
 
     planes: int
+    leaves_per_plane: int
     host_link_mbps: float
     scale: float | None
     nic_latency_us: float
@@ -62,8 +63,13 @@ def base_rtt_s(topo: Topology, a: int, b: int) -> float:
     return 2 * one_way_s(topo, hops(topo, a, b))
 
 
+def longest_rtt_s(topo: Topology) -> float:
+    """The fixed part of the longest round trip between two hosts: across leaves, or
+    within the one leaf of a fabric that has one."""
+    return 2 * one_way_s(topo, 3 if topo.leaves_per_plane > 1 else 1)
+
+
 def bdp_packets(topo: Topology, payload: int) -> int:
-    """Packets of `payload` bytes a host has in flight over a cross-leaf base round trip
+    """Packets of `payload` bytes a host has in flight over the longest base round trip
     with every plane at line rate: what windows and the SACK span must carry."""
-    cross = 2 * one_way_s(topo, 3)
-    return int(topo.planes * topo.host_link_mbps * 1e6 * cross / (8 * payload))
+    return int(topo.planes * topo.host_link_mbps * 1e6 * longest_rtt_s(topo) / (8 * payload))

@@ -11,12 +11,20 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
 from mrcemu.errors import MrcemuError
+from mrcemu.topology import latency
 from mrcemu.wire.layout import mrc_data_overhead
 
 
 class _Fabric(Protocol):
     mtu: int
     host_link_mbps: float
+    planes: int
+    leaves_per_plane: int
+    scale: float | None
+    nic_latency_us: float
+    switch_latency_us: float
+
+    def leaf_of(self, host: int) -> int: ...
 
 
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
@@ -127,10 +135,20 @@ class TransportConfig:
         `topo`)."""
         k = clock_scale(topo.host_link_mbps)
         base = cls()
-        return cls(pmtu=pmtu_for(topo.mtu), seed=seed,
+        clocks = {name: getattr(base, name) * k for name in RATE_CLOCKS}
+        # The scale model's fixed latency (topology/latency.py): no timeout may fire
+        # within a round trip's fixed part, and the windows must carry what a host has
+        # in flight over it (both as they were with no latency).
+        pmtu = pmtu_for(topo.mtu)
+        rtt = latency.longest_rtt_s(topo)
+        bdp = latency.bdp_packets(topo, pmtu) * pmtu
+        for name in ("min_rto", "max_rto", "roce_timeout"):
+            clocks[name] += rtt
+        return cls(pmtu=pmtu, seed=seed,
                    roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
-                   **{name: getattr(base, name) * k for name in RATE_CLOCKS})
+                   init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
+                   **clocks)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

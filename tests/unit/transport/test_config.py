@@ -1,7 +1,7 @@
 """A fabric's transport config: clocks scaled to its links, everything else as given."""
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -17,11 +17,34 @@ class Fabric:
     fabric_link_mbps: float = 20.0
     trim_threshold_bytes: int = 60_000
     buffer_bytes: int = 200_000
+    planes: int = 8
+    leaves_per_plane: int = 2
+    scale: float | None = None
+    nic_latency_us: float = 0.0  # no fixed latency: serialization and queueing alone
+    switch_latency_us: float = 0.0
+
+    def leaf_of(self, host: int) -> int:
+        return host // 4
 
 
-def test_on_reference_links_the_config_is_the_default():
+def test_on_reference_links_without_latency_the_config_is_the_default():
     assert TransportConfig.for_topology(Fabric(), seed=1) == TransportConfig(seed=1)
-    assert TransportConfig.for_topology(load("default")) == TransportConfig()
+    off = replace(load("default"), nic_latency_us=0, switch_latency_us=0)
+    assert TransportConfig.for_topology(off) == TransportConfig()
+
+
+def test_the_scale_models_latency_lengthens_the_timeouts_and_widens_the_windows():
+    # default at 1:5000: a 65.4 ms fixed round trip across leaves, and 319 packets of
+    # 4 KiB in flight per host over it at line rate (the paper's ~317).
+    base, cfg = TransportConfig(), TransportConfig.for_topology(load("default"))
+    assert cfg.min_rto == pytest.approx(base.min_rto + 0.0654)
+    assert cfg.max_rto == pytest.approx(base.max_rto + 0.0654)
+    assert cfg.roce_timeout == pytest.approx(base.roce_timeout + 0.0654)
+    assert cfg.init_cwnd == 319 * 4096 and cfg.max_cwnd == 2 * 319 * 4096
+    assert cfg.rcv_window >= 319
+    # The other clocks are the links' as before (target_delay is queueing, above it).
+    assert (cfg.ack_slack, cfg.target_delay, cfg.sack_delay) == (
+        base.ack_slack, base.target_delay, base.sack_delay)
 
 
 @pytest.mark.parametrize("mbps, k", [(2.0, 10.0), (5.0, 4.0), (40.0, 0.5)])
@@ -45,7 +68,8 @@ def test_the_ack_slack_is_what_a_faithful_run_lets_the_hosts_add_scaled_like_the
 
 def test_the_large_topology_runs_a_four_times_slower_clock():
     cfg = TransportConfig.for_topology(load("large"))
-    assert cfg.min_rto == pytest.approx(4 * TransportConfig().min_rto)
+    # 1:20000: its fixed round trip is four times default's too
+    assert cfg.min_rto == pytest.approx(4 * (TransportConfig().min_rto + 0.0654))
     assert cfg.ack_slack == pytest.approx(4 * TransportConfig().ack_slack)
 
 
@@ -54,7 +78,8 @@ def test_a_slowed_run_slows_routing_reconvergence_too():
     cfg = TransportConfig.for_topology(topo, slowdown=10)
     base = TransportConfig()
     assert cfg.roce_reconvergence == pytest.approx(10 * base.roce_reconvergence)
-    assert cfg.min_rto == pytest.approx(10 * base.min_rto)  # from the slowed links
+    # from the slowed links, and the latency slowed with them
+    assert cfg.min_rto == pytest.approx(10 * (base.min_rto + 0.0654))
 
 
 def test_ev_planes_are_distinct_planes_and_survive_json():
