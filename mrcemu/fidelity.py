@@ -65,19 +65,29 @@ def judge(hosts: dict[str, dict], cpus: int, th: Thresholds = THRESHOLDS) -> dic
         worst = max(drops, key=drops.get)
         reasons.append(f"the kernel dropped {sum(drops.values())} frames the NICs did not "
                        f"read in time (most at {worst}: {drops[worst]})")
+    # The delay line's releases are timers too: one released late lengthens that
+    # packet's fixed latency, so they are held to the timers' limit.
     for key, p99_max, what in (("timer_late", th.timer_p99_s, "timers"),
-                               ("send_late", th.send_p99_s, "paced sends")):
+                               ("send_late", th.send_p99_s, "paced sends"),
+                               ("release_late", th.timer_p99_s, "delay-line releases")):
         late = {h: m[key] for h, m in hosts.items() if m[key]["n"]}
         bad = {h: v for h, v in late.items() if v["p99_s"] > p99_max}
         if bad:
             h = max(bad, key=lambda x: bad[x]["p99_s"])
             reasons.append(f"{what} ran late on {len(bad)} NICs: p99 {_ms(bad[h]['p99_s'])} "
                            f"at {h} (limit {_ms(p99_max)})")
-    stalls = {h: m["timer_late"]["max_s"] for h, m in hosts.items()
-              if m["timer_late"]["max_s"] > th.timer_max_s}
-    if stalls:
-        h = max(stalls, key=stalls.get)
-        reasons.append(f"a timer ran {_ms(stalls[h])} late at {h} (limit {_ms(th.timer_max_s)})")
+    for key, what in (("timer_late", "a timer"), ("release_late", "a delay-line release")):
+        stalls = {h: m[key]["max_s"] for h, m in hosts.items()
+                  if m[key]["max_s"] > th.timer_max_s}
+        if stalls:
+            h = max(stalls, key=stalls.get)
+            reasons.append(f"{what} ran {_ms(stalls[h])} late at {h} "
+                           f"(limit {_ms(th.timer_max_s)})")
+    held = {h: m["delay_dropped"] for h, m in hosts.items() if m["delay_dropped"]}
+    if held:
+        h = max(held, key=held.get)
+        reasons.append(f"the delay line dropped {sum(held.values())} frames it had no room "
+                       f"for (most at {h}: {held[h]}): its bound, not the network, lost them")
     slow = {f"{h}.p{p}": port["achieved"] for h, m in hosts.items()
             for p, port in m["ports"].items()
             if port["backlogged_s"] >= th.min_backlogged_s and port["achieved"] is not None
@@ -100,6 +110,11 @@ def judge(hosts: dict[str, dict], cpus: int, th: Thresholds = THRESHOLDS) -> dic
                                     default=0.0),
             "send_late_p99_s": max((m["send_late"]["p99_s"] for m in hosts.values()),
                                    default=0.0),
+            "release_late_p99_s": max((m["release_late"]["p99_s"] for m in hosts.values()),
+                                      default=0.0),
+            "release_late_max_s": max((m["release_late"]["max_s"] for m in hosts.values()),
+                                      default=0.0),
+            "delay_dropped": sum(m["delay_dropped"] for m in hosts.values()),
             "achieved_min": min((p["achieved"] for m in hosts.values()
                                  for p in m["ports"].values()
                                  if p["achieved"] is not None
@@ -124,7 +139,8 @@ def line(verdict: dict | None) -> str:
     if not verdict:
         return "Fidelity: not measured."
     if verdict["ok"]:
-        return ("Fidelity: **faithful**: no socket drops, timers and paced sends on time, "
+        return ("Fidelity: **faithful**: no socket drops, timers, paced sends and delay-line "
+                "releases on time, "
                 "ports at their paced rate (thresholds in docs/fidelity.md).")
     return "Fidelity: **NOT faithful**: " + "; ".join(verdict["reasons"]) + "."
 

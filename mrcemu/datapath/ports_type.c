@@ -636,16 +636,15 @@ static PyObject *ports_load(PortsObject *self, PyObject *unused)
 	return plane_dict(self, load_of);
 }
 
-/* send_late() -> ({bucket: count}, samples, max seconds): meter.py's Lateness */
-static PyObject *ports_send_late(PortsObject *self, PyObject *unused)
+/* ({bucket: count}, samples, max seconds) of a lateness histogram: meter.py's Lateness */
+static PyObject *late_tuple(const uint64_t *late, size_t nbuckets, uint64_t n, double max)
 {
-	NEED_READY(self);
 	PyObject *d = PyDict_New();
-	for (int k = 0; d && k < MRC_LATE_BUCKETS; k++) {
-		if (!self->ps.late[k])
+	for (size_t k = 0; d && k < nbuckets; k++) {
+		if (!late[k])
 			continue;
-		PyObject *key = PyLong_FromLong(k);
-		PyObject *v = PyLong_FromUnsignedLongLong(self->ps.late[k]);
+		PyObject *key = PyLong_FromSize_t(k);
+		PyObject *v = PyLong_FromUnsignedLongLong(late[k]);
 		if (!key || !v || PyDict_SetItem(d, key, v) < 0)
 			Py_CLEAR(d);
 		Py_XDECREF(key);
@@ -653,13 +652,31 @@ static PyObject *ports_send_late(PortsObject *self, PyObject *unused)
 	}
 	if (!d)
 		return NULL;
-	return Py_BuildValue("(NKd)", d, (unsigned long long)self->ps.late_n, self->ps.late_max);
+	return Py_BuildValue("(NKd)", d, (unsigned long long)n, max);
+}
+
+/* send_late() -> ({bucket: count}, samples, max seconds): paced sends' lateness */
+static PyObject *ports_send_late(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return late_tuple(self->ps.late, MRC_LATE_BUCKETS, self->ps.late_n, self->ps.late_max);
+}
+
+/* release_late() -> as send_late, for the delay line's releases; None without latency */
+static PyObject *ports_release_late(PortsObject *self, PyObject *unused)
+{
+	if (!self->delayed)
+		Py_RETURN_NONE;
+	const struct mrc_delay *d = &self->delay;
+	return late_tuple(d->late, sizeof(d->late) / sizeof(d->late[0]), d->late_n, d->late_max);
 }
 
 static PyObject *ports_reset_meter(PortsObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	mrc_ports_reset_meter(&self->ps);
+	if (self->delayed) /* the delay line's releases are metered as the sends are */
+		mrc_delay_reset_meter(&self->delay);
 	Py_RETURN_NONE;
 }
 
@@ -718,8 +735,10 @@ static PyMethodDef ports_methods[] = {
 	 "load() -> {plane: (backlogged seconds, bytes sent meanwhile)}"},
 	{"send_late", (PyCFunction)ports_send_late, METH_NOARGS,
 	 "send_late() -> ({bucket: n}, samples, max): paced sends' lateness"},
+	{"release_late", (PyCFunction)ports_release_late, METH_NOARGS,
+	 "release_late() -> ({bucket: n}, samples, max): the delay line's release lateness"},
 	{"reset_meter", (PyCFunction)ports_reset_meter, METH_NOARGS,
-	 "reset_meter(): zero the pacing measurements"},
+	 "reset_meter(): zero the pacing and release measurements"},
 	{"counters", (PyCFunction)ports_counters, METH_NOARGS, "counters() -> dict"},
 	{"late_bucket", (PyCFunction)ports_late_bucket, METH_O | METH_STATIC,
 	 "late_bucket(seconds) -> the lateness histogram's bucket"},

@@ -3,7 +3,8 @@ network or this host's CPU set its pace (DESIGN.md section 11, after Mininet-HiF
 
 - kernel drops at each port's AF_PACKET socket (PACKET_STATISTICS): frames the
   network delivered that we never read;
-- how late timers and paced sends ran against their due time;
+- how late timers, paced sends and the delay line's releases (the scale model's
+  latency) ran against their due time, and the frames the delay line had no room for;
 - on ports with frames waiting, the rate achieved against the rate paced;
 - the daemon's CPU time.
 
@@ -90,6 +91,8 @@ class Pacer(Protocol):
 
     def reset_meter(self) -> None: ...
     def send_late(self) -> tuple[dict[int, int], int, float]: ...
+    def release_late(self) -> tuple[dict[int, int], int, float] | None: ...
+    def delay_counters(self) -> dict | None: ...
     def load(self) -> dict[int, tuple[float, int]]: ...
 
 
@@ -116,7 +119,10 @@ class Meter:
         self.cpu0 = _cpu()
         self.timers = Lateness()
         self.sends = Lateness()
+        self.releases = Lateness()
         self.load = {p: PortLoad(r) for p, r in self.rates.items()}
+        # the delay line's drops before this reset (its counter runs for the daemon's life)
+        self.delay_dropped0 = self._delay_dropped()
         if self.pacer is not None:
             self.pacer.reset_meter()
         self.drops = {p: 0 for p in self.ports}
@@ -143,11 +149,18 @@ class Meter:
             self.packets[p] += n
             self.drops[p] += d
 
+    def _delay_dropped(self) -> int:
+        c = self.pacer.delay_counters() if self.pacer is not None else None
+        return c["dropped"] if c else 0
+
     def _take_pacer(self) -> None:
-        """The paced sends' figures, from the ports that paced them."""
+        """The paced sends' and the delay line's figures, from the ports that keep them."""
         if self.pacer is None:
             return
         self.sends = Lateness.of(*self.pacer.send_late())
+        released = self.pacer.release_late()
+        if released is not None:
+            self.releases = Lateness.of(*released)
         for p, (backlogged_s, sent) in self.pacer.load().items():
             self.load[p] = PortLoad(self.rates[p], backlogged_s, sent)
 
@@ -157,6 +170,8 @@ class Meter:
         return {"wall_s": round(now - self.t0, 4), "cpu_s": round(_cpu() - self.cpu0, 4),
                 "harness_cpu_s": round(self.harness_cpu, 4), "wakeups": self.wakeups,
                 "timer_late": self.timers.to_json(), "send_late": self.sends.to_json(),
+                "release_late": self.releases.to_json(),
+                "delay_dropped": self._delay_dropped() - self.delay_dropped0,
                 "ports": {str(p): {"socket_packets": self.packets.get(p, 0),
                                    "socket_drops": self.drops.get(p, 0),
                                    **self.load[p].to_json()}

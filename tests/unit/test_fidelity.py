@@ -18,7 +18,8 @@ def port(drops: int = 0, backlogged: float = 1.0, achieved: float | None = 0.99)
 def nic(cpu: float = 0.2, wall: float = 1.0, **kw) -> dict:
     ports = kw.pop("ports", {"0": port(), "1": port()})
     return {"wall_s": wall, "cpu_s": cpu, "timer_late": kw.get("timer", late()),
-            "send_late": kw.get("send", late()), "ports": ports}
+            "send_late": kw.get("send", late()), "release_late": kw.get("release", late()),
+            "delay_dropped": kw.get("delay_dropped", 0), "ports": ports}
 
 
 def test_a_run_within_every_threshold_is_faithful():
@@ -34,6 +35,11 @@ def test_each_measure_alone_makes_it_unfaithful_and_says_where():
         "paced sends ran late on 1 NICs: p99 20.0 ms at h1": nic(send=late(p99=0.02,
                                                                            mx=0.02)),
         "a timer ran 300.0 ms late at h1": nic(timer=late(p99=0.001, mx=0.3)),
+        "delay-line releases ran late on 1 NICs: p99 4.0 ms at h1": nic(
+            release=late(p99=0.004, mx=0.004)),
+        "a delay-line release ran 60.0 ms late at h1": nic(release=late(p99=0.001, mx=0.06)),
+        "the delay line dropped 3 frames it had no room for (most at h1: 3)": nic(
+            delay_dropped=3),
         "ran below 90% of their paced rate (lowest h1.p1: 50%)": nic(
             ports={"0": port(), "1": port(achieved=0.5)}),
         "the NICs used 95% of 2 CPUs": nic(cpu=1.7),
