@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
-from mrcemu.topology import Layout, Topology, load
+from mrcemu.topology import Layout, Topology, latency, load
 from mrcemu.topology.faults import KINDS as FAULT_KINDS
 from mrcemu.topology.model import TOPOLOGY_DIR
 
@@ -243,7 +243,8 @@ def status(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @friendly
 def paths(src: str, dst: str, topology: str | None, as_json: bool) -> None:
-    """Every path (EV) from SRC to DST: plane, spine, container address and hops."""
+    """Every path (EV) from SRC to DST: plane, spine, container address, hops and the
+    emulated base round trip (the fixed latency the NICs' delay lines add)."""
     from mrcemu.fabric.state import load_state
     from mrcemu.topology.paths import paths as all_paths
 
@@ -254,15 +255,22 @@ def paths(src: str, dst: str, topology: str | None, as_json: bool) -> None:
         ps = all_paths(topo, a, b)
     except ValueError as e:
         raise MrcemuError(str(e)) from None
+    # Every path of a pair crosses as many switches (a source-routed leaf-spine), so
+    # each has the pair's base round trip.
+    rtt = latency.base_rtt_s(topo, a, b)
     if as_json:
-        click.echo(json.dumps([p.to_json() for p in ps], indent=1))
+        click.echo(json.dumps([{**p.to_json(), "base_rtt_s": round(rtt, 6)} for p in ps],
+                              indent=1))
         return
-    t = Table(title=f"{len(ps)} paths {src} -> {dst}")
-    for col in ("EV", "plane", "spine", "outer DA (uSID path)", "hops"):
+    scale = latency.describe(topo)
+    t = Table(title=f"{len(ps)} paths {src} -> {dst}", caption=(
+        f"base RTT: the fixed round trip at 1:{scale['time_scale']:g}, "
+        f"{latency.on_paper(rtt, scale)}") if rtt else "latency off")
+    for col in ("EV", "plane", "spine", "outer DA (uSID path)", "hops", "base RTT"):
         t.add_column(col)
     for p in ps:
         t.add_row(f"0x{p.ev:08x}", str(p.plane), "-" if p.spine is None else str(p.spine),
-                  str(p.container), " > ".join(p.hops))
+                  str(p.container), " > ".join(p.hops), latency.duration(rtt))
     console.print(t)
 
 
@@ -509,13 +517,17 @@ def _print_transfer(res: dict) -> None:
     ok = "[green]equal[/]" if res["integrity_ok"] else "[red]DIFFERENT[/]"
     t = Table(title=f"{res['transport']} {res['src']} -> {res['dst']}, {res['size']:,} bytes",
               show_header=False)
+    sc = res["scale"]
     if res["completed"]:
-        t.add_row("completion", f"{res['completion_s']:.3f} s")
+        t.add_row("completion", latency.on_paper(res["completion_s"], sc))
         t.add_row("goodput", f"{res['goodput_mbps']:.1f} Mb/s of {res['capacity_mbps']:.0f} "
                   f"configured ({100 * res['goodput_mbps'] / res['capacity_mbps']:.1f} %)")
     else:
         t.add_row("completion", "[red]did not complete[/]" + (" (QP failed)" if res["failed"]
                                                               else ""))
+    t.add_row("base round trip", latency.on_paper(res["base_rtt_s"], sc) if sc["latency"]
+              else "latency off")
+    t.add_row("scale", f"1:{sc['time_scale']:g} of the paper's fabric")
     t.add_row("SHA-256", f"{ok} ({res['sha256_dst'][:16]}...)")
     t.add_row("paths used", str(res["paths_used"]))
     t.add_row("retransmits / trims / NACKs / RTOs",
@@ -675,8 +687,14 @@ def print_run_table(out: Console, rep: dict) -> None:
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")
+@click.option("--latency", "latency_mode", type=click.Choice(["on", "off"]), default="on",
+              show_default=True,
+              help="The scale model's fixed latency (the topology's nic_latency_us and "
+                   "switch_latency_us); off: serialization and queueing alone, for "
+                   "comparison.")
 @friendly
-def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> None:
+def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
+        latency_mode: str) -> None:
     """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
     RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
     capture. Ctrl-C stops early, still writing a partial report."""
@@ -687,6 +705,8 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> N
     from mrcemu.scenario.job import run as run_job
 
     sc = load_scenario(scenario)  # a bad file stops here, before anything starts
+    if latency_mode == "off":
+        sc = sc.without_latency()
     if slowdown != 1.0:
         sc = sc.slowed(slowdown)
     if cluster_file:
@@ -761,8 +781,14 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None) -> N
 @click.option("--slowdown", default=4.0, show_default=True, type=click.FloatRange(min=1.0),
               help="Run every experiment this many times slower: 4 is the pace a 2-core "
                    "host runs them faithfully.")
+@click.option("--latency", "latency_mode", type=click.Choice(["on", "off"]), default="on",
+              show_default=True,
+              help="The scale model's fixed latency (the topology's nic_latency_us and "
+                   "switch_latency_us); off: serialization and queueing alone, for "
+                   "comparison.")
 @friendly
-def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float) -> None:
+def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
+          latency_mode: str) -> None:
     """Reproduce the white paper's testbed experiments (E1..E11, or the IDS given): run
     each, measure it, and judge it against what the paper observed."""
     from pathlib import Path
@@ -785,7 +811,8 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float) -> None:
         elif event == "fault":
             console.print(_fault_line(d))
 
-    doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui)
+    doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui,
+                        latency=latency_mode == "on")
     ran = [r for r in doc["experiments"] if r["consistent"] is not None]
     console.print(f"{sum(1 for r in ran if r['consistent'])} of {len(ran)} run consistent "
                   f"with the paper; {Path(out) / 'paper.md'}")

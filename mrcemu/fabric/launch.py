@@ -19,11 +19,12 @@ from mrcemu.fabric.clean import clean
 
 def launch(topology: str, progress: Callable[[str, int, int], None] | None = None,
            seed: int = 1, slowdown: float = 1.0, transport: dict | None = None,
-           cluster: str | None = None) -> dict:
+           cluster: str | None = None, latency: bool = True) -> dict:
     """Start a manager for `topology` and wait until the fabric is up; returns its summary.
     `seed` goes into the fabric's transport config (it orders the EV spraying), and so
     do `transport`'s settings (a scenario's `transport:`, checked by its loader);
-    `slowdown` > 1 runs every link, and the transports' clocks, that many times slower.
+    `slowdown` > 1 runs every link, and the transports' clocks, that many times slower;
+    `latency` False runs it without the topology's fixed latency (`--latency off`).
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
     with state.Lock() as lock:
         if lock.held_by_other():
@@ -32,7 +33,8 @@ def launch(topology: str, progress: Callable[[str, int, int], None] | None = Non
     with open(state.LOG, "a") as log:  # the manager has its own copy
         proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology,
                                  str(seed), str(slowdown), json.dumps(transport or {}),
-                                 str(Path(cluster).resolve()) if cluster else ""],
+                                 str(Path(cluster).resolve()) if cluster else "",
+                                 "on" if latency else "off"],
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
     try:

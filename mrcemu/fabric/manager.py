@@ -106,13 +106,16 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
 
 
 def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
-         transport: dict | None = None, cluster_path: str | None = None) -> int:
+         transport: dict | None = None, cluster_path: str | None = None,
+         latency: bool = True) -> int:
     topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
         else topology_path
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
         topo = load(topology_path)
+        if not latency:  # `--latency off`: the file's fabric without its fixed latency
+            topo = topo.without_latency()
         if slowdown != 1.0:
             topo = topo.slowed(slowdown)
         cfg = TransportConfig.for_topology(topo, seed, slowdown)
@@ -206,4 +209,5 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
                   float(sys.argv[3]) if len(sys.argv) > 3 else 1.0,
                   json.loads(sys.argv[4]) if len(sys.argv) > 4 else None,
-                  sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None))
+                  sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None,
+                  sys.argv[6] != "off" if len(sys.argv) > 6 else True))

@@ -369,7 +369,8 @@ class Nic:
                     "malformed": self.malformed, "transport": self.cfg.to_json(),
                     "memory_used": self.memory.used + self.source_bytes(),
                     "memory_budget": self.memory.budget,
-                    "delay_line_bytes": self.delay_bytes}
+                    "delay_line_bytes": self.delay_bytes,
+                    "delay_line": self.tx_ports.delay_counters()}
         if op == "register":
             try:
                 with self.meter.harness():  # allocating (zeroing) the region

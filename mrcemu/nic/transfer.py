@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.nic.client import NicClient, poll_interval, qp_arg
-from mrcemu.topology import Topology
+from mrcemu.topology import Topology, latency
 from mrcemu.topology.paths import ev_fields, path_label
 
 COUNTERS = ("retransmits", "trims_nacked", "nacks_rx", "rtos")
@@ -98,6 +98,9 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
         "src": f"h{w['src']}", "dst": f"h{w['dst']}", "transport": w["transport"],
         "size": w["size"], "completed": dt is not None, "failed": bool(w.get("failed")),
         "completion_s": dt, "posted_at": w.get("posted_at"), "done_at": w.get("done_at"),
+        # the fixed part of this pair's round trip, and the factor to the paper's times
+        "base_rtt_s": round(latency.base_rtt_s(topo, w["src"], w["dst"]), 6),
+        "scale": latency.describe(topo),
         "goodput_mbps": w["size"] * 8 / dt / 1e6 if dt else None,
         "capacity_mbps": topo.planes * topo.host_link_mbps,
         "sha256_src": w["sha_src"], "sha256_dst": w["sha_dst"], "integrity_ok": w["ok"],

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mrcemu.paper import rules
+from mrcemu.topology import load as load_topology
 
 Measured = tuple[dict[str, Any], bool, str]
 
@@ -36,6 +37,7 @@ class Sweep:
 
     runs: Callable[[bool], list[tuple[str, dict]]]
     measure: Callable[[dict[str, dict], bool], Measured]
+    busbw_figure: bool = True  # draw busbw.png (a collective's size sweep)
 
 
 @dataclass(frozen=True)
@@ -363,6 +365,60 @@ def e11_measure(report: dict, quick: bool) -> Measured:
                           f"{fair:.3f} (Jain's index; fair: >= {th.fairness:.2f})")
 
 
+# ---- E0: the point-to-point table (white paper 5.2.1), on the scale model ----
+# ib_write_lat's analogue: 2-byte writes one after another, within a leaf (h0 -> h1,
+# the paper's T0-local) and across (h0 -> h7, cross-T1); its one-way latency is half
+# the median completion. ib_write_bw's: 32 KB writes kept in flight h0 -> h7 (the
+# paper's four QPs; MRC sprays its one QP, so the depth stands for theirs: 64 writes,
+# 2 MiB, more than the 1.3 MB a host has in flight over a base round trip).
+E0_PAPER_ONE_WAY_US = {"local": 5.09, "cross": 6.54}
+E0_PAIRS = {"local": (0, 1), "cross": (0, 7)}
+
+
+def e0_runs(quick: bool) -> list[tuple[str, dict]]:
+    out = []
+    for where, (a, b) in E0_PAIRS.items():
+        out.append((f"lat-{where}", _scenario(
+            f"E0 (5.2.1): ib_write_lat's analogue, 2-byte writes h{a} -> h{b} ({where})",
+            {"kind": "single", "src": f"h{a}", "dst": f"h{b}", "size": 2,
+             "iterations": 10 if quick else 30}, [])))
+    out.append(("bw", _scenario(
+        "E0 (5.2.1): ib_write_bw's analogue, 32 KB writes h0 -> h7, 64 in flight",
+        {"kind": "stream", "size": "32KiB", "pairs": ["h0-h7"], "both_ways": False,
+         "duration": 2.0 if quick else 4.0, "depth": 64}, [])))
+    return out
+
+
+def e0_measure(reports: dict[str, dict], quick: bool) -> Measured:
+    th = rules.THRESHOLDS
+    one_way: dict[str, float | None] = {}
+    for where in E0_PAIRS:
+        rep = reports.get(f"lat-{where}") or {}
+        per = ((rep.get("transports") or {}).get("mrc") or {}).get("per_size", {})
+        p50 = (per.get("2") or {}).get("transport_s_p50")
+        # half the round trip, in the paper's seconds (the report's time scale includes
+        # the run's slowdown)
+        one_way[where] = (round(p50 / 2 / rep["scale"]["time_scale"] * 1e6, 3)
+                          if p50 and "scale" in rep else None)
+    bw = reports.get("bw") or {}
+    mrc = (bw.get("transports") or {}).get("mrc") or {}
+    topo = load_topology("default")
+    share = rules.ratio(_full(mrc.get("goodput_mbps"), bw.get("slowdown", 1.0)),
+                        topo.planes * topo.host_link_mbps)
+    measured = {"one_way_us": one_way, "paper_one_way_us": E0_PAPER_ONE_WAY_US,
+                "bandwidth_share": share}
+    if any(v is None for v in one_way.values()) or share is None:
+        return measured, False, "a run did not complete"
+    off = {w: abs(one_way[w] / E0_PAPER_ONE_WAY_US[w] - 1) for w in E0_PAIRS}
+    ok = all(v <= th.latency_tolerance for v in off.values()) and \
+        share >= th.bandwidth_share
+    return measured, ok, (
+        f"one way {one_way['local']:.2f} µs within a leaf and {one_way['cross']:.2f} µs "
+        f"across (paper 5.09 / 6.54, within {th.latency_tolerance:.0%} each: "
+        f"{'yes' if max(off.values()) <= th.latency_tolerance else 'no'}); 32 KB writes "
+        f"{share:.2f} of line rate (at least {th.bandwidth_share:.2f}; paper ~0.96)")
+
+
 # ---- E9, E10: collectives over a message-size sweep, MRC against the paper's RoCE ----
 # MRC sprays one QP a pair over `default`'s 8 planes; RoCE runs on `ecmp`, one plane of
 # the same aggregate bandwidth whose switches hash each QP's flow onto a spine, with 1
@@ -478,6 +534,9 @@ def e10_measure(reports: dict[str, dict], quick: bool) -> Measured:
 
 
 EXPERIMENTS: tuple[Experiment, ...] = (
+    Experiment("E0", "5.2.1", "point to point: one way 5.09 µs T0-local, 6.54 µs cross-T1; "
+               "~96 % of peak bandwidth", None, None,
+               sweep=Sweep(e0_runs, e0_measure, busbw_figure=False)),
     Experiment("E1", "9a", "throughput steps down one port at a time and back up; < 1 s "
                "interruption each time", e1_scenario, e1_measure),
     Experiment("E2", "9b", "4 of 8 NIC links flapping: settles at about half, recovers on "

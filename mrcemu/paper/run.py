@@ -18,8 +18,10 @@ from typing import Any
 import yaml
 
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
-from mrcemu.scenario.model import from_mapping
+from mrcemu.scenario.model import Scenario, from_mapping
 from mrcemu.topology import Topology
+from mrcemu.topology import latency as lat
+from mrcemu.topology import load as load_topology
 
 Ui = Callable[[str, dict], None]
 
@@ -37,7 +39,16 @@ def select(ids: list[str]) -> list[Experiment]:
     return [e for e in EXPERIMENTS if not want or e.id in want]
 
 
-def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict:
+def paced(sc: Scenario, k: float, latency: bool) -> Scenario:
+    """An experiment's scenario as run: without the fixed latency if asked (`--latency
+    off`), then k times slower."""
+    if not latency:
+        sc = sc.without_latency()
+    return sc.slowed(k) if k != 1.0 else sc
+
+
+def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
+        latency: bool = True) -> dict:
     from mrcemu.scenario.job import run as run_job
 
     out.mkdir(parents=True, exist_ok=True)
@@ -45,7 +56,7 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict
     for e in select(ids):
         row: dict[str, Any] = {"id": e.id, "figure": e.figure, "paper": e.paper}
         if e.sweep is not None:
-            _sweep(e, quick, slowdown, out, row, ui)
+            _sweep(e, quick, slowdown, out, row, ui, latency)
             rows.append(row)
             ui("judged", row)
             continue
@@ -54,9 +65,8 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict
             rows.append(row)
             ui("skipped", row)
             continue
-        sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
-        if slowdown != 1.0:
-            sc = sc.slowed(slowdown)
+        sc = paced(from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id), slowdown,
+                   latency)
         ui("experiment", {"id": e.id, "description": sc.description})
         folder = run_job(sc, out / "runs", ui)
         report = json.loads((folder / "report.json").read_text())
@@ -78,18 +88,22 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui) -> dict
             row["reason"] += " (the run was NOT faithful: " + "; ".join(
                 verdict.get("reasons", [])[:2]) + ")"
         if e.contrast is not None and row["measured"] is not None:
-            _contrast(e, quick, slowdown, dest, out, row, ui)
+            _contrast(e, quick, slowdown, dest, out, row, ui, latency)
         row["folder"] = e.id
         rows.append(row)
         ui("judged", row)
-    doc = {"quick": quick, "slowdown": slowdown, "experiments": rows}
+    default = load_topology("default")
+    doc = {"quick": quick, "slowdown": slowdown,
+           # the built-in fabric's scale: the experiments' times below are full-speed
+           "scale": lat.describe(default if latency else default.without_latency()),
+           "experiments": rows}
     (out / "paper.json").write_text(json.dumps(doc, indent=1, default=str))
     (out / "paper.md").write_text(markdown(doc))
     return doc
 
 
 def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str, Any],
-           ui: Ui) -> None:
+           ui: Ui, latency: bool) -> None:
     """Run each of a sweep experiment's scenarios, keep each report, judge them together
     and draw the figure."""
     from mrcemu.paper.experiments import sweep_table
@@ -113,9 +127,7 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
         # `default`'s plane port, and at one slowdown its NICs' timers must keep 8 times
         # closer to time (the fidelity verdict's limits scale with the port's packet
         # time). Each report says its slowdown, and its figures are read at full speed.
-        k = slowdown * sc.topology.host_link_mbps / port_mbps
-        if k != 1.0:
-            sc = sc.slowed(k)
+        sc = paced(sc, slowdown * sc.topology.host_link_mbps / port_mbps, latency)
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
         folder = run_job(sc, out / "runs", ui)
         reports[label] = json.loads((folder / "report.json").read_text())
@@ -127,8 +139,9 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
                faithful=not unfaithful)
     if unfaithful:
         row["reason"] += f" (runs NOT faithful: {', '.join(unfaithful)})"
-    plot_sweep(sweep_table(reports, quick), dest / "busbw.png",
-               f"{e.id} (Fig. {e.figure}): {e.paper.split(':')[0]}", capacity or 0.0)
+    if e.sweep.busbw_figure:
+        plot_sweep(sweep_table(reports, quick), dest / "busbw.png",
+                   f"{e.id} (Fig. {e.figure}): {e.paper.split(':')[0]}", capacity or 0.0)
 
 
 def contrast_topology(e: Experiment, topo: Topology, dest: Path) -> Path:
@@ -141,7 +154,7 @@ def contrast_topology(e: Experiment, topo: Topology, dest: Path) -> Path:
 
 
 def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path,
-              row: dict[str, Any], ui: Ui) -> None:
+              row: dict[str, Any], ui: Ui, latency: bool) -> None:
     """Run the contrast, and add its figures to the row (`KEY_figure`) and its reason."""
     from mrcemu.scenario.job import run as run_job
 
@@ -151,8 +164,7 @@ def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path
     topo = from_mapping(mapping, f"<paper {e.id}>", e.id).topology  # at full speed
     sc = from_mapping({**mapping, "topology": str(contrast_topology(e, topo, dest))},
                       f"<paper {e.id} {c.key}>", f"{e.id}-{c.key}")
-    if slowdown != 1.0:
-        sc = sc.slowed(slowdown)
+    sc = paced(sc, slowdown, latency)
     ui("experiment", {"id": f"{e.id} ({c.what})", "description": sc.description})
     folder = run_job(sc, out / "runs", ui)
     report = json.loads((folder / "report.json").read_text())
@@ -200,6 +212,8 @@ def markdown(doc: dict) -> str:
              f"`mrcemu paper`{' --quick' if doc['quick'] else ''}, every run slowed "
              f"{doc['slowdown']:g} times (times below are full-speed seconds). What each "
              "experiment is, and each rule's threshold: docs/paper.md.", "",
+             *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
+               if "scale" in doc else []),
              "| id | figure | the paper observed | measured (shares of the level before) | "
              "verdict | why |", "|---|---|---|---|---|---|"]
     for r in doc["experiments"]:

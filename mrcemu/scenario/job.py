@@ -27,7 +27,7 @@ from mrcemu.fabric.servers import Servers
 from mrcemu.scenario import analysis, plots, report
 from mrcemu.scenario.model import Scenario
 from mrcemu.scenario.runner import run_transport
-from mrcemu.topology import Layout
+from mrcemu.topology import Layout, latency
 
 Ui = Callable[[str, dict], None]
 
@@ -102,7 +102,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
         launched = True
         launch(str(sc.topology.source), lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
-            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster)
+            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster,
+            latency=sc.topology.has_latency)
         st = state.require_state()
         if st.cluster:
             placed: dict[str, int] = {}
@@ -139,7 +140,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
             _copy_logs(folder / "logs", offsets)
             rep = {"scenario": sc.name, "description": sc.description,
                    "topology": sc.topology.name, "source": sc.source,
-                   "slowdown": sc.slowdown,
+                   "slowdown": sc.slowdown, "scale": latency.describe(sc.topology, sc.slowdown),
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),

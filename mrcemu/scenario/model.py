@@ -128,6 +128,11 @@ class Scenario:
                        map_interval_ms=self.map_interval_ms * k, slowdown=self.slowdown * k)
 
 
+    def without_latency(self) -> Scenario:
+        """The same experiment on its fabric with no fixed latency (`--latency off`)."""
+        return replace(self, topology=self.topology.without_latency())
+
+
 _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",
         "timeout_s", "settle_s", "map_interval_ms", "transport")
 # What `transport:` may set: the policy, not the clocks (those follow the links, and

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mrcemu import fidelity
 from mrcemu.scenario.analysis import BIN, recovery_windows
+from mrcemu.topology import latency
 
 LABEL = {"mrc": "MRC", "roce": "RoCE"}
 
@@ -75,6 +76,20 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def paper_units(report: dict) -> str:
+    """The key times again on the paper's fabric: each job, and when each fault's path
+    last carried data."""
+    sc, ts = report["scale"], report["transports"]
+    parts = [f"{LABEL.get(n, n)}'s job {latency.on_paper(t['job_completion_s'], sc)}"
+             for n, t in ts.items() if t.get("job_completion_s") is not None]
+    parts += [f"{LABEL.get(n, n)}'s last packet on fault {i + 1}'s path "
+              f"{latency.on_paper(f['last_packet_on_failed_path_s'], sc)} after it"
+              for n, t in ts.items() for i, f in enumerate(t["faults"])
+              if f.get("last_packet_on_failed_path_s") is not None]
+    return ("In the paper's units: " + "; ".join(parts) + ".") if parts else \
+        "In the paper's units: no job completed."
+
+
 def fault_legend(report: dict) -> list[str]:
     """What each `fault N` of the table is: kind, target and scheduled time."""
     ts = report["transports"]
@@ -116,6 +131,7 @@ def markdown(report: dict) -> str:
              *([f"Slowed down {report['slowdown']:g} times (`--slowdown`): every link "
                 f"and clock, fault times included; times below are the slowed ones.", ""]
                if report.get("slowdown", 1.0) != 1.0 else []),
+             *([latency.scale_line(report["scale"]), ""] if "scale" in report else []),
              fidelity.line(report.get("fidelity")), ""]
     if report.get("partial"):
         lines += ["**Partial report: the run was interrupted.**", ""]
@@ -124,6 +140,8 @@ def markdown(report: dict) -> str:
     legend = fault_legend(report)
     if legend:
         lines += ["", "; ".join(legend) + "."]
+    if "scale" in report:
+        lines += ["", paper_units(report)]
     ts = report["transports"]
     if any(ts[n]["faults"] for n in ts):
         lines += ["", "Fault details (seconds after the first write):", "",

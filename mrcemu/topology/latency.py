@@ -37,8 +37,8 @@ PAPER_PLANE_MBPS = 100_000.0
 PAPER_ONE_WAY_LOCAL_US = 5.09
 PAPER_ONE_WAY_CROSS_US = 6.54
 # The fit above.
-SWITCH_LATENCY_US = (PAPER_ONE_WAY_CROSS_US - PAPER_ONE_WAY_LOCAL_US) / 2
-NIC_LATENCY_US = PAPER_ONE_WAY_LOCAL_US - SWITCH_LATENCY_US
+SWITCH_LATENCY_US = round((PAPER_ONE_WAY_CROSS_US - PAPER_ONE_WAY_LOCAL_US) / 2, 6)
+NIC_LATENCY_US = round(PAPER_ONE_WAY_LOCAL_US - SWITCH_LATENCY_US, 6)
 
 
 def time_scale(topo: Topology) -> float:
@@ -73,3 +73,41 @@ def bdp_packets(topo: Topology, payload: int) -> int:
     """Packets of `payload` bytes a host has in flight over the longest base round trip
     with every plane at line rate: what windows and the SACK span must carry."""
     return int(topo.planes * topo.host_link_mbps * 1e6 * longest_rtt_s(topo) / (8 * payload))
+
+
+def describe(topo: Topology, slowdown: float = 1.0) -> dict:
+    """What a report says of the scale: the model's (the paper's plane over this
+    fabric's, before any --slowdown), the slowdown, the factor from this run's seconds
+    to the paper's, and the base round trips in this run's seconds."""
+    k = time_scale(topo)
+    return {"model_scale": round(k / slowdown, 3), "slowdown": slowdown,
+            "time_scale": round(k, 3),
+            "latency": bool(topo.nic_latency_us or topo.switch_latency_us),
+            "base_rtt_s": {"cross_leaf": round(2 * one_way_s(topo, 3), 6),
+                           "same_leaf": round(2 * one_way_s(topo, 1), 6)}}
+
+
+def duration(s: float) -> str:
+    """Seconds as people read them: 65.4 ms, 13.1 µs, 2.31 s."""
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(s) >= f or unit == "ns":
+            return f"{s / f:.3g} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def on_paper(s: float, scale: dict) -> str:
+    """A time of this run, and what it is on the paper's fabric: '65.4 ms here = 13.1 µs
+    on the paper's fabric'. `scale` is `describe`'s block."""
+    return f"{duration(s)} here = {duration(s / scale['time_scale'])} on the paper's fabric"
+
+
+def scale_line(scale: dict) -> str:
+    """report.md's and send's one sentence on the scale."""
+    slowed = (f", slowed {scale['slowdown']:g} times (1:{scale['time_scale']:g} in all)"
+              if scale["slowdown"] != 1 else "")
+    head = (f"Scale model 1:{scale['model_scale']:g} of the paper's fabric{slowed}: rates "
+            f"divided by it, times multiplied.")
+    if not scale["latency"]:
+        return head + " Fixed latency off (nic_latency_us and switch_latency_us 0)."
+    return (head + f" Base round trip {on_paper(scale['base_rtt_s']['cross_leaf'], scale)} "
+            f"across leaves, {duration(scale['base_rtt_s']['same_leaf'])} within a leaf.")

@@ -74,6 +74,16 @@ class Topology:
                        scale=time_scale(self) * k)
 
     @property
+    def has_latency(self) -> bool:
+        """Whether the scale model's fixed latency is on (either latency set)."""
+        return bool(self.nic_latency_us or self.switch_latency_us)
+
+    def without_latency(self) -> Topology:
+        """The same fabric with no fixed latency (`--latency off`): serialization and
+        queueing alone, for comparison with the scale model."""
+        return replace(self, nic_latency_us=0.0, switch_latency_us=0.0)
+
+    @property
     def ecmp(self) -> bool:
         return self.routing == "ecmp"
 

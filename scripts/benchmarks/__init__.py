@@ -14,4 +14,5 @@ SECTIONS = [
     "bpf_cost",
     "failover",
     "degraded_stream",
+    "scale_model",
 ]

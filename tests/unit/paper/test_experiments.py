@@ -50,7 +50,50 @@ def test_every_experiment_runs_one_scenario_or_a_sweep():
     for e in ex.EXPERIMENTS:
         assert (e.scenario is None) == (e.sweep is not None), e.id
         assert not e.missing, e.id
-    assert [e.id for e in ex.EXPERIMENTS if e.sweep] == ["E9", "E10"]
+    assert [e.id for e in ex.EXPERIMENTS if e.sweep] == ["E0", "E9", "E10"]
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_e0_is_ib_write_lat_local_and_cross_and_ib_write_bw(quick):
+    runs = dict(ex.BY_ID["E0"].sweep.runs(quick))
+    assert set(runs) == {"lat-local", "lat-cross", "bw"}
+    for where, (a, b) in (("local", (0, 1)), ("cross", (0, 7))):
+        sc = from_mapping(runs[f"lat-{where}"], "<e0>", "E0")
+        assert (sc.workload.kind, sc.workload.size) == ("single", 2)
+        assert (sc.workload.src, sc.workload.dst) == (a, b)
+        # the pair is where the paper measured it: one switch, or leaf-spine-leaf
+        from mrcemu.topology import latency
+        assert latency.hops(sc.topology, a, b) == (1 if where == "local" else 3)
+    bw = from_mapping(runs["bw"], "<e0>", "E0")
+    assert bw.workload.kind == "stream" and bw.workload.size == 32 * 1024
+    # more in flight than a host's bandwidth-delay product, or the window, not the
+    # link, would set the rate
+    assert bw.workload.depth * bw.workload.size > latency.bdp_packets(bw.topology, 4096) * 4096
+
+
+def e0_report(kind: str, slowdown: float, **fig) -> dict:
+    from mrcemu.topology import latency, load
+    scale = latency.describe(load("default").slowed(slowdown), slowdown)
+    mrc = ({"per_size": {"2": {"transport_s_p50": fig["p50"]}}} if kind == "lat"
+           else {"goodput_mbps": fig["mbps"]})
+    return {"slowdown": slowdown, "scale": scale, "transports": {"mrc": mrc}}
+
+
+def test_e0_judges_one_way_latency_on_the_papers_scale_and_the_bandwidth_share():
+    k = 4  # slowed 4 times: 1:20000, a paper microsecond is 20 ms here
+    good = {"lat-local": e0_report("lat", k, p50=2 * 5.2e-6 * 20000),
+            "lat-cross": e0_report("lat", k, p50=2 * 6.7e-6 * 20000),
+            "bw": e0_report("bw", k, mbps=0.93 * 160 / k)}
+    measured, ok, why = ex.e0_measure(good, quick=True)
+    assert ok, why
+    assert measured["one_way_us"] == {"local": pytest.approx(5.2), "cross": pytest.approx(6.7)}
+    assert measured["bandwidth_share"] == pytest.approx(0.93)
+    # 12 % over the paper's cross-T1 figure, or 0.85 of line rate: not as the paper
+    slow = {**good, "lat-cross": e0_report("lat", k, p50=2 * 6.54 * 1.12e-6 * 20000)}
+    assert not ex.e0_measure(slow, quick=True)[1]
+    thin = {**good, "bw": e0_report("bw", k, mbps=0.85 * 160 / k)}
+    assert not ex.e0_measure(thin, quick=True)[1]
+    assert ex.e0_measure({**good, "bw": {}}, quick=True)[:2][1] is False
 
 
 @pytest.mark.parametrize("quick", [True, False])
@@ -221,7 +264,7 @@ def test_rules_read_whole_bins_of_the_series():
 
 
 def test_unknown_ids_are_one_clear_error_and_the_table_says_what_was_not_run():
-    with pytest.raises(MrcemuError, match="no experiment E12: the ids are E1"):
+    with pytest.raises(MrcemuError, match="no experiment E12: the ids are E0, E1"):
         select(["E7", "E12"])
     assert [e.id for e in select(["e5", "E1"])] == ["E1", "E5"]
     md = markdown({"quick": True, "slowdown": 4.0, "experiments": [

@@ -11,8 +11,11 @@ from mrcemu.topology.latency import (
     SWITCH_LATENCY_US,
     base_rtt_s,
     bdp_packets,
+    describe,
     hops,
+    on_paper,
     one_way_s,
+    scale_line,
     time_scale,
 )
 from mrcemu.topology.model import from_mapping
@@ -72,3 +75,19 @@ def test_a_bad_latency_or_scale_names_the_field_and_the_fix(field, value, words)
                       "hosts": 4, field: value}, "t.yaml", "t")
     msg = str(e.value)
     assert "t.yaml" in msg and field in msg and words in msg
+
+
+def test_a_slowed_run_states_its_times_against_the_papers():
+    t = load("default")
+    d = describe(t.slowed(4), slowdown=4)
+    assert d["model_scale"] == 5000 and d["time_scale"] == 20000 and d["latency"]
+    assert d["base_rtt_s"]["cross_leaf"] == pytest.approx(4 * 0.0654)
+    assert on_paper(0.2616, d) == "262 ms here = 13.1 µs on the paper's fabric"
+    assert on_paper(12.3, d) == "12.3 s here = 615 µs on the paper's fabric"
+    line = scale_line(d)
+    assert "1:5000" in line and "slowed 4 times (1:20000 in all)" in line
+    assert "262 ms here = 13.1 µs" in line and "204 ms within a leaf" in line
+    off = from_mapping({"planes": 2, "leaves_per_plane": 2, "spines_per_plane": 2,
+                        "hosts": 4, "nic_latency_us": 0, "switch_latency_us": 0},
+                       "t.yaml", "t")
+    assert not describe(off)["latency"] and "Fixed latency off" in scale_line(describe(off))
