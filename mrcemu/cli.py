@@ -789,7 +789,7 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
 @friendly
 def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
           latency_mode: str) -> None:
-    """Reproduce the white paper's testbed experiments (E1..E11, or the IDS given): run
+    """Reproduce the white paper's testbed experiments (E0..E11, or the IDS given): run
     each, measure it, and judge it against what the paper observed."""
     from pathlib import Path
 

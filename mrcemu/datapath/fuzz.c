@@ -10,11 +10,15 @@
  * exactly the frame's length and runs its timers: hostile acknowledgements must leave
  * its records within their bounds. The same input also goes to one RoCE QP (roce.c):
  * its go-back-N responder places into its own exact-size region, and its requester
- * frames from a posted message into a one-port queue after each input. */
+ * frames from a posted message into a one-port queue after each input. And it goes
+ * through the scale model's delay line (delay.c), whose rings are heap blocks of exactly
+ * their size, small enough that frames wrap and fill them: a frame comes back whole,
+ * with its own tag, and a ring never holds more than its bound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "delay.h"
 #include "responder.h"
 #include "roce.h"
 #include "sender.h"
@@ -205,6 +209,32 @@ static void roce_feed(const uint8_t *pkt, size_t len, uint8_t mode, double now)
 	rports.p[0].n = 0;
 }
 
+/* Two classes of 12 KiB: a 9,100-byte input fits one at a time, so rings wrap and fill. */
+#define DELAY_CAP 12288
+static struct mrc_delay dline;
+
+static void delay_feed(const uint8_t *pkt, size_t len, uint8_t mode, double now)
+{
+	if (!dline.cap && mrc_delay_init(&dline, 2, DELAY_CAP) < 0)
+		abort();
+	size_t cls = mode & 1; /* a constant delay per class, as the NIC's */
+	if (mrc_delay_push(&dline, cls, now + (cls ? 3e-4 : 1e-4), (uint32_t)len, pkt, len) < 0)
+		abort(); /* releases never go back in time here */
+	size_t n;
+	uint32_t tag;
+	const uint8_t *f;
+	volatile uint64_t sink = 0;
+	while ((f = mrc_delay_pop(&dline, now, &n, &tag))) {
+		if (n != tag)
+			abort(); /* a frame comes back with its own length */
+		for (size_t i = 0; i < n; i++)
+			sink += f[i];
+	}
+	for (size_t i = 0; i < dline.nclasses; i++)
+		if (dline.c[i].used > dline.cap)
+			abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -247,6 +277,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* the bitmap's count or the control queue left their bounds */
 	resp.nctl = 0;
 	resp.ndone = 0;
+	delay_feed(pkt, len, mode, now);
 	free(pkt);
 	return 0;
 }

@@ -84,7 +84,8 @@ def ev_states(report: dict, dest: Path) -> None:
         ax.set_title(f"{LABEL.get(name, name)}: EVs not GOOD "
                      f"(of {t['ev_states']['evs_total']} used)", fontsize=10)
         ax.set_ylabel("EVs")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # none when every EV stayed GOOD
+            ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         ax2 = axes[1, col]
         keys = sorted(rows)[:200]

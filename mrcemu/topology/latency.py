@@ -89,6 +89,8 @@ def describe(topo: Topology, slowdown: float = 1.0) -> dict:
 
 def duration(s: float) -> str:
     """Seconds as people read them: 65.4 ms, 13.1 µs, 2.31 s."""
+    if s == 0:
+        return "0 s"
     for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(s) >= f or unit == "ns":
             return f"{s / f:.3g} {unit}"
