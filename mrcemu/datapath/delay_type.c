@@ -79,9 +79,8 @@ static PyObject *delay_pop(DelayLineObject *self, PyObject *args)
 	return Py_BuildValue("(Iy#)", tag, (const char *)f, (Py_ssize_t)len);
 }
 
-static PyObject *delay_counters(DelayLineObject *self, PyObject *unused)
+PyObject *mrc_delay_counters_dict(const struct mrc_delay *d)
 {
-	const struct mrc_delay *d = &self->d;
 	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:n,s:K,s:d}", "pushed",
 			     (unsigned long long)d->pushed, "released",
 			     (unsigned long long)d->released, "dropped",
@@ -89,6 +88,11 @@ static PyObject *delay_counters(DelayLineObject *self, PyObject *unused)
 			     (unsigned long long)d->oversize, "held",
 			     (Py_ssize_t)mrc_delay_held(d), "late_n",
 			     (unsigned long long)d->late_n, "late_max", d->late_max);
+}
+
+static PyObject *delay_counters(DelayLineObject *self, PyObject *unused)
+{
+	return mrc_delay_counters_dict(&self->d);
 }
 
 static PyMethodDef delay_methods[] = {

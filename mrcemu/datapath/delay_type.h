@@ -15,4 +15,7 @@ typedef struct {
 
 extern PyTypeObject DelayLineType;
 
+/* A delay line's counters as a dict: DelayLine.counters() and Ports.delay_counters(). */
+PyObject *mrc_delay_counters_dict(const struct mrc_delay *d);
+
 #endif

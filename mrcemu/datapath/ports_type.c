@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "delay_type.h"
 #include "ports_ref.h"
 #include "ports_type.h"
 #include "pyshared.h"
@@ -579,14 +580,7 @@ static PyObject *ports_delay_counters(PortsObject *self, PyObject *unused)
 {
 	if (!self->delayed)
 		Py_RETURN_NONE;
-	const struct mrc_delay *d = &self->delay;
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:n,s:K,s:d}", "pushed",
-			     (unsigned long long)d->pushed, "released",
-			     (unsigned long long)d->released, "dropped",
-			     (unsigned long long)d->dropped, "oversize",
-			     (unsigned long long)d->oversize, "held",
-			     (Py_ssize_t)mrc_delay_held(d), "late_n",
-			     (unsigned long long)d->late_n, "late_max", d->late_max);
+	return mrc_delay_counters_dict(&self->delay);
 }
 
 /* {plane: value(port)} over the ports: the per-plane views the meter and the daemon read. */
