@@ -14,6 +14,7 @@ from typing import Any
 
 from mrcemu.paper import rules
 from mrcemu.topology import load as load_topology
+from mrcemu.topology.latency import PAPER_ONE_WAY_CROSS_US
 
 Measured = tuple[dict[str, Any], bool, str]
 
@@ -164,12 +165,20 @@ def e4_scenario(quick: bool) -> dict:
         [{"at": 1.0, "kind": "link-down", "targets": LINKS, "duration": d}])
 
 
-def _bins_beside(shares: list[float | None]) -> str:
-    """The paper's 200 ms bins, reported beside a verdict as what they are."""
+def _bins_beside(shares: list[float | None], report: dict) -> str:
+    """The paper's 200 ms bins, reported beside a verdict as what they are: how many base
+    round trips one holds here (from the run's scale) and on the paper's fabric."""
     low = min((x for x in shares if x is not None), default=None)
-    return ("" if low is None else
-            f"; its {rules.THRESHOLDS.bin_s * 1e3:.0f} ms bins (~13 round trips each here, "
-            f"~15,000 in the paper's) fell to {low:.3f} of the level")
+    if low is None:
+        return ""
+    bin_s = rules.THRESHOLDS.bin_s
+    paper = bin_s / (2 * PAPER_ONE_WAY_CROSS_US * 1e-6)
+    sc = report.get("scale") or {}
+    rtt = (sc.get("base_rtt_s") or {}).get("cross_leaf", 0.0) / report.get("slowdown", 1.0)
+    here = (f"~{bin_s / rtt:.0f} base round trips each here" if rtt else
+            "no fixed latency here")
+    return (f"; its {bin_s * 1e3:.0f} ms bins ({here}, ~{round(paper, -3):,.0f} in the "
+            f"paper's) fell to {low:.3f} of the level")
 
 
 def _every_failure(report: dict, until: float) -> Measured:
@@ -183,7 +192,7 @@ def _every_failure(report: dict, until: float) -> Measured:
     costs = [f.get("cost_rtts") for f in mrc["faults"]]
     ok, why = rules.cost_consistent(costs, "the failures")
     return ({"level_before_mbps": _full(base, k), "cost_rtts": costs, "bin_shares": shares},
-            ok, why + _bins_beside(shares))
+            ok, why + _bins_beside(shares, report))
 
 
 def e3_measure(report: dict, quick: bool) -> Measured:
@@ -272,7 +281,7 @@ def e7_measure(report: dict, quick: bool) -> Measured:
     measured["cost_rtts"] = fault.get("cost_rtts")
     ok, why = rules.cost_consistent([measured["cost_rtts"]], "the lossy path")
     return measured, ok, f"the EV was retired at its first loss found; {why}" + _bins_beside(
-        shares)
+        shares, report)
 
 
 # ---- E8: two flows on two EVs of one plane, one pinned -------------------------------------

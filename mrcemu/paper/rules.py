@@ -20,7 +20,8 @@ class Thresholds:
     # "Recovers on restore": back to at least this share once every fault is healed.
     recovered: float = 0.90
     # The paper's bins, in full-speed seconds: reported beside the verdicts of E3, E4 and
-    # E7 as what they are (a 200 ms bin is ~15,000 of the paper's round trips, ~13 here).
+    # E7 as what they are (a 200 ms bin is ~15,000 of the paper's round trips, ~3 of the
+    # scale model's base round trips here).
     bin_s: float = 0.2
     # "Minimal impact" at this zoom (PAPER.md section 4, B2: bypassed "in a few tens of
     # microseconds", 2-3 of the paper's round trips): each failure costs at most this many
