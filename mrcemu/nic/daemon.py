@@ -194,6 +194,11 @@ class Nic:
         """Bytes held as the source of writes not yet complete (released when done)."""
         return sum(m.size for c in self.conns.values() for m in c.unfinished())
 
+    def held_bytes(self) -> int:
+        """Bytes the budget holds outside the regions: the sources of unfinished writes
+        and the delay line's rings (allocated once, at start)."""
+        return self.source_bytes() + self.delay_bytes
+
     # ---- packets --------------------------------------------------------------
     def budget(self) -> int:
         return self.tx_ports.budget
@@ -222,17 +227,15 @@ class Nic:
 
     def _set_delay(self) -> int:
         """Hold received frames for the fabric's fixed latency; the bytes the delay line
-        may hold (each class twice what the host's ports bring in over its delay: a
-        full line drops, and says so), 0 when the topology sets no latency."""
+        holds (`latency.delay_line_bytes`: a full ring drops, and says so), 0 when the
+        topology sets no latency."""
         t = self.topo
-        delays = [latency.one_way_s(t, latency.hops(t, h, self.host)) for h in range(t.hosts)]
-        if not any(delays):
+        if not t.has_latency:
             self.tx_ports.set_delay([], 0)
             return 0
-        line_rate = sum(self.rate.values()) / PACING  # bytes/s over every port
-        cap = int(2 * line_rate * max(delays)) + 4 * (14 + t.mtu)
-        self.tx_ports.set_delay(delays, cap)
-        return cap * len(set(delays))
+        delays = [latency.one_way_s(t, latency.hops(t, h, self.host)) for h in range(t.hosts)]
+        self.tx_ports.set_delay(delays, latency.delay_ring_bytes(t))
+        return latency.delay_line_bytes(t)
 
     def release(self, now: float) -> int:
         """The held frames due at `now`, handled as `receive` handles frames read."""
@@ -367,14 +370,14 @@ class Nic:
         if op == "ping":
             return {"ok": True, "host": self.name, "pid": os.getpid(),
                     "malformed": self.malformed, "transport": self.cfg.to_json(),
-                    "memory_used": self.memory.used + self.source_bytes(),
+                    "memory_used": self.memory.used + self.held_bytes(),
                     "memory_budget": self.memory.budget,
                     "delay_line_bytes": self.delay_bytes,
                     "delay_line": self.tx_ports.delay_counters()}
         if op == "register":
             try:
                 with self.meter.harness():  # allocating (zeroing) the region
-                    mr = self.memory.register(int(req["size"]), also_held=self.source_bytes())
+                    mr = self.memory.register(int(req["size"]), also_held=self.held_bytes())
             except BudgetExceeded as e:
                 return {"ok": False, "error": str(e)}
             self.log("register", rkey=mr.rkey, size=len(mr.buf))
@@ -398,7 +401,7 @@ class Nic:
                         f"{MAX_QPS if transport == 'roce' else 1} at most"}
             size = int(req["size"])
             try:
-                self.memory.check_budget(size, also_held=self.source_bytes())
+                self.memory.check_budget(size, also_held=self.held_bytes())
             except BudgetExceeded as e:
                 return {"ok": False, "error": str(e)}
             with self.meter.harness():

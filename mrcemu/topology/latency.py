@@ -25,9 +25,13 @@ class Topology(Protocol):
     planes: int
     leaves_per_plane: int
     host_link_mbps: float
+    mtu: int
     scale: float | None
     nic_latency_us: float
     switch_latency_us: float
+
+    @property
+    def has_latency(self) -> bool: ...
 
     def leaf_of(self, host: int) -> int: ...
 
@@ -75,6 +79,25 @@ def bdp_packets(topo: Topology, payload: int) -> int:
     return int(topo.planes * topo.host_link_mbps * 1e6 * longest_rtt_s(topo) / (8 * payload))
 
 
+def delay_ring_bytes(topo: Topology) -> int:
+    """The bytes of one of a NIC's delay-line rings (datapath/delay.c): twice what the
+    host's ports bring in at line rate over the longest one-way latency, plus a few
+    frames, so only a fabric running past line rate fills it (and a full ring drops and
+    counts). 0 without latency."""
+    if not topo.has_latency:
+        return 0
+    line_rate = topo.planes * topo.host_link_mbps * 1e6 / 8  # bytes/s over every port
+    longest_one_way = one_way_s(topo, 3 if topo.leaves_per_plane > 1 else 1)
+    return int(2 * line_rate * longest_one_way) + 4 * (14 + topo.mtu)
+
+
+def delay_line_bytes(topo: Topology) -> int:
+    """A NIC's delay line in all: a ring per one-way latency its frames can have (same
+    leaf, and across leaves when there are several). It is held from the daemon's start,
+    within the NIC memory budget."""
+    return delay_ring_bytes(topo) * (2 if topo.leaves_per_plane > 1 else 1)
+
+
 def describe(topo: Topology, slowdown: float = 1.0) -> dict:
     """What a report says of the scale: the model's (the paper's plane over this
     fabric's, before any --slowdown), the slowdown, the factor from this run's seconds
@@ -82,7 +105,7 @@ def describe(topo: Topology, slowdown: float = 1.0) -> dict:
     k = time_scale(topo)
     return {"model_scale": round(k / slowdown, 3), "slowdown": slowdown,
             "time_scale": round(k, 3),
-            "latency": bool(topo.nic_latency_us or topo.switch_latency_us),
+            "latency": topo.has_latency,
             "base_rtt_s": {"cross_leaf": round(2 * one_way_s(topo, 3), 6),
                            "same_leaf": round(2 * one_way_s(topo, 1), 6)}}
 

@@ -14,7 +14,12 @@ from typing import Any
 
 from mrcemu import yamlfile
 from mrcemu.errors import ConfigError
-from mrcemu.topology.latency import NIC_LATENCY_US, SWITCH_LATENCY_US, time_scale
+from mrcemu.topology.latency import (
+    NIC_LATENCY_US,
+    SWITCH_LATENCY_US,
+    delay_line_bytes,
+    time_scale,
+)
 
 # The uSID is plane(4) | kind(2) | index(10): these bounds come from that layout.
 MAX_PLANES = 16
@@ -184,6 +189,14 @@ def _validate(t: Topology) -> None:
     _check_int(t, "nic_memory_mib", 1, None,
                "must be a positive number of MiB: each NIC's memory budget",
                "set nic_memory_mib to 1024")
+    # The delay line is held from a NIC's start, within its budget.
+    held = delay_line_bytes(t)
+    if held > t.nic_memory_mib << 20:
+        raise ConfigError(t.source, "nic_memory_mib", t.nic_memory_mib,
+                          f"is below the {held:,} bytes each NIC's delay line holds for "
+                          "the fixed latency at this scale and line rate",
+                          f"set nic_memory_mib to at least {-(-held >> 20)}, or lower "
+                          "scale, nic_latency_us or switch_latency_us")
     for name in ("buffer_bytes", "ecn_threshold_bytes", "trim_threshold_bytes"):
         _check_int(t, name, 0, None, "must be zero (disabled) or positive",
                    f"set {name} to 0 or a byte count")

@@ -11,6 +11,8 @@ from mrcemu.topology.latency import (
     SWITCH_LATENCY_US,
     base_rtt_s,
     bdp_packets,
+    delay_line_bytes,
+    delay_ring_bytes,
     describe,
     hops,
     on_paper,
@@ -60,6 +62,27 @@ def test_zero_turns_the_latencies_off():
     t = from_mapping({"planes": 2, "leaves_per_plane": 2, "spines_per_plane": 2,
                       "hosts": 4, "nic_latency_us": 0, "switch_latency_us": 0}, "t.yaml", "t")
     assert one_way_s(t, 3) == 0 and bdp_packets(t, 4096) == 0
+
+
+def test_the_delay_line_holds_twice_the_line_rate_over_the_longest_one_way():
+    t = load("default")
+    # 8 ports x 20 Mb/s = 20 MB/s; 32.7 ms one way across leaves; 4 frames of slack.
+    assert delay_ring_bytes(t) == int(2 * 20e6 * 0.0327) + 4 * 9014
+    assert delay_line_bytes(t) == 2 * delay_ring_bytes(t)  # same leaf and across
+    assert delay_line_bytes(t.slowed(20)) == delay_line_bytes(t)  # rate / k, time x k
+    assert delay_line_bytes(t.without_latency()) == 0
+
+
+def test_a_budget_below_the_delay_line_names_nic_memory_mib_and_the_least_that_fits():
+    with pytest.raises(ConfigError) as e:
+        from_mapping({"planes": 8, "leaves_per_plane": 2, "spines_per_plane": 2,
+                      "hosts": 4, "nic_memory_mib": 2}, "t.yaml", "t")
+    msg = str(e.value)
+    assert "t.yaml" in msg and "'nic_memory_mib' = 2" in msg and "at least 3" in msg
+    # Without latency there is no delay line, and 2 MiB is a valid budget.
+    assert from_mapping({"planes": 8, "leaves_per_plane": 2, "spines_per_plane": 2,
+                         "hosts": 4, "nic_memory_mib": 2, "nic_latency_us": 0,
+                         "switch_latency_us": 0}, "t.yaml", "t").nic_memory_mib == 2
 
 
 @pytest.mark.parametrize(("field", "value", "words"), [
