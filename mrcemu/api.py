@@ -74,7 +74,7 @@ class Fabric:
             raise NeedsRoot("up")
         from mrcemu.fabric.launch import launch
 
-        launch(str(topo.source), progress, seed=seed, cluster=cluster)
+        launch(topo, progress, seed=seed, cluster=cluster)
         fab = cls()
         fab._owned = True
         return fab

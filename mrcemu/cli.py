@@ -100,7 +100,7 @@ def up(topology: str, seed: int, cluster_file: str | None) -> None:
             bar.update(tasks[stage], completed=n)
 
         try:
-            summary = launch(topology, progress, seed=seed, cluster=cluster_file)
+            summary = launch(topo, progress, seed=seed, cluster=cluster_file)
         except KeyboardInterrupt:
             err.print("interrupted: the fabric was torn down")
             sys.exit(130)
@@ -704,11 +704,8 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
     from mrcemu.scenario import load as load_scenario
     from mrcemu.scenario.job import run as run_job
 
-    sc = load_scenario(scenario)  # a bad file stops here, before anything starts
-    if latency_mode == "off":
-        sc = sc.without_latency()
-    if slowdown != 1.0:
-        sc = sc.slowed(slowdown)
+    # A bad file stops here, before anything starts.
+    sc = load_scenario(scenario).as_run(slowdown, latency=latency_mode == "on")
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 

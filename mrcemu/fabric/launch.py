@@ -10,31 +10,35 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from mrcemu.errors import FabricStateError, MrcemuError
 from mrcemu.fabric import state
 from mrcemu.fabric.clean import clean
+from mrcemu.topology import Topology
 
 
-def launch(topology: str, progress: Callable[[str, int, int], None] | None = None,
+def launch(topo: Topology, progress: Callable[[str, int, int], None] | None = None,
            seed: int = 1, slowdown: float = 1.0, transport: dict | None = None,
-           cluster: str | None = None, latency: bool = True) -> dict:
-    """Start a manager for `topology` and wait until the fabric is up; returns its summary.
-    `seed` goes into the fabric's transport config (it orders the EV spraying), and so
-    do `transport`'s settings (a scenario's `transport:`, checked by its loader);
-    `slowdown` > 1 runs every link, and the transports' clocks, that many times slower;
-    `latency` False runs it without the topology's fixed latency (`--latency off`).
+           cluster: str | None = None) -> dict:
+    """Start a manager for the validated topology `topo`, exactly as given, and wait
+    until the fabric is up; returns its summary. Every change a run makes to a file's
+    fabric (`--slowdown`'s rates, `--latency off`) is already in `topo`: the manager
+    builds what it is handed and reads no file. `slowdown` is the factor `topo` was
+    slowed by, for the transport clocks that do not follow the links. `seed` goes into
+    the fabric's transport config (it orders the EV spraying), and so do `transport`'s
+    settings (a scenario's `transport:`, checked by its loader).
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
     with state.Lock() as lock:
         if lock.held_by_other():
             lock.acquire()  # raises the clear "already running" error
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
     with open(state.LOG, "a") as log:  # the manager has its own copy
-        proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager", topology,
-                                 str(seed), str(slowdown), json.dumps(transport or {}),
-                                 str(Path(cluster).resolve()) if cluster else "",
-                                 "on" if latency else "off"],
+        proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager",
+                                 json.dumps(asdict(topo)), str(seed), str(slowdown),
+                                 json.dumps(transport or {}),
+                                 str(Path(cluster).resolve()) if cluster else ""],
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                                 start_new_session=True, text=True)
     try:

@@ -17,13 +17,12 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict
-from pathlib import Path
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children, servers, state
 from mrcemu.fabric.build import Fabric
-from mrcemu.topology import load
+from mrcemu.topology import Topology
 from mrcemu.topology.cluster import load as load_cluster
 from mrcemu.transport.config import TransportConfig
 
@@ -105,19 +104,14 @@ def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
     return procs
 
 
-def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
-         transport: dict | None = None, cluster_path: str | None = None,
-         latency: bool = True) -> int:
-    topology_path = str(Path(topology_path).resolve()) if Path(topology_path).exists() \
-        else topology_path
+def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
+         transport: dict | None = None, cluster_path: str | None = None) -> int:
+    """Build the fabric of `topology_json` (the validated topology `launch` was handed,
+    with any --slowdown and --latency off already in it) and serve it until `down`."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
-        topo = load(topology_path)
-        if not latency:  # `--latency off`: the file's fabric without its fixed latency
-            topo = topo.without_latency()
-        if slowdown != 1.0:
-            topo = topo.slowed(slowdown)
+        topo = Topology(**json.loads(topology_json))
         cfg = TransportConfig.for_topology(topo, seed, slowdown)
         if transport:
             cfg = TransportConfig.from_json({**cfg.to_json(), **transport})
@@ -131,7 +125,7 @@ def main(topology_path: str, seed: int = 1, slowdown: float = 1.0,
     except MrcemuError as e:
         emit("error", message=str(e), code=e.exit_code)
         return e.exit_code
-    st = state.FabricState(topology=topology_path, manager_pid=os.getpid(),
+    st = state.FabricState(topology=topo.source, manager_pid=os.getpid(),
                            started_at=time.time(), topology_snapshot=asdict(topo),
                            transport_snapshot=cfg.to_json())
     st.save()
@@ -209,5 +203,4 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
                   float(sys.argv[3]) if len(sys.argv) > 3 else 1.0,
                   json.loads(sys.argv[4]) if len(sys.argv) > 4 else None,
-                  sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None,
-                  sys.argv[6] != "off" if len(sys.argv) > 6 else True))
+                  sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None))

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
-from mrcemu.scenario.model import Scenario, from_mapping
+from mrcemu.scenario.model import from_mapping
 from mrcemu.topology import Topology
 from mrcemu.topology import latency as lat
 from mrcemu.topology import load as load_topology
@@ -39,14 +39,6 @@ def select(ids: list[str]) -> list[Experiment]:
     return [e for e in EXPERIMENTS if not want or e.id in want]
 
 
-def paced(sc: Scenario, k: float, latency: bool) -> Scenario:
-    """An experiment's scenario as run: without the fixed latency if asked (`--latency
-    off`), then k times slower."""
-    if not latency:
-        sc = sc.without_latency()
-    return sc.slowed(k) if k != 1.0 else sc
-
-
 def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
         latency: bool = True) -> dict:
     from mrcemu.scenario.job import run as run_job
@@ -65,8 +57,8 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
             rows.append(row)
             ui("skipped", row)
             continue
-        sc = paced(from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id), slowdown,
-                   latency)
+        sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
+        sc = sc.as_run(slowdown, latency)
         ui("experiment", {"id": e.id, "description": sc.description})
         folder = run_job(sc, out / "runs", ui)
         report = json.loads((folder / "report.json").read_text())
@@ -127,7 +119,7 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
         # `default`'s plane port, and at one slowdown its NICs' timers must keep 8 times
         # closer to time (the fidelity verdict's limits scale with the port's packet
         # time). Each report says its slowdown, and its figures are read at full speed.
-        sc = paced(sc, slowdown * sc.topology.host_link_mbps / port_mbps, latency)
+        sc = sc.as_run(slowdown * sc.topology.host_link_mbps / port_mbps, latency)
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
         folder = run_job(sc, out / "runs", ui)
         reports[label] = json.loads((folder / "report.json").read_text())
@@ -164,7 +156,7 @@ def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path
     topo = from_mapping(mapping, f"<paper {e.id}>", e.id).topology  # at full speed
     sc = from_mapping({**mapping, "topology": str(contrast_topology(e, topo, dest))},
                       f"<paper {e.id} {c.key}>", f"{e.id}-{c.key}")
-    sc = paced(sc, slowdown, latency)
+    sc = sc.as_run(slowdown, latency)
     ui("experiment", {"id": f"{e.id} ({c.what})", "description": sc.description})
     folder = run_job(sc, out / "runs", ui)
     report = json.loads((folder / "report.json").read_text())

@@ -100,10 +100,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
     try:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
         launched = True
-        launch(str(sc.topology.source), lambda stage, n, total: ui(
+        launch(sc.topology, lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
-            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster,
-            latency=sc.topology.has_latency)
+            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster)
         st = state.require_state()
         if st.cluster:
             placed: dict[str, int] = {}

@@ -132,6 +132,12 @@ class Scenario:
         """The same experiment on its fabric with no fixed latency (`--latency off`)."""
         return replace(self, topology=self.topology.without_latency())
 
+    def as_run(self, slowdown: float = 1.0, latency: bool = True) -> Scenario:
+        """The experiment as `run` and `paper` run it: without the fixed latency if asked
+        (`--latency off`), then `slowdown` times slower (`--slowdown`)."""
+        sc = self if latency else self.without_latency()
+        return sc.slowed(slowdown) if slowdown != 1.0 else sc
+
 
 _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",
         "timeout_s", "settle_s", "map_interval_ms", "transport")

@@ -25,12 +25,13 @@ def ecmp_spread() -> str:
     from mrcemu.fabric.launch import launch, stop
     from mrcemu.fabric.state import load_state
     from mrcemu.nic import transfer
+    from mrcemu.topology import load
 
     k = 4  # slowed as `mrcemu paper` runs: its one port at 40 Mb/s, faithful on 2 cores
     flows = [(a, a + 4) for a in range(4)] + [(a + 4, a) for a in range(4)]
     cross = flows[:4]  # leaf 0 to leaf 1, at once
     mrcemu("clean")
-    launch("ecmp", slowdown=k)
+    launch(load("ecmp").slowed(k), slowdown=k)
     try:
         topo = load_state().topo()
         placed, rows = {}, []
