@@ -29,12 +29,15 @@ LUA = "mrcemu/wireshark/mrc.lua"
 def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric, tmp_path):
     pcap = tmp_path / "h7.pcapng"
     st = state.load_state()
-    cap = subprocess.Popen(["mnexec", "-a", str(st.nodes["h7"]), "tcpdump", "-i", "h7-p0",
-                            "-s", "160", "-w", str(pcap), "ip6", "proto", "41"],  # MRC
+    # -U: packet-buffered, so the file header is written as soon as tcpdump listens
+    # (without it the header waited for a full buffer, and this test for its deadline).
+    cap = subprocess.Popen(["mnexec", "-a", str(st.nodes["h7"]), "tcpdump", "-U", "-i",
+                            "h7-p0", "-s", "160", "-w", str(pcap), "ip6", "proto", "41"],  # MRC
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30  # tcpdump writes the file header once it listens
     while (not pcap.exists() or pcap.stat().st_size < 24) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert pcap.stat().st_size >= 24, "tcpdump did not start listening on h7-p0"
     before = switch_counters()
     try:
         # h7's last hop at half rate: seven senders overload it whatever CPU they get.

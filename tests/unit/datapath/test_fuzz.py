@@ -6,23 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "fuzz.py"
-
-
-def test_a_million_hostile_inputs_find_nothing(tmp_path):
-    # A new seed each run, guided by coverage alone: value profiling (what the planted
-    # bugs below need, to reach an exact bound from a fixed seed; `make fuzz` keeps it)
-    # would take ~130 s for the million here instead of ~50, the suite's budget.
-    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", "1000000", "--workdir",
-                        str(tmp_path), "--no-value-profile"], capture_output=True, text=True,
-                       timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert "1,000,000 inputs" in r.stdout and "no crash" in r.stdout
-    assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("leak-*"))
 
 
 PLANTED = {
@@ -37,22 +26,68 @@ PLANTED = {
 }
 
 
+MILLION = "million"
+
+
+@pytest.fixture(scope="module")
+def fuzz_runs(tmp_path_factory) -> Iterator[dict[str, tuple[subprocess.Popen, Path]]]:
+    """The module's three fuzzer runs, started together: each is a build and a run of its
+    own (a subprocess, one core at most), so on 2 cores they take about half their sum.
+    Each test waits for its own; no verdict depends on how fast they ran."""
+    runs: dict[str, tuple[subprocess.Popen, Path]] = {}
+
+    def start(key: str, *args: str) -> Path:
+        work = tmp_path_factory.mktemp(f"fuzz-{key}")
+        # Into files, not pipes: a run no test is reading yet must never block on one.
+        with open(work / "out", "w") as out, open(work / "err", "w") as err:
+            runs[key] = (subprocess.Popen([sys.executable, str(SCRIPT), "--workdir",
+                                           str(work / "w"), *args], stdout=out, stderr=err),
+                         work)
+        return work
+
+    try:
+        # A new seed each run, guided by coverage alone: value profiling (what the
+        # planted bugs below need, to reach an exact bound from a fixed seed; `make fuzz`
+        # keeps it) would take ~130 s for the million here instead of ~50.
+        start(MILLION, "--runs", "1000000", "--no-value-profile")
+        for bug, (name, option, old, new, n) in sorted(PLANTED.items()):
+            # With libFuzzer's seed fixed the inputs are the same every run, so the
+            # verdict is too (the million-input run keeps drawing a new seed). A fixed
+            # seed still walks another path whenever the harness's code changes: without
+            # value profiling (scripts/fuzz.py), a change to the sender alone left seed 1
+            # four million inputs short of the planted write; with it, seeds 1-4 each
+            # reach it in 11-80 s here.
+            src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / name).read_text()
+            planted = src.replace(old, new, 1)
+            assert planted != src, bug
+            bad = tmp_path_factory.mktemp(f"planted-{bug}") / name
+            bad.write_text(planted)
+            start(bug, "--runs", str(n), option, str(bad), "--seed", "1")
+        yield runs
+    finally:
+        for proc, _ in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _result(fuzz_runs: dict, key: str) -> tuple[int, str, str, Path]:
+    proc, work = fuzz_runs[key]
+    proc.wait(timeout=900)
+    return (proc.returncode, (work / "out").read_text(), (work / "err").read_text(),
+            work / "w")
+
+
+def test_a_million_hostile_inputs_find_nothing(fuzz_runs):
+    code, out, err, work = _result(fuzz_runs, MILLION)
+    assert code == 0, err
+    assert "1,000,000 inputs" in out and "no crash" in out
+    assert not list(work.glob("crash-*")) and not list(work.glob("leak-*"))
+
+
 @pytest.mark.parametrize("bug", sorted(PLANTED))
-def test_the_harness_catches_a_planted_bug(tmp_path, bug):
+def test_the_harness_catches_a_planted_bug(fuzz_runs, bug):
     # The fuzzer is only evidence if it can fail.
-    name, option, old, new, runs = PLANTED[bug]
-    src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / name).read_text()
-    planted = src.replace(old, new, 1)
-    assert planted != src
-    bad = tmp_path / name
-    bad.write_text(planted)
-    # With libFuzzer's seed fixed the inputs are the same every run, so the verdict is
-    # too (the million-input test above keeps drawing a new seed). A fixed seed still
-    # walks another path whenever the harness's code changes: without value profiling
-    # (scripts/fuzz.py), a change to the sender alone left seed 1 four million inputs
-    # short of the planted write; with it, seeds 1-4 each reach it in 11-80 s here.
-    r = subprocess.run([sys.executable, str(SCRIPT), "--runs", str(runs), "--workdir",
-                        str(tmp_path / "w"), option, str(bad), "--seed", "1"],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 1
-    assert "heap-buffer-overflow" in r.stderr
+    code, _, err, _ = _result(fuzz_runs, bug)
+    assert code == 1, err[-2000:]
+    assert "heap-buffer-overflow" in err
