@@ -807,12 +807,22 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
             console.print(f"  {d['text']}")
         elif event == "fault":
             console.print(_fault_line(d))
+        elif event == "interrupt":
+            console.print("  [red]interrupted[/]: finishing this run's partial report; no "
+                          "experiment after it starts (Ctrl-C again to hurry)")
 
+    # Ctrl-C stops the whole reproduction, not only the run it lands in (paper.run), and
+    # between runs too, even from a shell that started us with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui,
                         latency=latency_mode == "on")
     ran = [r for r in doc["experiments"] if r["consistent"] is not None]
     console.print(f"{sum(1 for r in ran if r['consistent'])} of {len(ran)} run consistent "
                   f"with the paper; {Path(out) / 'paper.md'}")
+    if doc.get("interrupted"):
+        err.print(f"interrupted during {doc['interrupted']}: the experiments before it are "
+                  "judged; the fabric was torn down")
+        sys.exit(130)
 
 
 @main.command(name="cli")

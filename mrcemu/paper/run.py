@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
-from mrcemu.scenario.model import from_mapping
+from mrcemu.scenario.model import Scenario, from_mapping
 from mrcemu.topology import Topology
 from mrcemu.topology import latency as lat
 from mrcemu.topology import load as load_topology
@@ -39,59 +39,87 @@ def select(ids: list[str]) -> list[Experiment]:
     return [e for e in EXPERIMENTS if not want or e.id in want]
 
 
-def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
-        latency: bool = True) -> dict:
+class Interrupted(Exception):
+    """A job of the paper's was stopped (Ctrl-C, SIGTERM): no experiment after it runs."""
+
+
+def _job(sc: Scenario, out: Path, ui: Ui) -> tuple[Path, dict]:
+    """Run one scenario of an experiment; its folder and report. Interrupted if the user
+    stopped it: its partial report is kept, and nothing after it starts."""
     from mrcemu.scenario.job import run as run_job
 
+    folder = run_job(sc, out / "runs", ui)
+    report = json.loads((folder / "report.json").read_text())
+    if report.get("interrupted"):
+        raise Interrupted(sc.name)
+    return folder, report
+
+
+def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
+        latency: bool = True) -> dict:
+    """Run and judge each experiment of `ids` (all: every one) into `out`; paper.json and
+    paper.md are written even when the user stops it (`interrupted`, with the experiments
+    judged so far)."""
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
-    for e in select(ids):
-        row: dict[str, Any] = {"id": e.id, "figure": e.figure, "paper": e.paper}
-        if e.sweep is not None:
-            _sweep(e, quick, slowdown, out, row, ui, latency)
-            rows.append(row)
-            ui("judged", row)
-            continue
-        if e.scenario is None or e.measure is None:
-            row.update(measured=None, consistent=None, reason=f"not run: {e.missing}")
-            rows.append(row)
-            ui("skipped", row)
-            continue
-        sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
-        sc = sc.as_run(slowdown, latency)
-        ui("experiment", {"id": e.id, "description": sc.description})
-        folder = run_job(sc, out / "runs", ui)
-        report = json.loads((folder / "report.json").read_text())
-        dest = out / e.id
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir()
-        for name in ("report.json", "report.md", "goodput.png", "ev-states.png"):
-            if (folder / name).exists():
-                shutil.copy(folder / name, dest / name)
-        if "mrc" not in report["transports"]:
-            row.update(measured=None, consistent=False, reason="the run did not finish")
-        else:
-            measured, ok, why = e.measure(report, quick)
-            row.update(measured=measured, consistent=ok, reason=why)
-        verdict = report.get("fidelity") or {}
-        row["faithful"] = bool(verdict.get("ok"))
-        if not row["faithful"]:
-            row["reason"] += " (the run was NOT faithful: " + "; ".join(
-                verdict.get("reasons", [])[:2]) + ")"
-        if e.contrast is not None and row["measured"] is not None:
-            _contrast(e, quick, slowdown, dest, out, row, ui, latency)
-        row["folder"] = e.id
-        rows.append(row)
-        ui("judged", row)
+    interrupted, current = None, ""
+    try:
+        for e in select(ids):
+            current = e.id
+            rows.append(_experiment(e, quick, slowdown, out, ui, latency))
+    except Interrupted as stop:
+        interrupted = str(stop)  # the run it landed in
+    except KeyboardInterrupt:  # between runs, or a second Ctrl-C inside one
+        interrupted = current
     default = load_topology("default")
     doc = {"quick": quick, "slowdown": slowdown,
            # the built-in fabric's scale: the experiments' times below are full-speed
            "scale": lat.describe(default if latency else default.without_latency()),
+           **({"interrupted": interrupted} if interrupted else {}),
            "experiments": rows}
     (out / "paper.json").write_text(json.dumps(doc, indent=1, default=str))
     (out / "paper.md").write_text(markdown(doc))
     return doc
+
+
+def _experiment(e: Experiment, quick: bool, slowdown: float, out: Path, ui: Ui,
+                latency: bool) -> dict[str, Any]:
+    """Run one experiment (its scenario and contrast, or its sweep) and judge it: its row."""
+    row: dict[str, Any] = {"id": e.id, "figure": e.figure, "paper": e.paper}
+    if e.sweep is not None:
+        _sweep(e, quick, slowdown, out, row, ui, latency)
+        ui("judged", row)
+        return row
+    if e.scenario is None or e.measure is None:
+        row.update(measured=None, consistent=None, reason=f"not run: {e.missing}")
+        ui("skipped", row)
+        return row
+    sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
+    sc = sc.as_run(slowdown, latency)
+    ui("experiment", {"id": e.id, "description": sc.description})
+    folder, report = _job(sc, out, ui)
+    dest = out / e.id
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir()
+    for name in ("report.json", "report.md", "goodput.png", "ev-states.png"):
+        if (folder / name).exists():
+            shutil.copy(folder / name, dest / name)
+    if "mrc" not in report["transports"]:
+        row.update(measured=None, consistent=False, reason="the run did not finish")
+    else:
+        measured, ok, why = e.measure(report, quick)
+        row.update(measured=measured, consistent=ok, reason=why)
+    verdict = report.get("fidelity") or {}
+    row["faithful"] = bool(verdict.get("ok"))
+    if not row["faithful"]:
+        row["reason"] += " (the run was NOT faithful: " + "; ".join(
+            verdict.get("reasons", [])[:2]) + ")"
+    if e.contrast is not None and row["measured"] is not None:
+        _contrast(e, quick, slowdown, dest, out, row, ui, latency)
+    row["folder"] = e.id
+    ui("judged", row)
+    return row
 
 
 def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str, Any],
@@ -100,7 +128,6 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
     and draw the figure."""
     from mrcemu.paper.experiments import sweep_table
     from mrcemu.paper.plots import sweep as plot_sweep
-    from mrcemu.scenario.job import run as run_job
 
     assert e.sweep is not None
     dest = out / e.id
@@ -121,8 +148,7 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
         # time). Each report says its slowdown, and its figures are read at full speed.
         sc = sc.as_run(slowdown * sc.topology.host_link_mbps / port_mbps, latency)
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
-        folder = run_job(sc, out / "runs", ui)
-        reports[label] = json.loads((folder / "report.json").read_text())
+        folder, reports[label] = _job(sc, out, ui)
         shutil.copy(folder / "report.json", dest / f"report-{label}.json")
         if not (reports[label].get("fidelity") or {}).get("ok"):
             unfaithful.append(label)
@@ -148,7 +174,6 @@ def contrast_topology(e: Experiment, topo: Topology, dest: Path) -> Path:
 def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path,
               row: dict[str, Any], ui: Ui, latency: bool) -> None:
     """Run the contrast, and add its figures to the row (`KEY_figure`) and its reason."""
-    from mrcemu.scenario.job import run as run_job
 
     assert e.contrast is not None and e.scenario is not None and e.measure is not None
     c = e.contrast
@@ -158,8 +183,7 @@ def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path
                       f"<paper {e.id} {c.key}>", f"{e.id}-{c.key}")
     sc = sc.as_run(slowdown, latency)
     ui("experiment", {"id": f"{e.id} ({c.what})", "description": sc.description})
-    folder = run_job(sc, out / "runs", ui)
-    report = json.loads((folder / "report.json").read_text())
+    folder, report = _job(sc, out, ui)
     shutil.copy(folder / "report.json", dest / f"report-{c.key.replace('_', '-')}.json")
     if "mrc" not in report["transports"]:
         row["reason"] += f"; with {c.what}: the run did not finish"
@@ -206,6 +230,9 @@ def markdown(doc: dict) -> str:
              "experiment is, and each rule's threshold: docs/paper.md.", "",
              *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
                if "scale" in doc else []),
+             *([f"**Interrupted** during {doc['interrupted']}: the experiments judged "
+                "before it are below, and none after it ran.", ""]
+               if doc.get("interrupted") else []),
              "| id | figure | the paper observed | measured (shares of the level before) | "
              "verdict | why |", "|---|---|---|---|---|---|"]
     for r in doc["experiments"]:

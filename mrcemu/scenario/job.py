@@ -143,6 +143,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
+                   # stopped by Ctrl-C or SIGTERM: a caller running several jobs (`paper`)
+                   # starts no more
+                   "interrupted": interrupts > 0,
                    "seed": sc.seed, "transport_config": config,
                    "workload": {"kind": sc.workload.kind, "size": sc.workload.size,
                                 "iterations": sc.workload.iterations,
