@@ -14,7 +14,7 @@ from typing import Any
 
 from mrcemu.paper import rules
 from mrcemu.topology import load as load_topology
-from mrcemu.topology.latency import PAPER_ONE_WAY_CROSS_US
+from mrcemu.topology.latency import PAPER_ONE_WAY_CROSS_US, bdp_packets
 
 Measured = tuple[dict[str, Any], bool, str]
 
@@ -53,9 +53,25 @@ class Experiment:
     sweep: Sweep | None = None  # instead of scenario and measure: several runs
 
 
+STREAM_WRITE = 256 << 10
+
+
+def stream_depth(topology: str = "default", write: int = STREAM_WRITE) -> int:
+    """Writes a stream keeps in flight: twice a host's bandwidth-delay product, so the
+    stream fills its links and a lost share of them shows as a lost share of goodput.
+    At depth 4 (1 MiB, what sufficed before the scale model) a `default` stream was
+    latency-bound at about 0.6 of line rate: E5's plane going down then cost it nothing.
+    Never below 4 (a fabric without latency)."""
+    from mrcemu.transport.config import pmtu_for
+
+    topo = load_topology(topology)
+    pmtu = pmtu_for(topo.mtu)
+    return max(4, -(-2 * bdp_packets(topo, pmtu) * pmtu // write))
+
+
 def _stream(pairs: list[str], duration: float, both_ways: bool = True) -> dict:
-    return {"kind": "stream", "size": "256KiB", "pairs": pairs, "both_ways": both_ways,
-            "duration": duration, "depth": 4}
+    return {"kind": "stream", "size": STREAM_WRITE, "pairs": pairs, "both_ways": both_ways,
+            "duration": duration, "depth": stream_depth()}
 
 
 def _scenario(desc: str, workload: dict, faults: list[dict], **extra: Any) -> dict:

@@ -46,6 +46,23 @@ def test_every_runnable_experiment_is_a_valid_scenario(quick):
         "h0-p0", "h0-p1", "h0-p2", "h0-p3"]
 
 
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_stream_keeps_twice_a_hosts_bdp_in_flight(quick):
+    # On the scale model a host's BDP is 319 packets, 1.3 MB: four 256 KiB writes in
+    # flight left E5's stream latency-bound (a plane down then cost it nothing).
+    from mrcemu.topology import latency
+    for e in ex.EXPERIMENTS:
+        if e.scenario is None or e.id == "E11":
+            continue
+        sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
+        bdp = latency.bdp_packets(sc.topology, 4096) * 4096
+        assert sc.workload.depth * sc.workload.size >= 2 * bdp, e.id
+    assert ex.stream_depth() == 10
+    # without the fixed latency the BDP is a few packets: the old depth stands
+    from mrcemu.topology.model import TOPOLOGY_DIR
+    assert ex.stream_depth(str(TOPOLOGY_DIR / "small.yaml")) >= 4
+
+
 def test_every_experiment_runs_one_scenario_or_a_sweep():
     for e in ex.EXPERIMENTS:
         assert (e.scenario is None) == (e.sweep is not None), e.id
