@@ -15,4 +15,5 @@ SECTIONS = [
     "failover",
     "degraded_stream",
     "scale_model",
+    "latency_on_off",
 ]

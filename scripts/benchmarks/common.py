@@ -42,17 +42,18 @@ def sh(cmd: str) -> None:
 MRCEMU = [sys.executable, "-m", "mrcemu"]
 
 
-def mrcemu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*MRCEMU, *args], capture_output=True, text=True, timeout=600)
+def mrcemu(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*MRCEMU, *args], capture_output=True, text=True, timeout=timeout)
 
 
 class BenchError(Exception):
     """A step a section needs failed: the section reports this line instead."""
 
 
-def run_report(scenario: str, out: str, slowdown: float = 1) -> dict:
-    """`mrcemu run SCENARIO --slowdown K` into the empty folder `out`; its report.json."""
-    r = mrcemu("run", scenario, "--slowdown", str(slowdown), "--out", out)
+def run_report(scenario: str, out: str, slowdown: float = 1, *more: str) -> dict:
+    """`mrcemu run SCENARIO --slowdown K [MORE...]` into the empty folder `out`; its
+    report.json."""
+    r = mrcemu("run", scenario, "--slowdown", str(slowdown), *more, "--out", out)
     if r.returncode:
         raise BenchError(f"`mrcemu run {scenario}` failed: {r.stderr.strip()[-500:]}")
     (folder,) = Path(out).iterdir()
