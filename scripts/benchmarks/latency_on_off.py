@@ -113,7 +113,8 @@ def _figure(eid: str, m: dict | None) -> str:
     if not m:
         return "-"
     if eid in ("E3", "E7"):
-        costs = [c for c in m.get("cost_rtts") or [] if c is not None]
+        cost = m.get("cost_rtts")  # E3: one per failure; E7: its one lossy path's
+        costs = [c for c in (cost if isinstance(cost, list) else [cost]) if c is not None]
         return f"cost <= {max(costs):.2f} RTTs" if costs else "-"
     bw = m["busbw_mbps"]
     return ", ".join(f"{loss} %: {bw[loss]['mrc']['1MiB'] / bw[loss]['roce-1qp']['1MiB']:.2f}"
