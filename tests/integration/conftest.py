@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,10 @@ def tidy() -> Iterator[None]:
     assert_clean()
 
 
-@pytest.fixture
-def fabric(request) -> Iterator[str]:
-    """A running fabric of the topology named by the test's parameter (default 'small')."""
-    topo = getattr(request, "param", "small")
+@contextmanager
+def running(topo: str) -> Iterator[str]:
+    """A fabric of `topo` brought up from clean, and down and cleaned after, whatever
+    the test did: the one bring-up every fabric fixture shares."""
     clean()
     r = mrcemu("up", topo)
     assert r.returncode == 0, r.stderr + r.stdout
@@ -83,14 +84,15 @@ def fabric(request) -> Iterator[str]:
         clean()
 
 
+@pytest.fixture
+def fabric(request) -> Iterator[str]:
+    """A running fabric of the topology named by the test's parameter (default 'small')."""
+    with running(getattr(request, "param", "small")) as topo:
+        yield topo
+
+
 @pytest.fixture(scope="module")
 def default_fabric() -> Iterator[str]:
     """One default fabric shared by a module's tests (bring-up is the slow part)."""
-    clean()
-    r = mrcemu("up", "default")
-    assert r.returncode == 0, r.stderr + r.stdout
-    try:
-        yield "default"
-    finally:
-        mrcemu("down")
-        clean()
+    with running("default") as topo:
+        yield topo

@@ -11,13 +11,12 @@ import pytest
 
 from mrcemu import rundir
 from mrcemu.fabric import state
-from mrcemu.fabric.clean import clean
 from mrcemu.fabric.netlink import read_routes
 from mrcemu.fabric.netns import iproute
 from mrcemu.nic import transfer
 from mrcemu.topology import Layout, load
 from mrcemu.topology.routes import tables
-from tests.integration.conftest import mrcemu, wait_for
+from tests.integration.conftest import mrcemu, running, wait_for
 
 SPINES = [f"p0s{s}" for s in range(4)]
 # Both ways between the leaves: every one of these crosses a spine.
@@ -26,14 +25,8 @@ FLOWS = [(a, a + 4) for a in range(4)] + [(a + 4, a) for a in range(4)]
 
 @pytest.fixture(scope="module")
 def ecmp() -> Iterator[None]:
-    clean()
-    r = mrcemu("up", "ecmp")
-    assert r.returncode == 0, r.stderr + r.stdout
-    try:
+    with running("ecmp"):
         yield
-    finally:
-        mrcemu("down")
-        clean()
 
 
 def spine_packets() -> dict[str, int]:

@@ -11,21 +11,15 @@ import pytest
 from mrcemu.fabric import bpf, state
 from mrcemu.fabric.inject import _active
 from mrcemu.topology.paths import ev_fields
-from tests.integration.conftest import clean, mrcemu
+from tests.integration.conftest import mrcemu, running
 
 
 @pytest.fixture(scope="module")
 def small_fabric() -> Iterator[str]:
     """One small fabric for the module's tests: bringing one up and down was most of
     each test's time (about 4 s of 5-8)."""
-    clean()
-    r = mrcemu("up", "small")
-    assert r.returncode == 0, r.stderr + r.stdout
-    try:
-        yield "small"
-    finally:
-        mrcemu("down")
-        clean()
+    with running("small") as topo:
+        yield topo
 
 
 @pytest.fixture

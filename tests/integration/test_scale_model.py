@@ -10,18 +10,10 @@ from __future__ import annotations
 import pytest
 
 from mrcemu import Fabric
-from mrcemu.fabric.clean import clean
 from mrcemu.nic.control import request
 from mrcemu.topology import latency
 from mrcemu.topology.model import TOPOLOGY_DIR
 from tests.integration.conftest import assert_clean
-
-
-@pytest.fixture
-def tidy():
-    clean()
-    yield
-    clean()
 
 
 def test_a_two_byte_write_takes_at_least_the_scaled_base_round_trip(tidy):

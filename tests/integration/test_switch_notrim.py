@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mrcemu.fabric.clean import clean
 from mrcemu.topology.model import TOPOLOGY_DIR
-from tests.integration.conftest import mrcemu
+from tests.integration.conftest import running
 from tests.integration.switch_helpers import (
     delta,
     incast,
@@ -24,18 +23,12 @@ def test_incast_without_trimming_recovers_by_sack_and_timeouts(tmp_path):
     topo.write_text((TOPOLOGY_DIR / "default.yaml").read_text().replace(
         "trim_threshold_bytes: 60000", "trim_threshold_bytes: 0").replace(
         "buffer_bytes: 200000", "buffer_bytes: 50000"))
-    clean()
-    r = mrcemu("up", str(topo))
-    assert r.returncode == 0, r.stderr
-    try:
+    with running(str(topo)):
         before = switch_counters()
         # h7's last hop at half rate: seven senders overflow it whatever CPU they get.
         with slowed(last_hop_ports(str(topo), 7), 0.5):
             results = incast(str(topo), size=2 << 20)
         d = delta(switch_counters(), before)
-    finally:
-        mrcemu("down")
-        clean()
     drops = sum(c["dropped"] for c in d.values())
     print(f"drops {drops}, retransmits {sum(r['retransmits'] for r in results)}, "
           f"RTOs {sum(r['rtos'] for r in results)}", file=sys.stderr)
