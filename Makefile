@@ -17,8 +17,10 @@ install:
 $(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h mrcemu/bpf/mrc_wire.h
 	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
 
+# --durations: every CI log names the slowest tests, so the suite's 15-minute budget
+# (2 cores) is watched from the logs rather than guessed.
 test: install
-	$(SUDO) $(PY) -m pytest -q tests
+	$(SUDO) $(PY) -m pytest -q --durations=15 tests
 
 unit: install
 	$(PY) -m pytest -q tests/unit
