@@ -683,7 +683,8 @@ def print_run_table(out: Console, rep: dict) -> None:
 @click.option("--slowdown", default=1.0, show_default=True, type=click.FloatRange(min=1.0),
               help="Run the whole experiment this many times slower: links, transport "
                    "clocks, fault times. For a host too small to run it faithfully at "
-                   "full speed (see docs/fidelity.md).")
+                   "full speed (see docs/fidelity.md); the report still gives every time "
+                   "and rate at full speed.")
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")

@@ -3,7 +3,7 @@ run is measured and judged (the rules and thresholds are in `rules.py`).
 
 Pure: an experiment is a scenario mapping (what `mrcemu run` would read from YAML) and a
 function from the run's report.json to what was measured, with the verdict. Times here
-are full-speed seconds; a slowed run's report is read at its own pace (`slowdown`).
+are full-speed seconds, as every report gives them whatever its `slowdown`.
 """
 
 from __future__ import annotations
@@ -80,21 +80,16 @@ def _scenario(desc: str, workload: dict, faults: list[dict], **extra: Any) -> di
             "capture": {"hosts": ["h0"], "snaplen": 128, "max_mb": 20}, **extra}
 
 
-def _mrc(report: dict) -> tuple[dict, float]:
-    return report["transports"]["mrc"], report.get("slowdown", 1.0)
+def _mrc(report: dict) -> dict:
+    return report["transports"]["mrc"]
 
 
 # The goodput level before the first fault: after the stream's ramp-up, up to the fault.
 WARM = 0.4
 
 
-def _full(mbps: float | None, k: float) -> float | None:
-    """A slowed run's goodput at full speed (its links were k times slower)."""
-    return None if mbps is None else mbps * k
-
-
-def _before(series: dict, k: float, at: float) -> float | None:
-    return rules.level(series, WARM * k, at * k)
+def _before(series: dict, at: float) -> float | None:
+    return rules.level(series, WARM, at)
 
 
 def _len(quick: bool, short: float) -> float:
@@ -125,18 +120,18 @@ def e1_scenario(quick: bool) -> dict:
 
 
 def e1_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
     s = _len(quick, E1_EVERY)
-    base = _before(g, k, 1.0)
+    base = _before(g, 1.0)
     # Window i (i = 1..8) holds ports_down[i] ports down; its level is judged after a
     # settling third of the step.
     down = [1, 2, 3, 4, 3, 2, 1, 0]
-    ratios = [rules.ratio(rules.level(g, (1 + i * s + s / 3) * k, (1 + (i + 1) * s) * k),
+    ratios = [rules.ratio(rules.level(g, 1 + i * s + s / 3, 1 + (i + 1) * s),
                           base) for i in range(8)]
     expected = [(8 - d) / 8 for d in down]
     ok, why = rules.steps_consistent(ratios, expected)
-    return ({"level_before_mbps": _full(base, k), "ports_down": down, "share_of_before": ratios,
+    return ({"level_before_mbps": base, "ports_down": down, "share_of_before": ratios,
              "expected": expected}, ok, why)
 
 
@@ -150,14 +145,14 @@ def e2_scenario(quick: bool) -> dict:
 
 
 def e2_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
     d = _len(quick, E2_DOWN)
-    base = _before(g, k, 1.0)
-    during = rules.ratio(rules.level(g, (1.5) * k, (1 + d) * k), base)
-    after = rules.ratio(rules.level(g, (1 + d + 0.7) * k, (1 + d + 1.5) * k), base)
+    base = _before(g, 1.0)
+    during = rules.ratio(rules.level(g, 1.5, 1 + d), base)
+    after = rules.ratio(rules.level(g, 1 + d + 0.7, 1 + d + 1.5), base)
     ok, why = rules.steps_consistent([during, after], [0.5, 1.0])
-    return ({"level_before_mbps": _full(base, k), "share_during": during, "share_after": after},
+    return ({"level_before_mbps": base, "share_during": during, "share_after": after},
             ok, why)
 
 
@@ -190,7 +185,7 @@ def _bins_beside(shares: list[float | None], report: dict) -> str:
     bin_s = rules.THRESHOLDS.bin_s
     paper = bin_s / (2 * PAPER_ONE_WAY_CROSS_US * 1e-6)
     sc = report.get("scale") or {}
-    rtt = (sc.get("base_rtt_s") or {}).get("cross_leaf", 0.0) / report.get("slowdown", 1.0)
+    rtt = (sc.get("base_rtt_s") or {}).get("cross_leaf", 0.0)
     here = (f"~{bin_s / rtt:.0f} base round trips each here" if rtt else
             "no fixed latency here")
     return (f"; its {bin_s * 1e3:.0f} ms bins ({here}, ~{round(paper, -3):,.0f} in the "
@@ -200,14 +195,14 @@ def _bins_beside(shares: list[float | None], report: dict) -> str:
 def _every_failure(report: dict, until: float) -> Measured:
     """E3, E4: each failure's cost in round trips at the level before (PAPER.md section
     4), with the 200 ms bins beside it."""
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
-    base = _before(g, k, 1.0)
-    width = rules.THRESHOLDS.bin_s * k
-    shares = [rules.ratio(v, base) for v in rules.bins(g, 1.0 * k, until * k, width)]
+    base = _before(g, 1.0)
+    width = rules.THRESHOLDS.bin_s
+    shares = [rules.ratio(v, base) for v in rules.bins(g, 1.0, until, width)]
     costs = [f.get("cost_rtts") for f in mrc["faults"]]
     ok, why = rules.cost_consistent(costs, "the failures")
-    return ({"level_before_mbps": _full(base, k), "cost_rtts": costs, "bin_shares": shares},
+    return ({"level_before_mbps": base, "cost_rtts": costs, "bin_shares": shares},
             ok, why + _bins_beside(shares, report))
 
 
@@ -230,13 +225,13 @@ def e5_scenario(quick: bool) -> dict:
 
 
 def e5_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
     end = _len(quick, STREAM)
-    base = _before(g, k, 1.0)
-    after = rules.ratio(rules.level(g, 1.5 * k, (end - 0.1) * k), base)
+    base = _before(g, 1.0)
+    after = rules.ratio(rules.level(g, 1.5, end - 0.1), base)
     ok, why = rules.steps_consistent([after], [7 / 8])
-    return ({"level_before_mbps": _full(base, k), "share_after": after}, ok, why)
+    return ({"level_before_mbps": base, "share_after": after}, ok, why)
 
 
 E6_PAIRS = ["h0-h4", "h1-h5", "h2-h6", "h3-h7"]
@@ -251,13 +246,13 @@ def e6_scenario(quick: bool) -> dict:
 
 
 def e6_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
     d = _len(quick, E6_DOWN)
-    base = _before(g, k, 1.0)
-    during = rules.ratio(rules.level(g, 1.5 * k, (1 + d) * k), base)
+    base = _before(g, 1.0)
+    during = rules.ratio(rules.level(g, 1.5, 1 + d), base)
     ok, why = rules.floor_consistent([during], "the steady state with the spine down")
-    return ({"level_before_mbps": _full(base, k), "share_during": during}, ok, why)
+    return ({"level_before_mbps": base, "share_during": during}, ok, why)
 
 
 # ---- E7: one EV dropping 20 % --------------------------------------------------------
@@ -271,22 +266,22 @@ def e7_scenario(quick: bool) -> dict:
 
 
 def e7_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     g = mrc["goodput_series"]
     end = _len(quick, STREAM)
-    base = _before(g, k, 1.0)
+    base = _before(g, 1.0)
     (fault,) = mrc["faults"]
     paths = fault.get("failed_paths", [])
     retired = [p for p in paths if p.get("bad_s") is not None]
-    after = rules.ratio(rules.level(g, 1.5 * k, (end - 0.1) * k), base)
+    after = rules.ratio(rules.level(g, 1.5, end - 0.1), base)
     shares = [rules.ratio(v, base) for v in
-              rules.bins(g, 1.0 * k, (end - 0.1) * k, rules.THRESHOLDS.bin_s * k)]
-    measured = {"level_before_mbps": _full(base, k), "share_after": after,
+              rules.bins(g, 1.0, end - 0.1, rules.THRESHOLDS.bin_s)]
+    measured = {"level_before_mbps": base, "share_after": after,
                 "bin_shares": shares,
                 "evs_on_the_path": len(paths), "retired": len(retired),
                 "data_after_retire": sum(p.get("data_after_retire") or 0 for p in paths),
                 "retire_after_first_loss_s": [
-                    round((p["bad_s"] - p["first_loss_s"]) / k, 4) for p in retired
+                    round(p["bad_s"] - p["first_loss_s"], 4) for p in retired
                     if p.get("first_loss_s") is not None]}
     if not retired:
         return measured, False, "the lossy EV was never retired"
@@ -323,17 +318,17 @@ def e8_scenario(quick: bool) -> dict:
 
 
 def e8_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     flows = mrc.get("per_flow", {})
     paths = mrc.get("flow_paths", {})
     th = rules.THRESHOLDS
-    rates = [_full(flows.get(f, {}).get("goodput_mbps"), k) for f in (E8_FLOW1, E8_FLOW2)]
+    rates = [flows.get(f, {}).get("goodput_mbps") for f in (E8_FLOW1, E8_FLOW2)]
     shares = [rules.ratio(r, PORT_MBPS) for r in rates]
     one = paths.get("flows", {}).get(E8_FLOW1, {})
     two = paths.get("flows", {}).get(E8_FLOW2, {})
     bin_s = paths.get("bin_s", 0.05)
     # The stream's second half (its writes start at about 0 s of the report).
-    a, b = int(_len(quick, STREAM) * k / 2 / bin_s), int(_len(quick, STREAM) * k / bin_s)
+    a, b = int(_len(quick, STREAM) / 2 / bin_s), int(_len(quick, STREAM) / bin_s)
 
     def on(per: dict, name: str) -> int:
         return sum(per.get(name, [])[a:b])
@@ -372,11 +367,11 @@ def e11_scenario(quick: bool) -> dict:
 
 
 def e11_measure(report: dict, quick: bool) -> Measured:
-    mrc, k = _mrc(report)
+    mrc = _mrc(report)
     flows = mrc.get("per_flow", {})
     recovery = {x: mrc.get(x) for x in ("trims", "retransmits", "rtos")}
-    incast = [_full(flows.get(f, {}).get("goodput_mbps"), k) for f in E11_INCAST]
-    victim = _full(flows.get(E11_VICTIM, {}).get("goodput_mbps"), k)
+    incast = [flows.get(f, {}).get("goodput_mbps") for f in E11_INCAST]
+    victim = flows.get(E11_VICTIM, {}).get("goodput_mbps")
     th = rules.THRESHOLDS
     measured = {"victim_mbps": victim, "victim_share": rules.ratio(victim, PORTS_MBPS),
                 "incast_mbps": incast,
@@ -421,15 +416,14 @@ def e0_measure(reports: dict[str, dict], quick: bool) -> Measured:
         rep = reports.get(f"lat-{where}") or {}
         per = ((rep.get("transports") or {}).get("mrc") or {}).get("per_size", {})
         p50 = (per.get("2") or {}).get("transport_s_p50")
-        # half the round trip, in the paper's seconds (the report's time scale includes
-        # the run's slowdown)
+        # half the round trip, in the paper's seconds (the report's full-speed seconds
+        # over the model's time scale)
         one_way[where] = (round(p50 / 2 / rep["scale"]["time_scale"] * 1e6, 3)
                           if p50 and "scale" in rep else None)
     bw = reports.get("bw") or {}
     mrc = (bw.get("transports") or {}).get("mrc") or {}
     topo = load_topology("default")
-    share = rules.ratio(_full(mrc.get("goodput_mbps"), bw.get("slowdown", 1.0)),
-                        topo.planes * topo.host_link_mbps)
+    share = rules.ratio(mrc.get("goodput_mbps"), topo.planes * topo.host_link_mbps)
     measured = {"one_way_us": one_way, "paper_one_way_us": E0_PAPER_ONE_WAY_US,
                 "bandwidth_share": share}
     if any(v is None for v in one_way.values()) or share is None:
@@ -492,9 +486,8 @@ def sweep_table(reports: dict[str, dict], quick: bool) -> dict[str, dict[str, di
         row = out.setdefault(f"{loss:g}", {})
         for label, _topo, transport, _qps in SWEEP_CONFIGS:
             rep = reports.get(f"{label}-{loss_label(loss)}") or {}
-            k = rep.get("slowdown", 1.0)
             per = ((rep.get("transports") or {}).get(transport) or {}).get("per_size", {})
-            row[label] = {sz: _full((per.get(str(n)) or {}).get("busbw_mbps"), k)
+            row[label] = {sz: (per.get(str(n)) or {}).get("busbw_mbps")
                           for sz, n in zip(sweep_sizes(quick), _sizes_bytes(quick),
                                            strict=True)}
     return out

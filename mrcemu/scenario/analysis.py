@@ -114,8 +114,9 @@ def recovery(series: dict, at: float, until: float,
     """(pre-fault goodput, seconds from the fault until goodput is back at 90 % of it).
 
     0.0 when it never fell below 90 %; None when it had not recovered by `until`. The
-    averaging windows are `recovery_windows(slowdown)`."""
-    t, g = series["t"], series["total_mbps"]
+    averaging windows are `recovery_windows(slowdown)`: a series at full speed
+    (fullspeed.py) has its pre-fault level from `slowdown` 1."""
+    t, g, w = series["t"], series["total_mbps"], series["bin_s"]
     before, n = recovery_windows(slowdown)
     pre = [x for tt, x in zip(t, g, strict=True) if at - before <= tt < at]
     if not pre or not sum(pre):
@@ -126,12 +127,12 @@ def recovery(series: dict, at: float, until: float,
     for tt, x in zip(t, smooth, strict=True):
         if tt < at:
             continue
-        if tt + BIN > until + 1e-9:  # only whole bins before the heal or the end
+        if tt + w > until + 1e-9:  # only whole bins before the heal or the end
             break
         if x < 0.9 * level:
             dipped = True
         elif dipped:
-            return level, round(tt + BIN - at, 3)
+            return level, round(tt + w - at, 3)
     return level, (0.0 if not dipped else None)
 
 

@@ -24,7 +24,7 @@ from mrcemu.capture import Capture, merge
 from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
 from mrcemu.fabric.servers import Servers
-from mrcemu.scenario import analysis, plots, report
+from mrcemu.scenario import analysis, fullspeed, plots, report
 from mrcemu.scenario.model import Scenario
 from mrcemu.scenario.runner import run_transport
 from mrcemu.topology import Layout, latency
@@ -73,7 +73,7 @@ def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
 def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:
     """Run a scenario on a fabric of its own (split over `cluster`'s servers if given),
     and write its folder under `out_root`; returns the folder."""
-    started = datetime.datetime.now()
+    started, t_start = datetime.datetime.now(), time.monotonic()
     folder = out_root / f"{started:%Y%m%d-%H%M%S}-{sc.name}"
     folder.mkdir(parents=True, exist_ok=False)
     halt = threading.Event()
@@ -130,7 +130,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
             # The measurements first, as recorded: whatever the figures below make of
             # them, the run is not lost.
             _write_raw(folder / "logs" / f"raw-{transport}.json.gz", raw)
-            summaries[transport] = analysis.summarize(raw, layout, window)
+            # One clock for every figure from here on: the fabric's own, at full speed.
+            summaries[transport] = fullspeed.at_full_speed(
+                analysis.summarize(raw, layout, window), sc.slowdown)
             ui("transport_done", {"transport": transport, "summary": summaries[transport]})
     finally:
         try:
@@ -142,6 +144,9 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                    "slowdown": sc.slowdown, "scale": latency.describe(sc.topology, sc.slowdown),
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
+                   # what the run took on this host's clock, however slowed: the only
+                   # time in the report that is not the fabric's own at full speed
+                   "wall_clock_s": round(time.monotonic() - t_start, 1),
                    "partial": halt.is_set() or len(summaries) < len(sc.transports),
                    # stopped by Ctrl-C or SIGTERM: a caller running several jobs (`paper`)
                    # starts no more
@@ -153,7 +158,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                                    if sc.workload.sweep else {}),
                                 **({"qps": sc.workload.qps} if sc.workload.qps > 1 else {}),
                                 **({"pairs": [f"h{a}-h{b}" for a, b in sc.workload.pairs],
-                                    "duration_s": sc.workload.duration,
+                                    "duration_s": sc.workload.duration / sc.slowdown,
                                     "depth": sc.workload.depth}
                                    if sc.workload.kind == "stream" else {})},
                    "transports": summaries,

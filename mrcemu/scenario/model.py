@@ -117,7 +117,8 @@ class Scenario:
         """The same experiment k times slower: every link (and with them the transports'
         clocks, `TransportConfig.for_topology`), every fault time, the Clustermapper's
         rounds and the time limits. A host too small for the fabric's packet rate then
-        runs it faithfully; the report states k, and its times are the slowed ones."""
+        runs it faithfully; the report states k, and gives every time at full speed
+        (scenario/fullspeed.py)."""
         faults = tuple(replace(f, at=f.at * k,
                                duration=None if f.duration is None else f.duration * k,
                                period=None if f.period is None else f.period * k)

@@ -124,13 +124,18 @@ def _recovered(f: dict) -> str:
 
 def markdown(report: dict) -> str:
     head, rows = table_rows(report)
-    before, bins = recovery_windows(report.get("slowdown", 1.0))
+    k = report.get("slowdown", 1.0)
+    # the analysis's windows, in the slowed run's seconds: at full speed, as below
+    before, bins = recovery_windows(k)
+    before, smooth = before / k, bins * BIN / k
+    took = (f" It took {report['wall_clock_s']:g} s on this host's clock."
+            if "wall_clock_s" in report else "")
     lines = [f"# {report['scenario']} on {report['topology']}", "",
              report.get("description", ""), "",
-             f"Run {report['started']}, machine: {report['machine']}.", "",
-             *([f"Slowed down {report['slowdown']:g} times (`--slowdown`): every link "
-                f"and clock, fault times included; times below are the slowed ones.", ""]
-               if report.get("slowdown", 1.0) != 1.0 else []),
+             f"Run {report['started']}, machine: {report['machine']}.{took}", "",
+             *([f"Run {k:g} times slower (`--slowdown`): every link and clock, fault "
+                f"times included. Every time and rate below is the fabric's own at full "
+                f"speed.", ""] if k != 1.0 else []),
              *([latency.scale_line(report["scale"]), ""] if "scale" in report else []),
              fidelity.line(report.get("fidelity")), ""]
     if report.get("partial"):
@@ -174,8 +179,8 @@ def markdown(report: dict) -> str:
               "loss*: from the send of the lost packet that stopped, then retired, a path, in "
               "the connection's smoothed RTTs. *Cost*: the goodput short of the level before, "
               "summed until it is back, in round trips at that level. *Back to 90 %*: "
-              f"after goodput (summed over receivers, {bins * BIN:g} s average) first fell below "
-              f"90 % of its mean over the {before:g} s before the fault, the time it first got "
+              f"after goodput (summed over receivers, {smooth:.3g} s average) first fell below "
+              f"90 % of its mean over the {before:.3g} s before the fault, the time it first got "
               "back above. *Mapped bad*: the failed links Clustermapper named bad, and "
               "when the last of them was named.", ""]
     return "\n".join(lines)

@@ -48,7 +48,7 @@ def degraded_stream() -> str:
                         f"| {c['rx_dup']:,} / {c['rx_data']:,} = "
                         f"**{100 * c['rx_dup'] / max(1, c['rx_data']):.2f} %** | "
                         f"{c['retransmits']:,} | {c['trims_nacked']:,} | {c['rtos']} | "
-                        f"{m['goodput_mbps'] * k:.0f} | {fid(m.get('fidelity'))} |")
+                        f"{m['goodput_mbps']:.0f} | {fid(m.get('fidelity'))} |")
     return (f"Command: `make bench` (section L6). `mrcemu run` of a scenario in "
             f"scripts/bench.py (DEGRADED) at `--slowdown {k}`, three times: four cross-leaf "
             "pairs stream 256 KiB writes both ways for 3 s while the 16 leaf-spine links of "

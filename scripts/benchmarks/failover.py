@@ -90,15 +90,13 @@ def failover() -> str:
             dips, base, costs, cbase = [], [], [], []
             for f in m["faults"]:
                 end = min(x for x in (f["healed_s"], m["job_completion_s"]) if x)
-                dips.append(goodput_dip(m["goodput_series"], f["at_s"], end, 0.1 * k,
-                                        0.3 * k)[1])
+                dips.append(goodput_dip(m["goodput_series"], f["at_s"], end, 0.1, 0.3)[1])
                 # the same windows of the run without the fault: what iterations alone do
-                base.append(goodput_dip(c["goodput_series"], f["at_s"], end, 0.1 * k,
-                                        0.3 * k)[1])
+                base.append(goodput_dip(c["goodput_series"], f["at_s"], end, 0.1, 0.3)[1])
                 costs.append(f.get("cost_rtts"))
                 # the run without the fault, over the same window with its own level before
                 # and the faulted run's round trip: what the iterations alone cost
-                level = recovery(c["goodput_series"], f["at_s"], end, k)[0]
+                level = recovery(c["goodput_series"], f["at_s"], end)[0]
                 cbase.append(fault_cost_rtts(c["goodput_series"], f["at_s"], end, level,
                                              f.get("rtt_s")))
             fm = {f["kind"]: f for f in m["faults"]}
@@ -108,9 +106,9 @@ def failover() -> str:
 
             rows.append(
                 f"| {i + 1} | {bad_evs(nf)} | {bad_evs(fo, first)} | "
-                f"{c['job_completion_s'] / k:.2f} | {m['job_completion_s'] / k:.2f} | "
+                f"{c['job_completion_s']:.2f} | {m['job_completion_s']:.2f} | "
                 f"**{m['job_completion_s'] / c['job_completion_s']:.2f}** | "
-                f"{r['job_completion_s'] / k:.2f} | "
+                f"{r['job_completion_s']:.2f} | "
                 f"**{r['job_completion_s'] / m['job_completion_s']:.2f}** | "
                 f"{_retired(fm['switch-down'])} | {_retired(fm['gray'])} | "
                 f"{' / '.join(ratio(x) for x in costs)} ({' / '.join(ratio(x) for x in cbase)})"
@@ -120,7 +118,7 @@ def failover() -> str:
                 f"{fid(r.get('fidelity'))} |")
             reasons.append("; ".join(fo["fidelity"]["reasons"] + nf["fidelity"]["reasons"])
                            or "none")
-            srtts += [(p["bad_s"] - p["first_loss_s"]) / p["retire_rtts"] / k
+            srtts += [(p["bad_s"] - p["first_loss_s"]) / p["retire_rtts"]
                       for f in m["faults"] for p in f["failed_paths"] if p["retire_rtts"]]
     srtt_ms = 1000 * sorted(srtts)[len(srtts) // 2] if srtts else None
     return ("Command: `make bench` (section failover). Three pairs of runs, all slowed "

@@ -19,8 +19,10 @@ def series(level_at, until: float, bin_s: float = 0.05) -> dict:
 
 
 def report(level_at, until: float, slowdown: float = 1.0, faults: list | None = None) -> dict:
+    """A run's report: its figures at full speed whatever its `slowdown`, as every
+    report gives them (scenario/fullspeed.py)."""
     return {"slowdown": slowdown, "transports": {"mrc": {
-        "goodput_series": series(level_at, until * slowdown), "faults": faults or []}}}
+        "goodput_series": series(level_at, until, 0.05 / slowdown), "faults": faults or []}}}
 
 
 @pytest.mark.parametrize("quick", [True, False])
@@ -90,25 +92,25 @@ def test_e0_is_ib_write_lat_local_and_cross_and_ib_write_bw(quick):
 
 def e0_report(kind: str, slowdown: float, **fig) -> dict:
     from mrcemu.topology import latency, load
-    scale = latency.describe(load("default").slowed(slowdown), slowdown)
+    scale = latency.describe(load("default").slowed(slowdown), slowdown)  # full speed
     mrc = ({"per_size": {"2": {"transport_s_p50": fig["p50"]}}} if kind == "lat"
            else {"goodput_mbps": fig["mbps"]})
     return {"slowdown": slowdown, "scale": scale, "transports": {"mrc": mrc}}
 
 
 def test_e0_judges_one_way_latency_on_the_papers_scale_and_the_bandwidth_share():
-    k = 4  # slowed 4 times: 1:20000, a paper microsecond is 20 ms here
-    good = {"lat-local": e0_report("lat", k, p50=2 * 5.2e-6 * 20000),
-            "lat-cross": e0_report("lat", k, p50=2 * 6.7e-6 * 20000),
-            "bw": e0_report("bw", k, mbps=0.93 * 160 / k)}
+    k = 4  # slowed 4 times; its report at full speed, 1:5000: a paper microsecond is 5 ms
+    good = {"lat-local": e0_report("lat", k, p50=2 * 5.2e-6 * 5000),
+            "lat-cross": e0_report("lat", k, p50=2 * 6.7e-6 * 5000),
+            "bw": e0_report("bw", k, mbps=0.93 * 160)}
     measured, ok, why = ex.e0_measure(good, quick=True)
     assert ok, why
     assert measured["one_way_us"] == {"local": pytest.approx(5.2), "cross": pytest.approx(6.7)}
     assert measured["bandwidth_share"] == pytest.approx(0.93)
     # 12 % over the paper's cross-T1 figure, or 0.85 of line rate: not as the paper
-    slow = {**good, "lat-cross": e0_report("lat", k, p50=2 * 6.54 * 1.12e-6 * 20000)}
+    slow = {**good, "lat-cross": e0_report("lat", k, p50=2 * 6.54 * 1.12e-6 * 5000)}
     assert not ex.e0_measure(slow, quick=True)[1]
-    thin = {**good, "bw": e0_report("bw", k, mbps=0.85 * 160 / k)}
+    thin = {**good, "bw": e0_report("bw", k, mbps=0.85 * 160)}
     assert not ex.e0_measure(thin, quick=True)[1]
     assert ex.e0_measure({**good, "bw": {}}, quick=True)[:2][1] is False
 
@@ -137,7 +139,8 @@ def test_e9_e10_sweep_mrc_on_default_against_roce_on_ecmp(quick):
 
 def sweep_reports(busbw: dict[str, dict[str, list[float | None]]], slowdown: float = 4.0
                   ) -> dict[str, dict]:
-    """Reports of a --quick sweep: busbw (slowed Mb/s) per loss label, config, size."""
+    """Reports of a --quick sweep: busbw (full-speed Mb/s, as a slowed run's report gives
+    it) per loss label, config, size."""
     out = {}
     for loss, per in busbw.items():
         for label, values in per.items():
@@ -154,7 +157,8 @@ def test_e10_wants_mrc_ahead_at_every_size_and_loss():
              "loss1": {"mrc": [20.0, 30.0], "roce-1qp": [5.0, None], "roce-8qp": [2.0, 1.0]}}
     m, ok, why = ex.e10_measure(sweep_reports(ahead), True)
     assert ok, why
-    assert m["busbw_mbps"]["0"]["mrc"] == {"64KiB": 120.0, "1MiB": 152.0}  # full speed
+    # as the reports give them: the slowdown is not applied again
+    assert m["busbw_mbps"]["0"]["mrc"] == {"64KiB": 30.0, "1MiB": 38.0}
     assert m["roce_did_not_complete"] == ["1%/1MiB/mrc:roce-1qp"]
     assert "RoCE did not complete 1" in why
     behind = {**ahead, "loss0": {**ahead["loss0"], "roce-1qp": [31.0, 30.0]}}
@@ -170,11 +174,11 @@ def test_e10_wants_mrc_ahead_at_every_size_and_loss():
 
 
 def test_a_leaf_down_at_seven_eighths_is_as_the_paper_and_at_half_it_is_not():
-    k = 4.0  # a slowed run: the report's seconds are k times the experiment's
-    good = report(lambda t: 80.0 if t < 1.0 * k else 70.0, 3.0, k)
+    k = 4.0  # a slowed run, whose report gives the experiment's own times and rates
+    good = report(lambda t: 80.0 if t < 1.0 else 70.0, 3.0, k)
     m, ok, why = ex.e5_measure(good, quick=True)
     assert ok and m["share_after"] == pytest.approx(7 / 8)
-    assert m["level_before_mbps"] == pytest.approx(320.0)  # at full speed
+    assert m["level_before_mbps"] == pytest.approx(80.0)  # not multiplied again
     m, ok, why = ex.e5_measure(report(lambda t: 80.0 if t < 1.0 else 40.0, 3.0), quick=True)
     assert not ok and "expected 0.875" in why
 
@@ -227,12 +231,12 @@ def test_e3_and_e4_judge_each_failure_by_its_cost_in_round_trips():
 
 def test_e11_wants_the_victim_at_its_ports_rate_and_the_incast_fair():
     k = 4.0
-    flows = {f: {"goodput_mbps": 22.0 / k} for f in ex.E11_INCAST}
+    flows = {f: {"goodput_mbps": 22.0} for f in ex.E11_INCAST}
     rep = {"slowdown": k, "transports": {"mrc": {"per_flow": {
-        **flows, ex.E11_VICTIM: {"goodput_mbps": 150.0 / k}}}}}
+        **flows, ex.E11_VICTIM: {"goodput_mbps": 150.0}}}}}
     m, ok, why = ex.e11_measure(rep, quick=True)
     assert ok and m["fairness"] == pytest.approx(1.0) and m["victim_mbps"] == pytest.approx(150)
-    rep["transports"]["mrc"]["per_flow"]["h4-h0"] = {"goodput_mbps": 100.0 / k}
+    rep["transports"]["mrc"]["per_flow"]["h4-h0"] = {"goodput_mbps": 100.0}
     m, ok, why = ex.e11_measure(rep, quick=True)
     assert not ok and m["fairness"] < 0.95 and "fairness" in why
     del rep["transports"]["mrc"]["per_flow"][ex.E11_VICTIM]
@@ -242,13 +246,15 @@ def test_e11_wants_the_victim_at_its_ports_rate_and_the_incast_fair():
 
 def e8_report(k: float, flow1_a: int, flow1_b: int, rate1: float, rate2: float) -> dict:
     """Flow 1 sprays evenly over EV-A and EV-B in the first half, then `flow1_a` and
-    `flow1_b` packets a bin; flow 2 stays on EV-A."""
-    n = int(ex.STREAM * k / 0.05)
+    `flow1_b` packets a bin; flow 2 stays on EV-A. A run slowed k times: its report's
+    bins are 0.05 s of the slowed run, 0.05 / k at full speed."""
+    bin_s = 0.05 / k
+    n = round(ex.STREAM / bin_s)
     half = n // 2
     return {"slowdown": k, "transports": {"mrc": {
-        "per_flow": {ex.E8_FLOW1: {"goodput_mbps": rate1 / k},
-                     ex.E8_FLOW2: {"goodput_mbps": rate2 / k}},
-        "flow_paths": {"bin_s": 0.05, "flows": {
+        "per_flow": {ex.E8_FLOW1: {"goodput_mbps": rate1},
+                     ex.E8_FLOW2: {"goodput_mbps": rate2}},
+        "flow_paths": {"bin_s": bin_s, "flows": {
             ex.E8_FLOW1: {ex.E8_EV_A: [5] * half + [flow1_a] * (n - half),
                           ex.E8_EV_B: [5] * half + [flow1_b] * (n - half)},
             ex.E8_FLOW2: {ex.E8_EV_A: [10] * n}}}}}}

@@ -159,7 +159,7 @@ def test_a_slowed_run_judges_recovery_over_proportionally_longer_windows():
     # then 100 again.
     g = [50.0 if x < 1.0 - PRE_FAULT - 1e-9 else 100.0 if x < 1.0 or x >= 1.1 else 0.0
          for x in t]
-    series = {"t": t, "total_mbps": g}
+    series = {"bin_s": BIN, "t": t, "total_mbps": g}
     assert recovery(series, 1.0, 3.0) == (100.0, 0.2)  # 2 bins averaged: 1.15-1.2 s
     level, rec = recovery(series, 1.0, 3.0, slowdown=2.0)
     assert level == 75.0  # the mean over twice PRE_FAULT: half of it at 50 Mb/s

@@ -100,16 +100,20 @@ def test_a_bad_latency_or_scale_names_the_field_and_the_fix(field, value, words)
     assert "t.yaml" in msg and field in msg and words in msg
 
 
-def test_a_slowed_run_states_its_times_against_the_papers():
+def test_a_slowed_run_states_its_full_speed_times_against_the_papers():
     t = load("default")
+    # a run slowed 4 times reports the fabric's own times at full speed
     d = describe(t.slowed(4), slowdown=4)
-    assert d["model_scale"] == 5000 and d["time_scale"] == 20000 and d["latency"]
-    assert d["base_rtt_s"]["cross_leaf"] == pytest.approx(4 * 0.0654)
-    assert on_paper(0.2616, d) == "262 ms here = 13.1 µs on the paper's fabric"
-    assert on_paper(12.3, d) == "12.3 s here = 615 µs on the paper's fabric"
+    assert d["model_scale"] == 5000 and d["time_scale"] == 5000 and d["latency"]
+    assert d["slowdown"] == 4
+    assert d["base_rtt_s"]["cross_leaf"] == pytest.approx(0.0654)
+    assert describe(t) == {**d, "slowdown": 1.0}
+    assert on_paper(0.0654, d) == "65.4 ms here = 13.1 µs on the paper's fabric"
+    assert on_paper(12.3, d) == "12.3 s here = 2.46 ms on the paper's fabric"
     line = scale_line(d)
-    assert "1:5000" in line and "slowed 4 times (1:20000 in all)" in line
-    assert "262 ms here = 13.1 µs" in line and "204 ms within a leaf" in line
+    assert "1:5000" in line and "Run 4 times slower" in line and "at full speed" in line
+    assert "65.4 ms here = 13.1 µs" in line and "50.9 ms within a leaf" in line
+    assert "slower" not in scale_line(describe(t))
     off = from_mapping({"planes": 2, "leaves_per_plane": 2, "spines_per_plane": 2,
                         "hosts": 4, "nic_latency_us": 0, "switch_latency_us": 0},
                        "t.yaml", "t")
