@@ -37,8 +37,10 @@ def goodput(report: dict, dest: Path) -> None:
         ax.plot(s["t"], _smooth(s["total_mbps"]), lw=1.8, color="k", label="total")
         _fault_marks(ax, t["faults"])
         ax.set_ylabel("goodput (Mb/s)")
+        job = t["job_completion_s"]
         ax.set_title(f"{LABEL.get(name, name)}: received goodput per plane "
-                     f"(0.1 s average); job {t['job_completion_s'] or '-'} s", fontsize=10)
+                     f"({SMOOTH * s['bin_s']:.3g} s average); job "
+                     f"{'-' if job is None else f'{job:.3g}'} s", fontsize=10)
         ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=7, ncol=5, loc="upper right")
     axes[-1, 0].set_xlabel("seconds after the first write, the fabric's own at full speed")
@@ -48,7 +50,10 @@ def goodput(report: dict, dest: Path) -> None:
     plt.close(fig)
 
 
-def _smooth(ys: list[float], n: int = 2) -> list[float]:
+SMOOTH = 2  # bins averaged in the goodput curves
+
+
+def _smooth(ys: list[float], n: int = SMOOTH) -> list[float]:
     return [sum(ys[max(0, i - n + 1):i + 1]) / min(n, i + 1) for i in range(len(ys))]
 
 
