@@ -129,12 +129,10 @@ def on_paper(s: float, scale: dict) -> str:
 
 
 def scale_line(scale: dict) -> str:
-    """report.md's and send's one sentence on the scale."""
-    slowed = (f" Run {scale['slowdown']:g} times slower to stay faithful on this host; "
-              "every time and rate here is the fabric's own at full speed."
-              if scale["slowdown"] != 1 else "")
+    """report.md's and send's one sentence on the scale (report.md says apart how much
+    slower the run went: its times are at full speed all the same)."""
     head = (f"Scale model 1:{scale['model_scale']:g} of the paper's fabric: rates divided "
-            f"by it, times multiplied.{slowed}")
+            f"by it, times multiplied.")
     if not scale["latency"]:
         return head + " Fixed latency off (nic_latency_us and switch_latency_us 0)."
     return (head + f" Base round trip {on_paper(scale['base_rtt_s']['cross_leaf'], scale)} "

@@ -124,6 +124,21 @@ def test_report_table_has_both_transports_side_by_side():
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
 
 
+def test_a_slowed_runs_report_gives_full_speed_times_and_says_the_wall_time_once():
+    from mrcemu.scenario.fullspeed import at_full_speed
+    s = at_full_speed(analysis.summarize(raw_record(), LAYOUT, 64), 4.0)
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False, "slowdown": 4.0, "wall_clock_s": 12.5,
+           "transports": {"mrc": s}}
+    md = report.markdown(rep)
+    assert "| job completion | 0.625 s |" in md  # 2.5 s slowed
+    assert "Run 4 times slower" in md and "at full speed" in md
+    assert md.count("It took 12.5 s on this host's clock.") == 1
+    # the recovery windows, as the analysis used them on the slowed run, at full speed
+    assert f"over the {analysis.PRE_FAULT:.3g} s before the fault" in md
+    assert f"{analysis.SMOOTH * analysis.BIN:.3g} s average" in md
+
+
 def test_the_map_names_the_links_a_fault_broke_when_all_were_named_and_what_else():
     spine = {"p3l0-p3s1", "p3l1-p3s1"}
     m = {"samples": [[0.9, ["h0-p1l0"]], [1.0, ["h0-p1l0"]], [1.1, ["h0-p1l0"]],
