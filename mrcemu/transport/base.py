@@ -87,6 +87,9 @@ class Stats:
     probes_answered: int = 0
     reverse_probes: int = 0  # B9: probes that keep a receiving connection's ack EVs fresh
     reverse_adopted: int = 0  # of their answers, those that changed the reverse set
+    # a port-status update sent again: no answer came to the last copy within a probe's
+    # round trip (one lost copy otherwise left the peer on a dead or a revived plane)
+    port_updates_resent: int = 0
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
     # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of

@@ -68,6 +68,10 @@ def timestamp(now: float) -> int:
     return int(now / TIMESTAMP_UNIT) & 0xFFFF
 
 
+# Copies of one port-status update at most, a probe round trip apart, while unanswered.
+PORT_UPDATE_COPIES = 8
+
+
 class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None) -> None:
@@ -126,6 +130,9 @@ class MrcConnection(ConnectionBase):
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
+        # Our last port-status update until the peer answers it: (request id, planes up,
+        # when the last copy went, copies sent), sent again meanwhile (_port_update_due)
+        self._port_update: tuple[int, frozenset[int], float, int] | None = None
 
     # ---- requester -------------------------------------------------------
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
@@ -482,7 +489,10 @@ class MrcConnection(ConnectionBase):
         elif op == Opcode.ENDPOINT_REQUEST:
             self._on_endpoint(d, now)
         elif op == Opcode.ENDPOINT_RESPONSE:
-            pass
+            # the answer to our port-status update (its request id echoed in the PSN)
+            if (self._port_update is not None and d.psn & 0xFFFF == self._port_update[0]
+                    and d.headers["EETH"]["op"] == EndpointOp.PORT_STATUS_UPDATE):
+                self._port_update = None
         else:
             self._stats.dropped["unexpected_opcode"] += 1
 
@@ -508,6 +518,9 @@ class MrcConnection(ConnectionBase):
             self._send_probe(e, now)
             self._stats.probes_tx += 1
         self._reverse_upkeep(now)
+        if (due := self._port_update_due()) is not None and due <= now:
+            self._send_port_update(now)
+            self._stats.port_updates_resent += 1
 
     def next_timer(self) -> float | None:
         times = []
@@ -521,6 +534,8 @@ class MrcConnection(ConnectionBase):
             times.append(due)
         if (probe := self.health.next_probe_at()) is not None:
             times.append(probe)
+        if (due := self._port_update_due()) is not None:
+            times.append(due)
         if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
             times.append(self.reverse.next_probe_at(self._reverse_interval()))
         return min(times) if times else None
@@ -534,13 +549,34 @@ class MrcConnection(ConnectionBase):
         return self.cfg.min_rto if srtt is None else srtt + 4 * self.rttvar
 
     def port_status(self, planes_up: set[int], now: float) -> None:
-        """Our own port state changed: stop using dead planes and tell the peer."""
+        """Our own port state changed: stop using dead planes and tell the peer, until
+        it answers (a newer update replaces an unanswered one)."""
         for plane in self.profile.planes:
             self.profile.set_plane(plane, plane in planes_up, now)
-        self.endpoint_seq += 1
+        self.endpoint_seq = (self.endpoint_seq + 1) & 0xFFFF
+        self._port_update = (self.endpoint_seq, frozenset(planes_up), now, 0)
+        self._send_port_update(now)
+
+    def _send_port_update(self, now: float) -> None:
+        assert self._port_update is not None
+        seq, up, _, copies = self._port_update
+        # The peer's NIC answers from one connection of the pair (its first QP's): an
+        # update of another QP is never answered, so copies are bounded.
+        self._port_update = (seq, up, now, copies + 1) if copies + 1 < PORT_UPDATE_COPIES \
+            else None
         self._emit(Opcode.ENDPOINT_REQUEST, {"ERTH": {
-            "op": EndpointOp.PORT_STATUS_UPDATE, "port_status_mask": port_status_mask(planes_up),
-            "tx_timestamp": timestamp(now)}}, self.endpoint_seq & 0xFFFF, dqpn=ENDPOINT_DQPN)
+            "op": EndpointOp.PORT_STATUS_UPDATE, "port_status_mask": port_status_mask(set(up)),
+            "tx_timestamp": timestamp(now)}}, seq, dqpn=ENDPOINT_DQPN)
+
+    def _port_update_due(self) -> float | None:
+        """When the unanswered port-status update goes again: a control probe's round
+        trip after its last copy. A copy is one control packet on one EV: lost (a queue
+        full, a path that died), the peer would go on using a plane that is down, or
+        leave unused one that came back, until our next update; E1 lost a plane's
+        return so, half of it for two seconds."""
+        if self._port_update is None:
+            return None
+        return self._port_update[2] + self._probe_rtt
 
     @property
     def idle(self) -> bool:

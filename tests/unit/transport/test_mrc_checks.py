@@ -103,3 +103,58 @@ def test_plane_loss_port_status_stops_the_peer_using_the_plane():
     plane4 = [e for e in ca.profile.evs.values() if e.path.plane == 4]
     assert 4 not in ca.profile.planes_down
     assert all(e.state is EvState.GOOD for e in plane4)
+
+
+def _planes_down_then(ca, net, planes: list[int]) -> None:
+    """h0's ports of `planes` go down, one update each, every one delivered."""
+    up = set(range(8))
+    for p in planes:
+        up.discard(p)
+        for s in range(4):
+            net.path("h0", p, s).blackhole = True
+            net.path("h7", p, s).blackhole = True
+        ca.port_status(set(up), net.now)
+        net.run(net.now + 0.3)
+
+
+def _endpoint_requests(net, since: float) -> list[tuple[float, int]]:
+    return [(t, ev) for t, src, ev, op in net.sent_log
+            if src == "h0" and t >= since and op == Opcode.ENDPOINT_REQUEST]
+
+
+def test_a_lost_port_status_update_goes_again_until_the_peer_answers():
+    # E1 on the fabric: the update telling h1 that h0's plane-0 port was back was lost,
+    # and h1 left plane 0 unused until h0's next update, two seconds later.
+    net, ca, cb = pair()
+    write(ca, cb, 64 << 20)
+    net.run(0.05)
+    _planes_down_then(ca, net, [0, 1])
+    assert cb.profile.planes_down == {0, 1}
+    for s in range(4):
+        net.path("h0", 0, s).blackhole = False
+        net.path("h7", 0, s).blackhole = False
+    t = net.now
+    ca.port_status(set(range(8)) - {1}, t)
+    lost = [p for p in ca.packets_to_send(t)
+            if codec.decode(net.deliver(p[1])).opcode == Opcode.ENDPOINT_REQUEST]
+    assert len(lost) == 1  # taken off the wire: the first copy never arrives
+    net.run(t + 0.5)
+    assert cb.profile.planes_down == {1}  # a later copy told it
+    copies = _endpoint_requests(net, t)
+    assert len(copies) == 1 and ca.stats.port_updates_resent == 1
+    # the copy waited a control probe's round trip, and went on another plane
+    assert copies[0][0] - t >= ca.srtt
+    assert (copies[0][1] >> 26) & 0xF != (lost[0][0] >> 26) & 0xF
+    net.run(net.now + 1.0)
+    assert len(_endpoint_requests(net, t)) == 1  # answered: no more copies
+
+
+def test_an_answered_port_status_update_is_sent_once():
+    net, ca, cb = pair()
+    write(ca, cb, 64 << 20)
+    net.run(0.05)
+    t = net.now
+    _planes_down_then(ca, net, [3])
+    net.run(net.now + 1.0)
+    assert cb.profile.planes_down == {3}
+    assert len(_endpoint_requests(net, t)) == 1 and ca.stats.port_updates_resent == 0
