@@ -652,8 +652,10 @@ def heal(fault: str | None) -> None:
 
 
 def _fault_line(d: dict) -> str:
-    """A timeline's fault event as `run` and `paper` show it."""
-    return (f"  [yellow]fault[/] t={d['t']:.2f} s {d['action']} {d['kind']} {d['target']}"
+    """A timeline's fault event as `run` and `paper` show it: at the fabric's full-speed
+    time, as the report gives it."""
+    t = d["t"] / d.get("slowdown", 1.0)
+    return (f"  [yellow]fault[/] t={t:.2f} s {d['action']} {d['kind']} {d['target']}"
             + (f" FAILED: {d['error']}" if d["error"] else ""))
 
 
@@ -737,7 +739,9 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
                 rec = d["record"]
                 size = sum(f["size"] for f in rec["flows"] if f.get("ok"))
                 if rec.get("end"):
-                    goodput[d["transport"]] = size * 8 / (rec["end"] - rec["start"]) / 1e6
+                    # at full speed, as the report gives it
+                    goodput[d["transport"]] = (size * 8 / (rec["end"] - rec["start"]) / 1e6
+                                               * d.get("slowdown", 1.0))
                 bar.update(tasks[d["transport"]], completed=d["index"] + 1,
                            info=f"{goodput.get(d['transport'], 0):.0f} Mb/s last iteration")
             elif event == "fault":
@@ -749,7 +753,9 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
                                   "tearing down (Ctrl-C again to hurry)")
             elif event == "transport_done":
                 s = d["summary"]
-                bar.console.print(f"  {d['transport']}: job {s['job_completion_s']} s, "
+                job = s["job_completion_s"]
+                bar.console.print(f"  {d['transport']}: job "
+                                  f"{'-' if job is None else f'{job:.3f}'} s, "
                                   f"intact: {s['integrity_ok']}")
 
         folder = run_job(sc, Path(out), ui, cluster=cluster_file)

@@ -135,6 +135,10 @@ class MapRecorder(threading.Thread):
                 "samples": self.samples}
 
 
+def _with_slowdown(notify: Notify, k: float) -> Notify:
+    return lambda event, d: notify(event, {**d, "slowdown": k})
+
+
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
                   notify: Notify, stop: threading.Event) -> dict:
     """One transport's run: the workload's iterations with the fault timeline.
@@ -142,6 +146,9 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     Returns the raw record; `stop` (set on Ctrl-C) ends it early and the record says
     how far it got."""
     hosts = range(sc.topology.hosts)
+    # Every progress event says the run's slowdown, so what shows it live can give the
+    # fabric's own time at full speed, as the report does (its `t` is the host's clock).
+    notify = _with_slowdown(notify, sc.slowdown)
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
                  "failed_flows": [], "cpus": fidelity.cpus(), "slowdown": sc.slowdown}

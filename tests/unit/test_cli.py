@@ -64,3 +64,11 @@ def test_the_run_table_reads_in_an_80_column_terminal():
         assert any(label in line for line in text.splitlines()), label
     assert "fault 2: mapped bad" in text
     assert "fault 2: link-down p2l0-p2s1 at 1.6 s" in text
+
+
+def test_live_fault_lines_give_the_fabrics_full_speed_time_as_the_report_does():
+    from mrcemu.cli import _fault_line
+    d = {"t": 4.1, "action": "inject", "kind": "switch-down", "target": "p3s1",
+         "error": None}
+    assert "t=0.41 s inject switch-down p3s1" in _fault_line({**d, "slowdown": 10.0})
+    assert "t=4.10 s" in _fault_line(d)  # a run at full speed
