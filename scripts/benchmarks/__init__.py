@@ -15,6 +15,5 @@ SECTIONS = [
     "failover",
     "degraded_stream",
     "scale_model",
-    # "latency_on_off": written, not yet run to its end (BENCHMARKS.md has no section
-    # for it yet; `scripts/bench.py --only "Latency off and on"` runs it, ~30 min)
+    "latency_on_off",
 ]

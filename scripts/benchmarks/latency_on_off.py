@@ -148,7 +148,11 @@ def latency_on_off() -> str:
             "other on this host: `--latency off` is the fabric before the scale model "
             "(serialization and queueing alone; a cross-leaf round trip of a few packet "
             "times), `on` has the paper's fixed latencies at 1:5000 (a 65.4 ms cross-leaf "
-            "base round trip, ~40 packet times; README, \"The scale model\").\n\n"
+            "base round trip, ~40 packet times; README, \"The scale model\"). RoCE's "
+            "window is a fixed 16 packets in both (`roce_window`, not yet derived from "
+            "the bandwidth-delay product): with the latency on, a RoCE QP keeps at most "
+            "16 of the 40 packets a 20 Mb/s port's round trip holds in flight, so RoCE's "
+            "figures there are the window's as much as the network's.\n\n"
             + "\n".join(parts))
 
 
