@@ -92,7 +92,11 @@ class TransportConfig:
     ev_planes: tuple[int, ...] = ()
     seed: int = 1
     # RoCE baseline
-    roce_window: int = 16  # packets in flight
+    # Packets a QP has in flight: what a port's queues held in flight with no fixed
+    # latency; for_topology adds the port's bandwidth-delay product over the scale
+    # model's fixed round trip, so the window never limits a QP below line rate and
+    # DCQCN, not the window, sets its rate (real RC has no such window on WRITEs).
+    roce_window: int = 16
     roce_timeout: float = 0.2  # local ACK timeout; doubles on each retry
     roce_ack_every: int = 8
     roce_retry_count: int = 7
@@ -141,13 +145,17 @@ class TransportConfig:
         # in flight over it (both as they were with no latency).
         pmtu = pmtu_for(topo.mtu)
         rtt = latency.longest_rtt_s(topo)
-        bdp = latency.bdp_packets(topo, pmtu) * pmtu
+        bdp_packets = latency.bdp_packets(topo, pmtu)
+        bdp = bdp_packets * pmtu
+        # A RoCE QP is on one port: its share of the host's BDP, rounded up.
+        port_bdp = -(-bdp_packets // topo.planes)
         for name in ("min_rto", "max_rto", "roce_timeout"):
             clocks[name] += rtt
         return cls(pmtu=pmtu, seed=seed,
                    roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
+                   roce_window=base.roce_window + port_bdp,
                    **clocks)
 
     def to_json(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from mrcemu.errors import MrcemuError
-from mrcemu.topology import load
+from mrcemu.topology import latency, load
 from mrcemu.transport.config import HOST_SLACK, RATE_CLOCKS, TransportConfig
 
 
@@ -42,9 +42,21 @@ def test_the_scale_models_latency_lengthens_the_timeouts_and_widens_the_windows(
     assert cfg.roce_timeout == pytest.approx(base.roce_timeout + 0.0654)
     assert cfg.init_cwnd == 319 * 4096 and cfg.max_cwnd == 2 * 319 * 4096
     assert cfg.rcv_window >= 319
+    # A RoCE QP is on one of the 8 ports: its window carries that port's 40 packets over
+    # the fixed round trip on top of what it carried without latency.
+    assert cfg.roce_window == base.roce_window + 40
     # The other clocks are the links' as before (target_delay is queueing, above it).
     assert (cfg.ack_slack, cfg.target_delay, cfg.sack_delay) == (
         base.ack_slack, base.target_delay, base.sack_delay)
+
+
+def test_a_roce_qps_window_is_its_ports_share_of_the_bdp_on_the_one_plane_ecmp_fabric():
+    # ecmp: one plane at 8 x 20 Mb/s, so its one port has the host's whole BDP in flight.
+    topo = load("ecmp")
+    cfg = TransportConfig.for_topology(topo)
+    bdp = latency.bdp_packets(topo, cfg.pmtu)
+    assert topo.planes == 1 and bdp > 300
+    assert cfg.roce_window == TransportConfig().roce_window + bdp
 
 
 @pytest.mark.parametrize("mbps, k", [(2.0, 10.0), (5.0, 4.0), (40.0, 0.5)])
