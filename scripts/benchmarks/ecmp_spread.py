@@ -27,7 +27,11 @@ def ecmp_spread() -> str:
     from mrcemu.nic import transfer
     from mrcemu.topology import load
 
-    k = 4  # slowed as `mrcemu paper` runs: its one port at 40 Mb/s, faithful on 2 cores
+    # Slowed as `mrcemu paper` runs it (paper/run.py): its one 160 Mb/s port at the pace
+    # of default's ports slowed 4 times, 5 Mb/s. At 4 (40 Mb/s), before the scale model
+    # and with RoCE's window a fixed 16 packets, the runs were faithful; with the window
+    # carrying the bandwidth-delay product, the NICs fell behind (2026-11-26).
+    k = 32
     flows = [(a, a + 4) for a in range(4)] + [(a + 4, a) for a in range(4)]
     cross = flows[:4]  # leaf 0 to leaf 1, at once
     mrcemu("clean")

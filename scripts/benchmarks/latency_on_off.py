@@ -149,10 +149,9 @@ def latency_on_off() -> str:
             "(serialization and queueing alone; a cross-leaf round trip of a few packet "
             "times), `on` has the paper's fixed latencies at 1:5000 (a 65.4 ms cross-leaf "
             "base round trip, ~40 packet times; README, \"The scale model\"). RoCE's "
-            "window is a fixed 16 packets in both (`roce_window`, not yet derived from "
-            "the bandwidth-delay product): with the latency on, a RoCE QP keeps at most "
-            "16 of the 40 packets a 20 Mb/s port's round trip holds in flight, so RoCE's "
-            "figures there are the window's as much as the network's.\n\n"
+            "go-back-N window is 16 packets plus its port's bandwidth-delay product over "
+            "the fixed round trip (`roce_window`): 16 with the latency off, 56 on "
+            "`default` and 335 on `ecmp` with it on.\n\n"
             + "\n".join(parts))
 
 
