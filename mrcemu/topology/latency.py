@@ -101,12 +101,12 @@ def delay_line_bytes(topo: Topology) -> int:
 def describe(topo: Topology, slowdown: float = 1.0) -> dict:
     """What a report says of the scale, for a run on `topo` slowed `slowdown` times
     (`topo` is the slowed fabric): the model's scale (the paper's plane over this
-    fabric's, before any --slowdown), the slowdown, the factor from the report's seconds
-    to the paper's, and the base round trips in the report's seconds. A run's report
-    gives the fabric's own times at full speed (scenario/fullspeed.py), so the factor is
-    the model's and the round trips are the unslowed fabric's."""
+    fabric's, before any --slowdown, which is also the factor from the report's seconds
+    to the paper's), the slowdown, and the base round trips in the report's seconds. A
+    run's report gives the fabric's own times at full speed (scenario/fullspeed.py), so
+    the factor is the model's and the round trips are the unslowed fabric's."""
     k = time_scale(topo) / slowdown
-    return {"model_scale": round(k, 3), "slowdown": slowdown, "time_scale": round(k, 3),
+    return {"time_scale": round(k, 3), "slowdown": slowdown,
             "latency": topo.has_latency,
             "base_rtt_s": {"cross_leaf": round(2 * one_way_s(topo, 3) / slowdown, 6),
                            "same_leaf": round(2 * one_way_s(topo, 1) / slowdown, 6)}}
@@ -131,7 +131,7 @@ def on_paper(s: float, scale: dict) -> str:
 def scale_line(scale: dict) -> str:
     """report.md's and send's one sentence on the scale (report.md says apart how much
     slower the run went: its times are at full speed all the same)."""
-    head = (f"Scale model 1:{scale['model_scale']:g} of the paper's fabric: rates divided "
+    head = (f"Scale model 1:{scale['time_scale']:g} of the paper's fabric: rates divided "
             f"by it, times multiplied.")
     if not scale["latency"]:
         return head + " Fixed latency off (nic_latency_us and switch_latency_us 0)."

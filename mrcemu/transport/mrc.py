@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections import Counter, deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from mrcemu import datapath
 from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, put_frames
@@ -70,6 +71,16 @@ def timestamp(now: float) -> int:
 
 # Copies of one port-status update at most, a probe round trip apart, while unanswered.
 PORT_UPDATE_COPIES = 8
+
+
+@dataclass(slots=True)
+class _PortUpdate:
+    """Our last port-status update, until the peer answers it."""
+
+    seq: int  # its request id, which the peer's ENDPOINT_RESPONSE echoes in the PSN
+    planes_up: frozenset[int]
+    last_sent: float  # when its last copy went
+    copies: int = 0  # copies sent
 
 
 class MrcConnection(ConnectionBase):
@@ -130,9 +141,9 @@ class MrcConnection(ConnectionBase):
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
-        # Our last port-status update until the peer answers it: (request id, planes up,
-        # when the last copy went, copies sent), sent again meanwhile (_port_update_due)
-        self._port_update: tuple[int, frozenset[int], float, int] | None = None
+        # Our last port-status update until the peer answers it; sent again meanwhile
+        # (_port_update_due)
+        self._port_update: _PortUpdate | None = None
 
     # ---- requester -------------------------------------------------------
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
@@ -490,7 +501,7 @@ class MrcConnection(ConnectionBase):
             self._on_endpoint(d, now)
         elif op == Opcode.ENDPOINT_RESPONSE:
             # the answer to our port-status update (its request id echoed in the PSN)
-            if (self._port_update is not None and d.psn & 0xFFFF == self._port_update[0]
+            if (self._port_update is not None and d.psn & 0xFFFF == self._port_update.seq
                     and d.headers["EETH"]["op"] == EndpointOp.PORT_STATUS_UPDATE):
                 self._port_update = None
         else:
@@ -554,19 +565,21 @@ class MrcConnection(ConnectionBase):
         for plane in self.profile.planes:
             self.profile.set_plane(plane, plane in planes_up, now)
         self.endpoint_seq = (self.endpoint_seq + 1) & 0xFFFF
-        self._port_update = (self.endpoint_seq, frozenset(planes_up), now, 0)
+        self._port_update = _PortUpdate(self.endpoint_seq, frozenset(planes_up), now)
         self._send_port_update(now)
 
     def _send_port_update(self, now: float) -> None:
-        assert self._port_update is not None
-        seq, up, _, copies = self._port_update
+        update = self._port_update
+        assert update is not None
+        update.last_sent, update.copies = now, update.copies + 1
         # The peer's NIC answers from one connection of the pair (its first QP's): an
         # update of another QP is never answered, so copies are bounded.
-        self._port_update = (seq, up, now, copies + 1) if copies + 1 < PORT_UPDATE_COPIES \
-            else None
+        if update.copies >= PORT_UPDATE_COPIES:
+            self._port_update = None
         self._emit(Opcode.ENDPOINT_REQUEST, {"ERTH": {
-            "op": EndpointOp.PORT_STATUS_UPDATE, "port_status_mask": port_status_mask(set(up)),
-            "tx_timestamp": timestamp(now)}}, seq, dqpn=ENDPOINT_DQPN)
+            "op": EndpointOp.PORT_STATUS_UPDATE,
+            "port_status_mask": port_status_mask(set(update.planes_up)),
+            "tx_timestamp": timestamp(now)}}, update.seq, dqpn=ENDPOINT_DQPN)
 
     def _port_update_due(self) -> float | None:
         """When the unanswered port-status update goes again: a control probe's round
@@ -576,7 +589,7 @@ class MrcConnection(ConnectionBase):
         return so, half of it for two seconds."""
         if self._port_update is None:
             return None
-        return self._port_update[2] + self._probe_rtt
+        return self._port_update.last_sent + self._probe_rtt
 
     @property
     def idle(self) -> bool:
