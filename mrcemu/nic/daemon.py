@@ -17,6 +17,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Iterable
 from ipaddress import IPv6Address
 
 from mrcemu import datapath
@@ -71,6 +72,17 @@ def port_slots(rate: float, mtu: int) -> int:
     as many as SLOT_TIME of line rate, so that one flush and one system call carry a
     burst rather than a frame or two."""
     return min(PORT_QUEUE // 2, max(PORT_SLOTS, int(rate * SLOT_TIME / (14 + mtu))))
+
+
+def announcers(keys: Iterable[tuple[int, str, int]]) -> set[tuple[int, str, int]]:
+    """Of a daemon's connections (peer, transport, QP), those that announce our port
+    status: the update is the NIC's, connectionless, one per peer NIC, so of the MRC
+    connections with a peer the lowest QP's (the one the peer's NIC answers from)."""
+    first: dict[int, int] = {}
+    for peer, transport, qp in keys:
+        if transport == "mrc" and qp < first.get(peer, qp + 1):
+            first[peer] = qp
+    return {(peer, "mrc", qp) for peer, qp in first.items()}
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -169,7 +181,8 @@ class Nic:
             c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory, qp)
             self.conn_settings[key] = settings
             if self.planes_up != set(self.ports):
-                c.port_status(self.planes_up, self.now())
+                c.port_status(self.planes_up, self.now(),
+                              announce=key in announcers([*self.conns, key]))
             self.conns[key] = c
             self.keys[c] = key
             self.by_qpn[c.local_qpn] = c
@@ -314,6 +327,12 @@ class Nic:
                 if c is not None:
                     c.receive_decoded(d, self.now())
                     self.touched.add(c)
+                    # A port-status update is the peer NIC's: every QP with it applies it
+                    # (the one above answered it).
+                    peer = self.keys[c][0]
+                    for (p, transport, _qp), o in self.conns.items():
+                        if o is not c and p == peer and transport == "mrc":
+                            o.peer_port_status(d, self.now())
                 return
             known = qp_of(q, self.topo.hosts)
             if known is not None and known[1] != self.host:
@@ -339,7 +358,9 @@ class Nic:
 
     def endpoint_conn(self, d: codec.Decoded) -> Connection | None:
         """The MRC connection a connectionless endpoint request or response belongs to:
-        the one with its sender, known by its source address (a host's port address)."""
+        the one with its sender (known by its source address, a host's port address)
+        that announces our port status to it (`announcers`), so that its answer reaches
+        the update it answers; the first QP's, made now, if there is none yet."""
         kind_host = None
         usids = container_usids(IPv6Address(d.src))
         if len(usids) == 1:
@@ -352,7 +373,9 @@ class Nic:
             self.malformed["endpoint_from_unknown"] = (
                 self.malformed.get("endpoint_from_unknown", 0) + 1)
             return None
-        return self.conn(kind_host, "mrc")
+        (key,) = announcers(k for k in self.conns if k[0] == kind_host) or {
+            (kind_host, "mrc", 0)}
+        return self.conn(*key[:2], qp=key[2])
 
     def refresh_links(self) -> None:
         names = self.links.up(set(self.iface.values()))
@@ -360,8 +383,9 @@ class Nic:
         if up != self.planes_up:
             self.log("port_status", planes_up=sorted(up), was=sorted(self.planes_up))
             self.planes_up = up
-            for c in self.conns.values():
-                c.port_status(up, self.now())
+            heralds = announcers(self.conns)
+            for key, c in self.conns.items():
+                c.port_status(up, self.now(), announce=key in heralds)
                 self.flush(c)
 
     # ---- control ----------------------------------------------------------------

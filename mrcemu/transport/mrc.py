@@ -463,12 +463,20 @@ class MrcConnection(ConnectionBase):
         self.rx.sack_probe(d.ev, layout.probe_id_as_offset(p["probe_id"]),
                            p["tx_timestamp"], now)
 
-    def _on_endpoint(self, d: codec.Decoded, now: float) -> None:
+    def peer_port_status(self, d: codec.Decoded, now: float) -> None:
+        """The peer NIC's ENDPOINT_REQUEST: if it is a port-status update, use only the
+        planes it says are up (another connection of the pair answers it)."""
+        if d.opcode != Opcode.ENDPOINT_REQUEST:
+            return
         r = d.headers["ERTH"]
         if r["op"] == EndpointOp.PORT_STATUS_UPDATE:
             up = planes_in_mask(r["port_status_mask"], self.profile.planes)
             for plane in self.profile.planes:
                 self.profile.set_plane(plane, plane in up, now)
+
+    def _on_endpoint(self, d: codec.Decoded, now: float) -> None:
+        r = d.headers["ERTH"]
+        self.peer_port_status(d, now)
         # The response echoes the op, the request id (BTH PSN) and the timestamp.
         self._emit(Opcode.ENDPOINT_RESPONSE, {"EETH": {
             "op": r["op"], "tx_timestamp": r["tx_timestamp"]}}, d.psn, dqpn=ENDPOINT_DQPN)
@@ -559,11 +567,16 @@ class MrcConnection(ConnectionBase):
         srtt = self.srtt
         return self.cfg.min_rto if srtt is None else srtt + 4 * self.rttvar
 
-    def port_status(self, planes_up: set[int], now: float) -> None:
-        """Our own port state changed: stop using dead planes and tell the peer, until
-        it answers (a newer update replaces an unanswered one)."""
+    def port_status(self, planes_up: set[int], now: float, announce: bool = True) -> None:
+        """Our own port state changed: stop using dead planes and, if `announce`, tell
+        the peer's NIC until it answers (a newer update replaces an unanswered one). The
+        update is connectionless, one per peer NIC: the daemon has one connection of a
+        pair announce it, and the peer's NIC applies it to all of its own."""
         for plane in self.profile.planes:
             self.profile.set_plane(plane, plane in planes_up, now)
+        if not announce:
+            self._port_update = None
+            return
         self.endpoint_seq = (self.endpoint_seq + 1) & 0xFFFF
         self._port_update = _PortUpdate(self.endpoint_seq, frozenset(planes_up), now)
         self._send_port_update(now)
@@ -572,8 +585,7 @@ class MrcConnection(ConnectionBase):
         update = self._port_update
         assert update is not None
         update.last_sent, update.copies = now, update.copies + 1
-        # The peer's NIC answers from one connection of the pair (its first QP's): an
-        # update of another QP is never answered, so copies are bounded.
+        # A peer that never answers (its NIC gone) gets PORT_UPDATE_COPIES at most.
         if update.copies >= PORT_UPDATE_COPIES:
             self._port_update = None
         self._emit(Opcode.ENDPOINT_REQUEST, {"ERTH": {

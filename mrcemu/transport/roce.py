@@ -282,7 +282,7 @@ class RoceConnection(ConnectionBase):
         rate = self.dcqcn.next_time(self.wire_bytes, self._window(None) > 0)
         return min((t for t in (self.timeout_at, rate) if t is not None), default=None)
 
-    def port_status(self, planes_up: set[int], now: float) -> None:
+    def port_status(self, planes_up: set[int], now: float, announce: bool = True) -> None:
         """An RC QP has no port status protocol: it learns of a dead path from its ACK
         timeout and is moved by routing reconvergence."""
 

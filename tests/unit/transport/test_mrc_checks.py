@@ -158,3 +158,31 @@ def test_an_answered_port_status_update_is_sent_once():
     net.run(net.now + 1.0)
     assert cb.profile.planes_down == {3}
     assert len(_endpoint_requests(net, t)) == 1 and ca.stats.port_updates_resent == 0
+
+
+def test_a_connection_that_does_not_announce_stops_using_the_plane_and_sends_nothing():
+    # The update is the NIC's, one per peer NIC: the daemon has the peer's first MRC QP
+    # announce it (nic/daemon.py: announcers), and every other QP just stops.
+    net, ca, cb = pair()
+    write(ca, cb, 1 << 20)
+    net.run(0.05)
+    t = net.now
+    ca.port_status(set(range(8)) - {2}, t, announce=False)
+    net.run(t + 0.5)
+    assert 2 in ca.profile.planes_down and cb.profile.planes_down == set()
+    assert _endpoint_requests(net, t) == [] and ca.stats.port_updates_resent == 0
+
+
+def test_a_port_status_update_answered_by_one_qp_is_applied_by_its_siblings():
+    net, ca, cb = pair()
+    _, _, sibling = pair()  # another of h7's QPs with h0
+    write(ca, cb, 1 << 20)
+    net.run(0.05)
+    ca.port_status(set(range(8)) - {6}, net.now)
+    (req,) = [codec.decode(net.deliver(p)) for _, p in ca.packets_to_send(net.now)
+              if codec.decode(net.deliver(p)).opcode == Opcode.ENDPOINT_REQUEST]
+    sibling.peer_port_status(req, net.now)
+    assert sibling.profile.planes_down == {6}
+    # it does not answer: the QP the NIC gave the request to does
+    assert not [p for p in sibling.packets_to_send(net.now)
+                if codec.decode(net.deliver(p[1])).opcode == Opcode.ENDPOINT_RESPONSE]
