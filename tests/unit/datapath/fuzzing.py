@@ -7,6 +7,7 @@ test and puts their tests last, so on 2 cores they run beside the other unit tes
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,6 +44,9 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
         with open(work / "out", "w") as out, open(work / "err", "w") as err:
             runs[key] = (subprocess.Popen([sys.executable, str(SCRIPT), "--workdir",
                                            str(work / "w"), *args], stdout=out, stderr=err,
+                                          # its own group: ending it ends the build or
+                                          # the fuzzer it started, too
+                                          start_new_session=True,
                                           preexec_fn=lambda: os.nice(19)),
                          work)
 
@@ -68,5 +72,5 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
     finally:
         for proc, _ in runs.values():
             if proc.poll() is None:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
