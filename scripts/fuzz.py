@@ -103,8 +103,9 @@ def seeds(corpus: Path) -> int:
 def run(runs: int, workdir: Path, timeout: float = 600, wire_c: Path = SOURCES[1],
         responder_c: Path = SOURCES[2], seed: int = 0, value_profile: bool = True) -> Result:
     """Build, seed and run `runs` inputs; FuzzError with the fuzzer's report on a bug.
-    `seed` is libFuzzer's random seed: 0, a new one each run; any other, the same inputs
-    each run (on the same build)."""
+    `seed` is libFuzzer's random seed: 0, a new one each run; any other, a fixed one,
+    which does not fix the inputs here (seed 1 reached the same planted bug after 58,697,
+    83,422 and 928,231 inputs in three runs of one build)."""
     workdir.mkdir(parents=True, exist_ok=True)
     exe = build(workdir, wire_c, responder_c)
     corpus = workdir / "corpus"
@@ -142,7 +143,7 @@ def main(argv: list[str]) -> int:
                     help="the responder source to fuzz (default: the package's)")
     ap.add_argument("--seed", type=int, default=0,
                     help="libFuzzer's random seed: 0 (default) draws one; another number "
-                         "replays the same inputs")
+                         "fixes it (the inputs still vary from run to run)")
     ap.add_argument("--value-profile", action=argparse.BooleanOptionalAction, default=True,
                     help="guide by comparisons' operands too (default; what reaches an exact "
                          "bound from a fixed seed), at about 2.5 times the time an input")
