@@ -46,14 +46,12 @@ def ping() -> str:
 def program(topology: dict, nodes: dict[str, int]) -> dict[str, float]:
     """Routes, neighbours, addresses and htb into each node given, then this server's
     switch program on each of their switch ports. Returns the seconds each part took."""
-    from mrcemu.fabric.program import program_node
+    from mrcemu.fabric.program import program_nodes
     from mrcemu.topology.routes import tables
 
     layout = _layout(topology)
-    tabs = tables(layout)
     t0 = time.monotonic()
-    for name, pid in nodes.items():
-        program_node(layout, tabs[name], pid)
+    program_nodes(layout, tables(layout), nodes)
     t1 = time.monotonic()
     switches = [n for n in nodes if layout.nodes[n].kind is not Kind.HOST]
     if switches:

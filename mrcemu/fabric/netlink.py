@@ -121,8 +121,9 @@ def set_multipath(ipr: IPRoute, table: NodeTable, full: NodeTable) -> None:
                     raise
 
 
-def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:
-    """Addresses, neighbours and routes of one node. Interfaces must exist."""
+def program(ipr: IPRoute, table: NodeTable, mtu: int) -> dict[str, int]:
+    """Addresses, neighbours and routes of one node. Interfaces must exist. Returns the
+    node's interface indexes by name (one dump: a lookup by name is a dump each)."""
     ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
     ipr.link("set", index=ifindex["lo"], state="up")
     if any(r.end for r in table.routes):
@@ -142,6 +143,7 @@ def program(ipr: IPRoute, table: NodeTable, mtu: int) -> None:
                   state=NUD_PERMANENT, family=socket.AF_INET6)
     for route in table.routes:
         add_route(ipr, route, ifindex)
+    return ifindex
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,26 @@ ask, eight idle daemons took half a core of the two this machine has (measured w
 /proc/PID/stat), and every transfer's figures paid for it. The kernel tells a socket bound to
 RTMGRP_LINK whenever a link in this namespace changes (a veth whose peer goes down loses
 carrier here), so the daemon asks only then.
+
+It asks with SIOCGIFFLAGS, one ioctl an interface, not through pyroute2: the kernel sets
+IFF_RUNNING exactly when the operational state is UP or UNKNOWN (dev_get_flags), which is
+what carries packets here (a VXLAN port, a link to another server, has no carrier to
+report and stays UNKNOWN). Importing pyroute2 was half of a daemon's start (0.22 of
+0.42 s), and eight daemons start at once on two cores with every fabric.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import socket
-
-from pyroute2 import IPRoute
+import struct
 
 RTMGRP_LINK = 1  # the rtnetlink multicast group of RTM_NEWLINK/RTM_DELLINK
-# Operational states that carry packets: a veth is UP while its peer is; a VXLAN port (a
-# link to another server, `up --cluster`) has no carrier to report and stays UNKNOWN
-# while administratively up.
+SIOCGIFFLAGS = 0x8913  # linux/sockios.h
+IFF_RUNNING = 0x40  # linux/if.h: operationally UP or UNKNOWN
+IFREQ = struct.Struct("16sH22x")  # struct ifreq: the name, then ifr_flags
+# The operational states (as `ip link` names them) that carry packets: IFF_RUNNING's.
 OPER_UP = frozenset({"UP", "UNKNOWN"})
 
 
@@ -29,7 +36,8 @@ class LinkWatch:
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
         self.sock.bind((0, RTMGRP_LINK))
         self.sock.setblocking(False)
-        self.ipr = IPRoute()
+        # The interface ioctls resolve names in the namespace this socket was made in.
+        self.query = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -49,10 +57,17 @@ class LinkWatch:
             any_ = True
 
     def up(self, names: set[str]) -> set[str]:
-        return {name for link in self.ipr.get_links()
-                if (name := link.get_attr("IFLA_IFNAME")) in names
-                and link.get_attr("IFLA_OPERSTATE") in OPER_UP}
+        return {name for name in names if self._running(name)}
+
+    def _running(self, name: str) -> bool:
+        try:
+            reply = fcntl.ioctl(self.query, SIOCGIFFLAGS, IFREQ.pack(name.encode(), 0))
+        except OSError as e:
+            if e.errno == errno.ENODEV:  # gone (its namespace's peer deleted it)
+                return False
+            raise
+        return bool(IFREQ.unpack(reply)[1] & IFF_RUNNING)
 
     def close(self) -> None:
         self.sock.close()
-        self.ipr.close()
+        self.query.close()

@@ -11,7 +11,8 @@ import pytest
 from tests.unit.datapath.fuzzing import MILLION, PLANTED
 
 # The runs themselves (the fixture `fuzz_runs`) are started by tests/unit/conftest.py with
-# the first unit test, and these tests run last.
+# the first unit test, and tests marked so run last.
+pytestmark = pytest.mark.fuzz
 
 
 def _result(fuzz_runs: dict, key: str) -> tuple[int, str, str, Path]:
