@@ -1,8 +1,8 @@
 """The fuzzer runs test_fuzz.py judges: a million hostile inputs, and a search for each
 of two planted bugs. Each is a build and a run of its own (scripts/fuzz.py, a
-subprocess, one core at most). tests/conftest.py starts them with the session's first
-test and puts their tests last, so they run beside the other tests, on the CPU those
-leave idle (SCHED_IDLE), instead of after them."""
+subprocess, one core at most). tests/unit/conftest.py starts them with the first unit
+test and puts their tests last, so on 2 cores they run beside the other unit tests
+(niced: those keep their core) instead of after them."""
 
 from __future__ import annotations
 
@@ -32,12 +32,6 @@ MILLION = "million"
 Runs = dict[str, tuple[subprocess.Popen, Path]]
 
 
-def _idle() -> None:
-    """Only the CPU nothing else wants, for the run and all it starts (inherited)."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    os.nice(19)
-
-
 @contextmanager
 def fuzzer_runs(mktemp) -> Iterator[Runs]:
     """Start the three runs (`mktemp(name)`: a fresh folder); end any still running on
@@ -53,7 +47,7 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
                                           # its own group: ending it ends the build or
                                           # the fuzzer it started, too
                                           start_new_session=True,
-                                          preexec_fn=_idle),
+                                          preexec_fn=lambda: os.nice(19)),
                          work)
 
     try:
@@ -65,7 +59,7 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
             # libFuzzer's seed is fixed, but the inputs it takes to reach a bug still
             # vary: seed 1 reached the planted write after 58,697, 83,422 and 928,231
             # inputs in three runs of the same build (2026-11-26), so its time does
-            # (10-200 s in CI), which is why these run beside the other tests.
+            # (10-200 s in CI), which is why these run beside the other unit tests.
             # Value profiling (scripts/fuzz.py) is what reaches the exact bound: without
             # it, a change to the sender alone once left seed 1 four million inputs short.
             src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / name).read_text()

@@ -10,8 +10,8 @@ import pytest
 
 from tests.unit.datapath.fuzzing import MILLION, PLANTED
 
-# The runs themselves (the fixture `fuzz_runs`) are started by tests/conftest.py with the
-# session's first test, and tests marked so run last.
+# The runs themselves (the fixture `fuzz_runs`) are started by tests/unit/conftest.py with
+# the first unit test, and tests marked so run last.
 pytestmark = pytest.mark.fuzz
 
 

@@ -1,8 +1,6 @@
-"""The fuzzer runs (unit/datapath/fuzzing.py) start with the session's first test when a
-test marked `fuzz` is in it, and those tests run last. The fuzzers get only the CPU no
-test wants (SCHED_IDLE): the integration tests, first, mostly wait on slowed links, and
-the runs' times vary (the planted-bug searches take 40,000 to a million inputs), so
-started with the unit tests they once ran two minutes past them."""
+"""The fuzzer runs (datapath/fuzzing.py) start with the first unit test when a test marked
+`fuzz` is in the session, and those tests run last: the fuzzers then run beside the other
+unit tests on the second core, instead of after them (the suite's time budget)."""
 
 from __future__ import annotations
 
