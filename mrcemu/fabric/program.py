@@ -4,9 +4,6 @@ its own nodes; orchestration (`build`) never runs it on another server's."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-
 from mrcemu.fabric import netlink, shaping
 from mrcemu.fabric.netns import iproute
 from mrcemu.topology import Layout
@@ -33,41 +30,15 @@ def program_node(layout: Layout, table: NodeTable, pid: int) -> None:
         ipr.close()
 
 
-# What the forked workers of `program_nodes` program from: inherited, not pickled.
-_FORKED: tuple[Layout, dict[str, NodeTable]] | None = None
-
-
-def _program_some(nodes: list[tuple[str, int]]) -> None:
-    assert _FORKED is not None
-    layout, tables = _FORKED
-    for name, pid in nodes:
+def program_nodes(layout: Layout, tables: dict[str, NodeTable], nodes: dict[str, int]
+                  ) -> None:
+    """`program_node` for every node given (name -> PID), one at a time; the first that
+    fails stops it, named. (Forked workers, one a core, took `default` from 3.2 to 2.1 s,
+    but a bring-up in CI then hung twice in one run: a fork of a process with threads
+    may copy a lock another thread holds.)"""
+    for name, pid in nodes.items():
         try:
             program_node(layout, tables[name], pid)
-        except Exception as e:  # named, and a plain error that crosses back from a worker
+        except Exception as e:
             raise RuntimeError(f"programming {name} (PID {pid}): {type(e).__name__}: {e}"
                                ) from None
-
-
-def program_nodes(layout: Layout, tables: dict[str, NodeTable], nodes: dict[str, int],
-                  workers: int | None = None) -> None:
-    """`program_node` for every node given (name -> PID), on every core: programming is
-    pyroute2 encoding in Python (htb's rate tables most of it), 3.2 s of one core for
-    `default`'s 56 nodes, half a bring-up. Each forked worker opens its own netlink
-    sockets, one node at a time; the first error any of them meets is raised here."""
-    global _FORKED
-    items = list(nodes.items())
-    k = max(1, min(workers or os.cpu_count() or 1, len(items)))
-    if k == 1:
-        _FORKED = (layout, tables)
-        try:
-            _program_some(items)
-        finally:
-            _FORKED = None
-        return
-    _FORKED = (layout, tables)
-    try:
-        # Interleaved, so each worker gets its share of switches (the most ports).
-        with multiprocessing.get_context("fork").Pool(k) as pool:
-            pool.map(_program_some, [items[i::k] for i in range(k)])
-    finally:
-        _FORKED = None

@@ -1,4 +1,4 @@
-"""Programming nodes on every core (mrcemu/fabric/program.py): no root, no fabric. Whether
+"""Programming a fabric's nodes (mrcemu/fabric/program.py): no root, no fabric. Whether
 the kernels end up right is the integration tests' (`mrcemu check` on each fabric)."""
 
 from __future__ import annotations
@@ -12,17 +12,12 @@ from mrcemu.topology.routes import tables
 GONE = 2**22 + 1  # above the kernel's largest PID: no such namespace
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_node_that_cannot_be_entered_fails_the_whole_programming(workers, monkeypatch):
+def test_a_node_that_cannot_be_entered_stops_the_programming_named(monkeypatch):
     entered: list[int] = []
     real = program.iproute
     monkeypatch.setattr(program, "iproute", lambda pid: entered.append(pid) or real(pid))
     layout = Layout(load("small"))
-    # Named by node and PID: either worker's may be the first to arrive.
-    with pytest.raises(RuntimeError, match=rf"programming (h0 \(PID {GONE}|h1 \(PID "
-                                           rf"{GONE + 1})\): FileNotFoundError"):
-        program.program_nodes(layout, tables(layout), {"h0": GONE, "h1": GONE + 1},
-                              workers=workers)
-    assert program._FORKED is None  # nothing left for a later, unforked call
-    if workers == 1:
-        assert entered == [GONE]  # it stopped at the first
+    with pytest.raises(RuntimeError, match=rf"programming h0 \(PID {GONE}\): "
+                                           "FileNotFoundError"):
+        program.program_nodes(layout, tables(layout), {"h0": GONE, "h1": GONE + 1})
+    assert entered == [GONE]  # it stopped at the first
