@@ -61,6 +61,12 @@ def end_next_csid_encap() -> dict:
     ]}
 
 
+def ifindexes(ipr: IPRoute) -> dict[str, int]:
+    """The node's interface indexes by name, from one dump (a lookup by name is a dump
+    each)."""
+    return {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+
+
 def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str = "add"
               ) -> None:
     kw: dict = dict(dst=str(route.dst.network_address), dst_len=route.dst.prefixlen,
@@ -83,7 +89,7 @@ def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str 
 def restore(ipr: IPRoute, table: NodeTable, devs: set[str]) -> None:
     """Put back what the kernel flushed when `devs` went administratively down: their
     addresses, neighbours and routes (IPv6 drops all three on link down)."""
-    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+    ifindex = ifindexes(ipr)
     for dev, addr, plen in table.addresses:
         if dev in devs:
             try:
@@ -105,7 +111,7 @@ def set_multipath(ipr: IPRoute, table: NodeTable, full: NodeTable) -> None:
     """An ECMP leaf's multipath routes as `table` has them (its routing converged around
     dead links): each route of `full` with several next hops replaced by `table`'s, or
     deleted where `table` has none."""
-    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+    ifindex = ifindexes(ipr)
     now = {r.dst: r for r in table.routes}
     for r in full.routes:
         if not r.also:
@@ -123,8 +129,8 @@ def set_multipath(ipr: IPRoute, table: NodeTable, full: NodeTable) -> None:
 
 def program(ipr: IPRoute, table: NodeTable, mtu: int) -> dict[str, int]:
     """Addresses, neighbours and routes of one node. Interfaces must exist. Returns the
-    node's interface indexes by name (one dump: a lookup by name is a dump each)."""
-    ifindex = {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
+    node's interface indexes by name (`ifindexes`, with the End device it made)."""
+    ifindex = ifindexes(ipr)
     ipr.link("set", index=ifindex["lo"], state="up")
     if any(r.end for r in table.routes):
         ipr.link("add", ifname=END_DEV, kind="veth", peer=f"{END_DEV}-peer")
