@@ -88,6 +88,7 @@ static void sender_setup(void)
 	for (int i = 0; i < 2; i++)
 		slots[i] = (struct mrc_evslot){.last_feedback = -1.0, .silent_since = NAN,
 					       .heard_sent = -1.0, .rtt = NAN,
+					       .stopped_at = -INFINITY,
 					       .skip_len = 4, .usable = 1,
 					       .good = 1};
 	mrc_tx_set_paths(&snd, p, 2);

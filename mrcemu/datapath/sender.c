@@ -96,6 +96,7 @@ int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,
 	s->tr_limit = 2000000;
 	s->srtt = NAN;
 	s->backoff = 1;
+	s->stop_devs = 4; /* one age for stopping and resending until told otherwise */
 	return 0;
 }
 
@@ -662,17 +663,39 @@ uint64_t mrc_tx_evorder(struct mrc_sender *s, uint64_t newly, uint64_t cack, uin
 	return n;
 }
 
-double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
+/* How long a packet on `path` may go unacknowledged: the EV's own smoothed RTT plus
+ * `devs` of its deviations (the connection's, with no sample of its own yet), never
+ * less than the connection's smoothed RTT, plus the hosts' slack. */
+static double age_of(const struct mrc_sender *s, int32_t path, double devs)
 {
 	if (isnan(s->srtt))
 		return s->min_rto;
 	const struct mrc_evslot *fb = s->paths[path].fb;
-	double own = isnan(fb->rtt) ? s->srtt + 4 * s->rttvar : fb->rtt + 4 * fb->rttvar;
+	double own = isnan(fb->rtt) ? s->srtt + devs * s->rttvar : fb->rtt + devs * fb->rttvar;
 	double age = (own > s->srtt ? own : s->srtt) + s->slack;
 	/* The RTO waits on this age too: however long a path's round trips have grown,
 	 * no packet waits longer than the longest RTO before its EV is stopped and the
 	 * probes decide (a runaway estimate otherwise stalls the window for as long). */
 	return s->max_rto > 0 && age > s->max_rto ? s->max_rto : age;
+}
+
+double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
+{
+	return age_of(s, path, 4);
+}
+
+double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path)
+{
+	double devs = s->stop_devs < 4 ? s->stop_devs : 4;
+	return age_of(s, path, devs);
+}
+
+/* Whether a live packet can still stop its EV: the EV is in use, and the packet was
+ * sent after the EV's last stop (a stop's probes decide about every packet sent before
+ * it: the EV back in use, those packets must not stop it again, each in turn). */
+static int can_stop(const struct mrc_evslot *fb, const struct mrc_out *o)
+{
+	return !fb->stopped && o->sent_time > fb->stopped_at;
 }
 
 /* The least overdue age of any path: no live packet younger than it can be overdue. */
@@ -691,11 +714,28 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 		i = o->next; /* marking lost never unlinks */
 		if (o->sent_time + least > now)
 			break;
-		if (o->lost || o->sent_time + mrc_tx_overdue_age(s, o->slot) > now)
+		if (o->lost)
 			continue;
+		/* Two ages (DESIGN.md section 14): past the stop age, the EV gets no new data
+		 * and its probes go; only past the overdue age is the packet sent again. A
+		 * stop costs a few probes, a resend a duplicate when the packet was only
+		 * late, so the first can come at a doubt and the second waits for more. */
 		struct mrc_evslot *fb = s->paths[o->slot].fb;
+		if (can_stop(fb, o) && o->sent_time + mrc_tx_stop_age(s, o->slot) <= now) {
+			fb->stopped = 1;
+			fb->stopped_at = now;
+			push_loss(s, o, MRC_LOSS_OVERDUE);
+			stopped++;
+		}
+		if (o->sent_time + mrc_tx_overdue_age(s, o->slot) > now)
+			continue;
+		/* Overdue: a stop's probes said the path forwards, yet this packet is later
+		 * than the path's own round trips allow. It stops the EV again, whenever it
+		 * went (once: it is sent again now), or the slow path takes new data, and each
+		 * packet of it a duplicate, until its estimate catches up. */
 		if (!fb->stopped) {
 			fb->stopped = 1;
+			fb->stopped_at = now;
 			push_loss(s, o, MRC_LOSS_OVERDUE);
 			stopped++;
 		}
@@ -709,6 +749,25 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 	return stopped;
 }
 
+uint64_t mrc_tx_lose_path(struct mrc_sender *s, int32_t path)
+{
+	uint64_t n = 0;
+	for (int64_t i = s->head; i >= 0;) {
+		struct mrc_out *o = &s->ring[i];
+		i = o->next;
+		if (o->lost || o->slot != path)
+			continue;
+		/* the verdict may yet be wrong (a probe unanswered proves little more than a
+		 * timeout): an ack then cannot say which copy came, and credits no EV */
+		o->doubt = 1;
+		mark_lost(s, o, 0, -1);
+		lost_bytes(s, o);
+		n++;
+	}
+	s->retired_resent += n;
+	return n;
+}
+
 double mrc_tx_overdue_at(const struct mrc_sender *s)
 {
 	double best = -1.0, least = least_age(s);
@@ -718,7 +777,9 @@ double mrc_tx_overdue_at(const struct mrc_sender *s)
 			break;
 		if (o->lost)
 			continue;
-		double at = o->sent_time + mrc_tx_overdue_age(s, o->slot);
+		double at = o->sent_time + (can_stop(s->paths[o->slot].fb, o)
+						    ? mrc_tx_stop_age(s, o->slot)
+						    : mrc_tx_overdue_age(s, o->slot));
 		if (best < 0 || at < best)
 			best = at;
 	}
@@ -823,6 +884,11 @@ void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, do
 	s->min_rto = min_rto;
 	s->max_rto = max_rto;
 	s->slack = slack;
+}
+
+void mrc_tx_stop_after(struct mrc_sender *s, double devs)
+{
+	s->stop_devs = devs;
 }
 
 double mrc_tx_rto_value(const struct mrc_sender *s)

@@ -34,6 +34,8 @@ struct mrc_evslot {
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
 	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
 	uint8_t stopped;       /* taken out of use as overdue (set here, cleared by evs.py) */
+	double stopped_at;     /* when it was last stopped; -1: never. Only a packet sent
+				* after it can stop it again (see mrc_tx_overdue) */
 };
 
 /* The path of one EV and its facts. */
@@ -160,7 +162,8 @@ struct mrc_sender {
 	uint32_t backoff;    /* the RTO multiplier: doubles per RTO round, 1 on progress */
 	double min_rto, max_rto;
 	double slack; /* what a faithful run lets the hosts add to an ack: added to "overdue" */
-	uint64_t sacks_rx, hole_losses, overdue_resent;
+	double stop_devs; /* deviations of an EV's own round trips before its EV is stopped */
+	uint64_t sacks_rx, hole_losses, overdue_resent, retired_resent;
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
 	/* Per-EV order's scratch, per path: the latest send time of a once-sent packet on it
@@ -232,10 +235,19 @@ uint64_t mrc_tx_evorder(struct mrc_sender *s, uint64_t newly, uint64_t cack, uin
  * own smoothed RTT plus four deviations (the connection's with no sample of its own), at
  * least the connection's smoothed RTT, plus the hosts' slack; min_rto before any sample. */
 double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path);
-/* The overdue scan: every live packet older than its EV's overdue age is queued to go
- * again elsewhere, and its EV, unless already stopped, is stopped (evslot.stopped) and
- * reported once, with that packet, as a MRC_LOSS_OVERDUE. Returns how many EVs stopped. */
+/* How long a packet on `path` may go unacknowledged before its EV is stopped (see
+ * mrc_tx_stop_after): at most its overdue age. */
+double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path);
+/* The overdue scan: every live packet older than its EV's stop age stops its EV
+ * (evslot.stopped), reported once, with that packet, as a MRC_LOSS_OVERDUE, unless the
+ * EV is stopped already or was stopped after the packet went; every live packet older
+ * than its EV's overdue age is queued to go again elsewhere, and stops its EV unless
+ * stopped already, whenever it went. Returns how many EVs stopped. */
 uint64_t mrc_tx_overdue(struct mrc_sender *s, double now);
+/* The path was retired (a loss proven on it, its probe unanswered, its plane down):
+ * every live packet on it is queued to go again elsewhere at once, not at its overdue
+ * age. Returns how many. */
+uint64_t mrc_tx_lose_path(struct mrc_sender *s, int32_t path);
 /* When the next EV falls overdue, or -1 if none can. */
 double mrc_tx_overdue_at(const struct mrc_sender *s);
 /* Whether PSN psn24 was sent and is not yet acknowledged. */
@@ -259,6 +271,11 @@ void mrc_tx_quiet_all(struct mrc_sender *s);
  * reads: set once before the first SACK. */
 void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
 		   double slack);
+/* Stop an EV once its oldest packet is older than the EV's own smoothed RTT plus
+ * `devs` deviations plus the slack (at most 4, the overdue age; 4 until set): a doubt
+ * that stops new data and sends the probes, where the overdue age also sends the
+ * packet again. */
+void mrc_tx_stop_after(struct mrc_sender *s, double devs);
 /* The retransmission timeout: max(min_rto, srtt + 4 rttvar) (min_rto with no sample)
  * times the backoff, at most max_rto. */
 double mrc_tx_rto_value(const struct mrc_sender *s);

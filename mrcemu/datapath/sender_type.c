@@ -26,6 +26,7 @@ static PyObject *evslot_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		self->s.last_feedback = -1.0;
 		self->s.silent_since = NAN;
 		self->s.heard_sent = -1.0;
+		self->s.stopped_at = -INFINITY;
 		self->s.rtt = NAN;
 		self->s.skip_len = 1;
 		self->s.good = 1;
@@ -49,6 +50,8 @@ static PyMemberDef evslot_members[] = {
 	{"good", T_BOOL, offsetof(EvSlotObject, s.good), 0, "its state is GOOD"},
 	{"stopped", T_UBYTE, offsetof(EvSlotObject, s.stopped), 0,
 	 "taken out of use as overdue (the sender sets it, the policy clears it)"},
+	{"stopped_at", T_DOUBLE, offsetof(EvSlotObject, s.stopped_at), READONLY,
+	 "when it was last stopped (-inf: never)"},
 	{"rtt_raw", T_DOUBLE, offsetof(EvSlotObject, s.rtt), READONLY,
 	 "its own smoothed RTT (NaN: no sample yet)"},
 	{"rttvar", T_DOUBLE, offsetof(EvSlotObject, s.rttvar), READONLY, "its RTT's deviation"},
@@ -402,19 +405,25 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 			     opt_float(r.newly ? r.latest : -1.0));
 }
 
-/* use_cc(nscc, min_rto, max_rto, slack): what SACKs move and read */
+/* use_cc(nscc, min_rto, max_rto, slack[, stop_deviations]): what SACKs move and read,
+ * and the deviations of an EV's own round trips after which it is stopped (4: at the
+ * overdue age) */
 static PyObject *sender_use_cc(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
 	PyObject *cc;
-	double min_rto, max_rto, slack;
-	if (!PyArg_ParseTuple(args, "O!ddd", &NsccType, &cc, &min_rto, &max_rto, &slack))
+	double min_rto, max_rto, slack, stop_devs = 4;
+	if (!PyArg_ParseTuple(args, "O!ddd|d", &NsccType, &cc, &min_rto, &max_rto, &slack,
+			      &stop_devs))
 		return NULL;
 	if (!(min_rto > 0 && max_rto >= min_rto && slack >= 0))
 		return PyErr_Format(PyExc_ValueError,
 				    "use_cc: need 0 < min_rto <= max_rto and slack >= 0");
+	if (!(stop_devs >= 0 && stop_devs <= 4))
+		return PyErr_Format(PyExc_ValueError, "use_cc: need 0 <= stop_deviations <= 4");
 	Py_XSETREF(self->cc, Py_NewRef(cc));
 	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, max_rto, slack);
+	mrc_tx_stop_after(&self->s, stop_devs);
 	Py_RETURN_NONE;
 }
 
@@ -483,6 +492,31 @@ static PyObject *sender_overdue_age(SenderObject *self, PyObject *arg)
 	if (path < 0 || (size_t)path >= self->s.npaths)
 		return PyErr_Format(PyExc_IndexError, "overdue_age: no path %ld", path);
 	return PyFloat_FromDouble(mrc_tx_overdue_age(&self->s, (int32_t)path));
+}
+
+/* stop_age(path index) -> how long a packet on it may go unacknowledged before its EV
+ * is stopped */
+static PyObject *sender_stop_age(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	long path = PyLong_AsLong(arg);
+	if (path == -1 && PyErr_Occurred())
+		return NULL;
+	if (path < 0 || (size_t)path >= self->s.npaths)
+		return PyErr_Format(PyExc_IndexError, "stop_age: no path %ld", path);
+	return PyFloat_FromDouble(mrc_tx_stop_age(&self->s, (int32_t)path));
+}
+
+/* lose_path(path index) -> its live packets, queued to go again elsewhere */
+static PyObject *sender_lose_path(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	long path = PyLong_AsLong(arg);
+	if (path == -1 && PyErr_Occurred())
+		return NULL;
+	if (path < 0 || (size_t)path >= self->s.npaths)
+		return PyErr_Format(PyExc_IndexError, "lose_path: no path %ld", path);
+	return PyLong_FromUnsignedLongLong(mrc_tx_lose_path(&self->s, (int32_t)path));
 }
 
 /* is_outstanding(psn) -> sent and not yet acknowledged */
@@ -625,13 +659,14 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	const struct mrc_sender *s = &self->s;
-	return Py_BuildValue("{sKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
+	return Py_BuildValue("{sKsKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
 			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
 			     (unsigned long long)s->retransmits, "sacks_rx",
 			     (unsigned long long)s->sacks_rx, "losses_unqueued",
 			     (unsigned long long)s->loss_dropped, "hole_losses",
 			     (unsigned long long)s->hole_losses, "overdue_resent",
-			     (unsigned long long)s->overdue_resent);
+			     (unsigned long long)s->overdue_resent, "retired_resent",
+			     (unsigned long long)s->retired_resent);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)
@@ -669,7 +704,7 @@ static PyMethodDef sender_methods[] = {
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
 	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now)"},
 	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
-	 "use_cc(nscc, min_rto, max_rto, slack): the window SACKs move"},
+	 "use_cc(nscc, min_rto, max_rto, slack[, stop_deviations]): the window SACKs move"},
 	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
 	 "sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now)"},
 	{"overdue", (PyCFunction)sender_overdue, METH_O, "overdue(now) -> EVs stopped"},
@@ -677,6 +712,10 @@ static PyMethodDef sender_methods[] = {
 	 "when the next EV falls overdue, or None"},
 	{"overdue_age", (PyCFunction)sender_overdue_age, METH_O,
 	 "overdue_age(path) -> how long its packets may go unacknowledged"},
+	{"lose_path", (PyCFunction)sender_lose_path, METH_O,
+	 "lose_path(path) -> its live packets, queued to go again (it was retired)"},
+	{"stop_age", (PyCFunction)sender_stop_age, METH_O,
+	 "stop_age(path) -> how long before a packet on it stops its EV"},
 	{"is_outstanding", (PyCFunction)sender_is_outstanding, METH_O,
 	 "is_outstanding(psn) -> sent and not yet acknowledged"},
 	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto) -> fired"},

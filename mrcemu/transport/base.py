@@ -95,7 +95,8 @@ class Stats:
     # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of
     # those the ones a trailing NACK showed trimmed; EVs stopped
     # as overdue, back in use, retired for an unanswered probe or for a data probe's
-    # answer that proved a loss; packets sent again because their EV was stopped
+    # answer that proved a loss; packets sent again because they were overdue, and
+    # because their EV was retired (or its plane went down)
     hole_losses: int = 0
     holes_trimmed: int = 0
     ev_stops: int = 0
@@ -103,6 +104,7 @@ class Stats:
     probe_timeouts: int = 0
     probe_proofs: int = 0
     overdue_resent: int = 0
+    retired_resent: int = 0
     losses: int = 0  # packets found lost and not trimmed (per-EV order or RTO)
     losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)

@@ -76,6 +76,11 @@ class TransportConfig:
     # after the connection's smoothed RTT plus this; a per-EV order hole waits this long
     # for a NACK that says the packet was trimmed, not lost (DESIGN.md section 14).
     ack_slack: float = HOST_SLACK
+    # An EV is stopped (no new data on it, its probes sent) once its oldest packet is
+    # older than its own smoothed RTT plus this many deviations plus `ack_slack`; the
+    # packet itself goes again only at four (DESIGN.md section 14; docs/transport.md,
+    # "Two ages"). 0-4.
+    stop_deviations: float = 1.0
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
     # Path health (transport/pathmon.py; docs/transport.md, "Path health", says why these):
@@ -118,6 +123,11 @@ class TransportConfig:
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= least):
                 raise MrcemuError(f"transport config: {name} must be a whole number "
                                   f">= {least}, not {getattr(self, name)!r}")
+        if not (isinstance(self.stop_deviations, (int, float))
+                and not isinstance(self.stop_deviations, bool)
+                and 0 <= self.stop_deviations <= 4):
+            raise MrcemuError("transport config: stop_deviations must be a number from 0 "
+                              f"to 4 (the overdue age), not {self.stop_deviations!r}")
         planes = self.ev_planes
         if (not isinstance(planes, tuple) or len(set(planes)) != len(planes)
                 or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0

@@ -29,7 +29,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
-from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, PathMonitor
+from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, UNANSWERED, PathMonitor
 from mrcemu.transport.reverse import ReverseEvs
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
@@ -121,7 +121,7 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay)
-        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack)
+        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder: the compiled data path, with control bodies from the codec's tables
         ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}
@@ -357,6 +357,18 @@ class MrcConnection(ConnectionBase):
         # A suspect path is no place for our acks either (B9).
         if ev.new in (EvState.STOPPED.value, EvState.ASSUMED_BAD.value, EvState.DENIED.value):
             self.reverse.retired(ev.ev)
+        # A path that forwards nothing (its probe unanswered, its plane down or denied):
+        # its packets went where nothing arrives, and go again now, not each at its
+        # overdue age (which held the window a round trip longer). Not for one proven
+        # loss: at 1 % loss that would resend every packet in flight on the EV.
+        if (ev.new == EvState.DENIED.value or ev.why == UNANSWERED) and (
+                e := self.profile.evs.get(ev.ev)) is not None and e.fb.index >= 0:
+            self.tx.lose_path(e.fb.index)
+        elif ev.ev == -1 and ev.new == "DOWN":  # a plane (evs.py: set_plane)
+            down = self.profile.planes_down
+            for i, e in enumerate(self._evs):
+                if e.path.plane in down:
+                    self.tx.lose_path(i)
         self._paths_dirty = True
 
     def _control_paths(self) -> None:

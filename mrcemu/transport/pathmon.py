@@ -7,9 +7,10 @@ each, every one driven with an explicit `now`:
 | CE echoed (SACK m = SKIP_ONCE)          | SKIP for `ce_skip_rotations`                  |
 | trimmed mid-path (NACK TRIMMED)         | SKIP for `trim_skip_rotations`                |
 | trimmed at the last hop                 | none: incast at the receiver is no path's     |
-| the EV's oldest packet overdue against  | STOPPED: no new data on it, its outstanding   |
-| the EV's own round trips                | packets sent again elsewhere (the sender did), |
-|                                         | a probe sent on it in the control class       |
+| the EV's oldest packet late against the | STOPPED: no new data on it, a probe sent on   |
+| EV's own round trips (its stop age: RTT | it in the control class and one in the data   |
+| plus one deviation plus the slack)      | class; past the overdue age (four deviations) |
+|                                         | the sender sends the packet again elsewhere   |
 | feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
 | probe answered                          |                                               |
 | a STOPPED EV's probe unanswered for the | ASSUMED_BAD at once, replaced from the same   |
@@ -56,6 +57,10 @@ from mrcemu.transport.evs import Ev, EvProfile, EvState
 LOSS_HOLE = 0  # datapath: MRC_LOSS_HOLE, per-EV order
 LOSS_RTO = 1  # datapath: MRC_LOSS_RTO
 LOSS_OVERDUE = 2  # datapath: MRC_LOSS_OVERDUE, not a loss: the EV's oldest packet is late
+# The verdict that says a path forwards nothing at all (its control-class probe, which
+# crosses every queue in the priority lane, went unanswered): its other packets are lost
+# too. A proven loss (per-EV order, the data probe) says only that one packet was.
+UNANSWERED = "lost: probe unanswered"
 
 
 @dataclass
@@ -187,7 +192,7 @@ class PathMonitor:
                    if s.probe_at is not None and s.probe_at + limit <= now]:
             s = self._stops[ev]
             self.probe_timeouts += 1
-            self._retire(self.profile.evs[ev], now, "lost: probe unanswered", s.sent)
+            self._retire(self.profile.evs[ev], now, UNANSWERED, s.sent)
 
     def next_deadline(self, rtt: float) -> float | None:
         """When `check` next has something to decide (`rtt` as `check` has it)."""

@@ -112,9 +112,10 @@ def test_windows_bound_what_goes_and_sacks_free_it():
     assert rig.tx.acked_of(0) == 5 and rig.tx.acked_of(9) is None
 
 
-def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0) -> datapath.Nscc:
+def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0,
+            stop_deviations: float = 4.0) -> datapath.Nscc:
     cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
-    rig.tx.use_cc(cc, min_rto, 1.0, slack)
+    rig.tx.use_cc(cc, min_rto, 1.0, slack, stop_deviations)
     return cc
 
 
@@ -205,6 +206,80 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
     assert rig.tx.counters()["overdue_resent"] == 1
     # Stopped: its resent packet is not judged on it again, and nothing is due.
     assert rig.tx.overdue(1.0) == 0 and rig.tx.overdue_at() is None
+
+
+def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_overdue():
+    # Two ages: past the EV's own RTT plus one deviation (plus the slack) the EV takes no
+    # new data and its probes go; its packet goes again only past four deviations.
+    rig = Rig()
+    with_cc(rig, slack=0.002, stop_deviations=1.0)
+    rig.tx.post(0, 0, 1, bytes(64 * PMTU), None)
+    for i in range(8):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
+    sack(rig, 0, 1, 0b1, 1, rig.evs[1], 0.041)  # PSN 1 (EV 1): 40 ms
+    sack(rig, 3, 1, 0, 2, rig.evs[2], 0.012)
+    for psn in (4, 6, 7):
+        sack(rig, 5, 1 + psn - 6, 1, psn, rig.evs[psn % 4], psn * 0.001 + 0.01)
+    fb = rig.slots[1]
+    stop, overdue = rig.tx.stop_age(1), rig.tx.overdue_age(1)
+    assert stop == pytest.approx(fb.rtt_raw + fb.rttvar + 0.002)
+    assert overdue == pytest.approx(fb.rtt_raw + 4 * fb.rttvar + 0.002) and stop < overdue
+    # PSN 5 (EV 1, sent at 5 ms) is the only packet outstanding: its stop is due first.
+    assert rig.tx.overdue_at() == pytest.approx(0.005 + stop)
+    assert rig.tx.overdue(0.005 + stop - 1e-6) == 0
+    assert rig.tx.overdue(0.005 + stop) == 1
+    assert rig.tx.take_losses() == [(1, 0.005, 2, 5)]
+    assert fb.stopped and fb.stopped_at == 0.005 + stop
+    # Stopped, not resent: the packet may yet arrive, and nothing else is sent on EV 1.
+    assert rig.tx.rtx_queued == 0 and rig.tx.counters()["overdue_resent"] == 0
+    assert rig.tx.is_outstanding(5) and rig.tx.overdue_at() == pytest.approx(0.005 + overdue)
+    # The probe answered, the policy puts the EV back in use. Its packet, sent before the
+    # stop, cannot stop it again at the stop age (the probes decided about it)...
+    fb.stopped = 0
+    fb.usable = True
+    assert rig.tx.overdue(0.005 + overdue - 1e-6) == 0 and rig.tx.take_losses() == []
+    # ... but overdue, it goes again and stops the EV once more: the path forwards, and
+    # is slower than its own round trips allow.
+    assert rig.tx.overdue(0.005 + overdue) == 1
+    assert rig.tx.take_losses() == [(1, 0.005, 2, 5)]
+    assert rig.tx.rtx_queued == 1 and rig.tx.counters()["overdue_resent"] == 1
+    assert fb.stopped and fb.stopped_at == 0.005 + overdue
+    # Back in use again: a packet sent on it after that stop can stop it again.
+    fb.stopped = 0
+    rig.tx.post(1, 0, 1, bytes(8 * PMTU), None)
+    later = 0.005 + overdue + 0.001
+    sent = [(ev, decode(p).psn) for ev, p in rig.send(later)]
+    assert [psn for ev, psn in sent if ev == rig.evs[1]]
+    rig.tx.overdue(later + rig.tx.stop_age(1) + 0.01)
+    assert (1, 2) in [(x[0], x[2]) for x in rig.tx.take_losses()]
+    assert fb.stopped and fb.stopped_at > later
+
+
+def test_the_stop_age_is_the_overdue_age_unless_set_lower_and_never_above_it():
+    rig = psn_1_unanswered()
+    assert rig.tx.stop_age(1) == rig.tx.overdue_age(1)
+    with pytest.raises(ValueError, match="stop_deviations"):
+        rig.tx.use_cc(datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02), 0.1, 1.0,
+                      0.0, 4.5)
+
+
+def test_a_retired_path_sends_every_packet_still_on_it_again_at_once():
+    rig = Rig()
+    with_cc(rig, slack=0.002)
+    rig.tx.post(0, 0, 1, bytes(12 * PMTU), None)
+    for i in range(12):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4
+    rig.tx.ack(1, 1, 0b1, None, 0.013)  # PSNs 0 and 2 arrived: nothing on EV 1 did
+    inflight = rig.tx.counters()
+    assert rig.tx.lose_path(1) == 3  # PSNs 1, 5, 9, long before any is overdue
+    assert rig.tx.rtx_queued == 3 and rig.tx.counters()["retired_resent"] == 3
+    assert rig.tx.take_losses() == []  # the verdict is made: nothing more to report
+    assert rig.tx.lose_path(1) == 0  # none live on it now
+    rig.slots[1].usable = False
+    resent = [(ev, decode(p).psn) for ev, p in rig.send(0.014)]
+    assert sorted(psn for _, psn in resent[:3]) == [1, 5, 9]
+    assert all(ev != rig.evs[1] for ev, _ in resent)
+    assert inflight["retransmits"] + 3 == rig.tx.counters()["retransmits"]
 
 
 def psn_1_unanswered() -> Rig:

@@ -111,6 +111,7 @@ def test_workload_phases():
     ({"transport": {"min_rto": 1}}, "transport.min_rto", "settable: ev_set_per_plane"),
     ({"transport": {"ev_set_per_plane": -2}}, "transport.ev_set_per_plane", ">= 0"),
     ({"transport": {"probes_to_restore": 0}}, "transport", "probes_to_restore must be"),
+    ({"transport": {"stop_deviations": 5}}, "transport.stop_deviations", "from 0 to 4"),
     ({"transport": [2]}, "transport", "{ev_set_per_plane: 2}"),
     ({"transport": {"ev_planes": [2]}}, "transport.ev_planes", "planes of small (0-1)"),
     ({"transport": {"ev_planes": 1}}, "transport.ev_planes", "e.g. ev_planes: [2]"),

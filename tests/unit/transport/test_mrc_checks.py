@@ -7,7 +7,7 @@ import hashlib
 from mrcemu.transport.events import MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire import codec
-from mrcemu.wire.constants import NackReason, Opcode
+from mrcemu.wire.constants import MRC_DATA, NackReason, Opcode
 from tests.unit.transport.helpers import drain, pair, write
 
 
@@ -103,6 +103,20 @@ def test_plane_loss_port_status_stops_the_peer_using_the_plane():
     plane4 = [e for e in ca.profile.evs.values() if e.path.plane == 4]
     assert 4 not in ca.profile.planes_down
     assert all(e.state is EvState.GOOD for e in plane4)
+
+
+def test_what_was_in_flight_on_a_plane_that_went_down_goes_again_at_once():
+    # A plane that went down took its packets with it: they go again on the other planes
+    # now, not each at its overdue age (a round trip or more later).
+    net, ca, cb = pair()
+    write(ca, cb, 1 << 20)
+    sent = ca.packets_to_send(0.0)
+    on_4 = sorted(codec.decode(net.deliver(p)).psn for ev, p in sent if (ev >> 26) & 0xF == 4)
+    assert on_4 and ca.stats.retired_resent == 0
+    ca.port_status(set(range(8)) - {4}, 0.001)  # h0's own plane-4 port went down
+    # Queued to go again (first, as the window lets them), none found overdue.
+    assert ca.stats.retired_resent == len(on_4) == ca.tx.rtx_queued
+    assert ca.stats.overdue_resent == 0
 
 
 def _planes_down_then(ca, net, planes: list[int]) -> None:
