@@ -84,11 +84,67 @@ def running(topo: str) -> Iterator[str]:
         clean()
 
 
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Remember a failed test, for the shared fabric below."""
+    rep = yield
+    if rep.failed:
+        item.stash[FAILED] = True
+    return rep
+
+
+def intact(topo: str) -> bool:
+    """The fabric of `topo` is up as a bring-up leaves it: every node and NIC daemon
+    alive and running (not stopped), and no fault active."""
+    from mrcemu.fabric.inject import active_faults
+    st = state.load_state()
+    if st is None or st.topology != topo or st.phase != "up" or not alive(st.manager_pid):
+        return False
+    pids = [*st.nodes.values(), *st.nics.values()]
+    return all(alive(p) and _state(p) != "T" for p in pids) and not active_faults()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "?"
+
+
+@pytest.fixture(scope="module")
+def _shared() -> Iterator[dict[str, str | None]]:
+    """The fabric a module's `fabric` tests share: down and cleaned after its last."""
+    keep: dict[str, str | None] = {"topo": None}
+    yield keep
+    if keep["topo"] is not None:
+        mrcemu("down")
+        clean()
+
+
 @pytest.fixture
-def fabric(request) -> Iterator[str]:
-    """A running fabric of the topology named by the test's parameter (default 'small')."""
-    with running(getattr(request, "param", "small")) as topo:
-        yield topo
+def fabric(request, _shared) -> Iterator[str]:
+    """A running fabric of the topology named by the test's parameter (default 'small').
+    Bring-up is the slow part, so a module's tests share one: each gets the fabric the
+    test before it left, if that one passed and left it as a bring-up does (`intact`:
+    a daemon killed, a fault not healed, the fabric taken down all mean a fresh one)."""
+    topo = getattr(request, "param", "small")
+    if _shared["topo"] != topo or not intact(topo):
+        if _shared["topo"] is not None:
+            mrcemu("down")
+        _shared["topo"] = None
+        clean()
+        r = mrcemu("up", topo)
+        assert r.returncode == 0, r.stderr + r.stdout
+        _shared["topo"] = topo
+    yield topo
+    if request.node.stash.get(FAILED, False) or not intact(topo):
+        # what the next test would inherit is not a fresh fabric: it gets one
+        mrcemu("down")
+        clean()
+        _shared["topo"] = None
 
 
 @pytest.fixture(scope="module")
