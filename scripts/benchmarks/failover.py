@@ -59,9 +59,10 @@ def flap_vs_clean() -> str:
             f"Fidelity: no fault {fid(c['fidelity'])}, flapping {fid(f['fidelity'])}.\n\n"
             "The publications' \"no measurable impact\" needs failures detected in "
             "microseconds; here a flapping path costs MRC whatever its packets on that path "
-            "wait (their EV's overdue age, about three round trips) each time the link goes "
-            "down under it, which run-to-run noise of a few hundred milliseconds can hide or "
-            "not; these runs are at full speed, which this host does not run faithfully. "
+            "wait (their EV's stop and then overdue age, two to three round trips) each time "
+            "the link goes down under it, which run-to-run noise of a few hundred "
+            "milliseconds can hide or not; these runs are at full speed, which this host "
+            "does not run faithfully. "
             "A RoCE flow hashed onto the flapping link stalls for each down period and its "
             "timeouts.\n")
 
@@ -149,13 +150,14 @@ def failover() -> str:
             + "\n\nFidelity reasons: " + " | ".join(reasons) + ".\n\n"
             "An RTT here is the connection's smoothed RTT at the end of the run ("
             + (f"median {srtt_ms:.0f} ms full-speed in these runs" if srtt_ms else "none")
-            + "). A path is stopped when a packet on it is overdue against the path's "
-            "own round trips (its smoothed RTT plus four deviations, plus the "
-            f"{slack_ms():.0f} ms the hosts may add in a faithful run), and its overdue "
-            "packets go again elsewhere at once; it is retired on proof: a later packet on "
-            "the same EV arrived (per-EV order), its control-class probe went unanswered "
-            "for an RTT plus four deviations plus that slack, or its data-class probe's "
-            "answer reported the packet missing.\n\n"
+            + "). A path is stopped (no new data on it, its probes sent) when a packet on "
+            "it is late against the path's own round trips: its smoothed RTT plus one "
+            f"deviation, plus the {slack_ms():.0f} ms the hosts may add in a faithful run; "
+            "the packet goes again elsewhere at four deviations. It is retired on proof: a "
+            "later packet on the same EV arrived (per-EV order), its control-class probe "
+            "went unanswered for an RTT plus four deviations plus that slack (then its "
+            "packets still in flight go again at once), or its data-class probe's answer "
+            "reported the packet missing.\n\n"
             + flap_vs_clean())
 
 

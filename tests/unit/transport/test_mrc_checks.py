@@ -7,7 +7,7 @@ import hashlib
 from mrcemu.transport.events import MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire import codec
-from mrcemu.wire.constants import MRC_DATA, NackReason, Opcode
+from mrcemu.wire.constants import NackReason, Opcode
 from tests.unit.transport.helpers import drain, pair, write
 
 
