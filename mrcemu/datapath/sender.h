@@ -34,8 +34,8 @@ struct mrc_evslot {
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
 	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
 	uint8_t stopped;       /* taken out of use as overdue (set here, cleared by evs.py) */
-	double stopped_at;     /* when it was last stopped; -1: never. Only a packet sent
-				* after it can stop it again (see mrc_tx_overdue) */
+	double stopped_at;     /* when it was last stopped; -inf: never. At the stop age,
+				* only a packet sent after it can stop it again */
 };
 
 /* The path of one EV and its facts. */
@@ -244,9 +244,9 @@ double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path);
  * than its EV's overdue age is queued to go again elsewhere, and stops its EV unless
  * stopped already, whenever it went. Returns how many EVs stopped. */
 uint64_t mrc_tx_overdue(struct mrc_sender *s, double now);
-/* The path was retired (a loss proven on it, its probe unanswered, its plane down):
- * every live packet on it is queued to go again elsewhere at once, not at its overdue
- * age. Returns how many. */
+/* The path forwards nothing (its control probe unanswered, its plane down): every live
+ * packet on it is queued to go again elsewhere at once, not at its overdue age. Returns
+ * how many. */
 uint64_t mrc_tx_lose_path(struct mrc_sender *s, int32_t path);
 /* When the next EV falls overdue, or -1 if none can. */
 double mrc_tx_overdue_at(const struct mrc_sender *s);

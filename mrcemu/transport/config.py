@@ -79,7 +79,7 @@ class TransportConfig:
     # An EV is stopped (no new data on it, its probes sent) once its oldest packet is
     # older than its own smoothed RTT plus this many deviations plus `ack_slack`; the
     # packet itself goes again only at four (DESIGN.md section 14; docs/transport.md,
-    # "Two ages"). 0-4.
+    # "Late is judged ... at two ages"). 0-4.
     stop_deviations: float = 1.0
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050

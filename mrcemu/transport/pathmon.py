@@ -14,9 +14,10 @@ each, every one driven with an explicit `now`:
 | feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
 | probe answered                          |                                               |
 | a STOPPED EV's probe unanswered for the | ASSUMED_BAD at once, replaced from the same   |
-| connection's RTT plus four deviations   | plane's backups, probed in the background     |
-| plus the hosts' slack                   |                                               |
-| the answer to the data-class probe sent | the same: the probe went behind every packet  |
+| connection's RTT plus four deviations   | plane's backups, probed in the background;    |
+| plus the hosts' slack                   | its packets in flight go again (UNANSWERED)   |
+| the answer to the data-class probe sent | the same (but only that packet goes again):   |
+|                                         | the probe went behind every packet            |
 | on it when stopped reports the overdue  | on the EV (one path is FIFO), so that packet  |
 | packet missing                          | was lost (SLEEK's proof, per EV: a tail too)  |
 | lost by per-EV order: a later packet on | the same, once `ack_slack` has passed with no |
