@@ -7,8 +7,9 @@
  * region is a heap block of exactly its size: a payload placed a byte outside it is a
  * heap-buffer-overflow. A SACK, NACK or ACK that parses also goes to one sender (sender.c)
  * with packets outstanding, which then frames what it may send into heap blocks of
- * exactly the frame's length and runs its timers: hostile acknowledgements must leave
- * its records within their bounds. The same input also goes to one RoCE QP (roce.c):
+ * exactly the frame's length and runs its timers (its stop and overdue ages apart, and
+ * a path's packets lost wholesale when the mode byte's top bit says so): hostile
+ * acknowledgements must leave its records within their bounds. The same input also goes to one RoCE QP (roce.c):
  * its go-back-N responder places into its own exact-size region, and its requester
  * frames from a posted message into a one-port queue after each input. And it goes
  * through the scale model's delay line (delay.c), whose rings are heap blocks of exactly
@@ -94,13 +95,15 @@ static void sender_setup(void)
 	mrc_tx_set_paths(&snd, p, 2);
 	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3);
 	mrc_tx_use_cc(&snd, &cc, 1e-3, 1.0, 1e-3);
+	mrc_tx_stop_after(&snd, 1); /* the stop age before the overdue age, as configured */
 	snd.rotate = rotate;
 	mrc_tx_post(&snd, 0, 0, 1, source, sizeof(source), 0, 0, NULL);
 	mrc_tx_post(&snd, 1, 0, 1, source, 300, 1, 7, NULL);
 }
 
 /* What a parsed SACK, NACK or ACK does to the sender; then it sends and times out. */
-static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double now)
+static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, uint8_t mode,
+			double now)
 {
 	const uint8_t *h = p->nheaders ? pkt + p->header_at[0] : NULL;
 	const uint8_t *bth = pkt + p->ip + MRC_IP6_LEN + MRC_UDP_LEN;
@@ -123,6 +126,10 @@ static void sender_feed(const uint8_t *pkt, const struct mrc_parsed *p, double n
 	}
 #undef F
 #undef FS
+	/* the path monitor's verdict on a path (a plane down, a probe unanswered) comes at
+	 * any moment between acknowledgements */
+	if (mode & 0x80)
+		mrc_tx_lose_path(&snd, (mode >> 6) & 1);
 	struct mrc_pick pick;
 	for (int i = 0; i < 4 && mrc_tx_pick(&snd, now, 8 * 256, 1e-3, &pick) == 1; i++) {
 		uint8_t *frame = malloc(pick.frame_len);
@@ -268,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	roce_setup();
 	roce_feed(pkt, len, mode, inputs * 1e-4);
 	if (mrc_parse(pkt, len, 0, 0, &p) == MRC_OK)
-		sender_feed(pkt, &p, inputs * 1e-4);
+		sender_feed(pkt, &p, mode, inputs * 1e-4);
 	resp.verify_icrc = mode & 1;
 	enum mrc_error err;
 	double now = inputs * 1e-4;

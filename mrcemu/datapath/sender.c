@@ -698,6 +698,14 @@ static int can_stop(const struct mrc_evslot *fb, const struct mrc_out *o)
 	return !fb->stopped && o->sent_time > fb->stopped_at;
 }
 
+/* Stop a packet's EV: no new data on it, and its loss queued so its probes go. */
+static void stop(struct mrc_sender *s, struct mrc_evslot *fb, struct mrc_out *o, double now)
+{
+	fb->stopped = 1;
+	fb->stopped_at = now;
+	push_loss(s, o, MRC_LOSS_OVERDUE);
+}
+
 /* The least overdue age of any path: no live packet younger than it can be overdue. */
 static double least_age(const struct mrc_sender *s)
 {
@@ -722,9 +730,7 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 		 * late, so the first can come at a doubt and the second waits for more. */
 		struct mrc_evslot *fb = s->paths[o->slot].fb;
 		if (can_stop(fb, o) && o->sent_time + mrc_tx_stop_age(s, o->slot) <= now) {
-			fb->stopped = 1;
-			fb->stopped_at = now;
-			push_loss(s, o, MRC_LOSS_OVERDUE);
+			stop(s, fb, o, now);
 			stopped++;
 		}
 		if (o->sent_time + mrc_tx_overdue_age(s, o->slot) > now)
@@ -734,9 +740,7 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 		 * went (once: it is sent again now), or the slow path takes new data, and each
 		 * packet of it a duplicate, until its estimate catches up. */
 		if (!fb->stopped) {
-			fb->stopped = 1;
-			fb->stopped_at = now;
-			push_loss(s, o, MRC_LOSS_OVERDUE);
+			stop(s, fb, o, now);
 			stopped++;
 		}
 		/* only what is overdue goes again: on a slow path the younger packets behind

@@ -482,15 +482,26 @@ static PyObject *sender_overdue_at(SenderObject *self, PyObject *unused)
 	return PyFloat_FromDouble(at);
 }
 
+/* A path index argument, checked against the sender's paths; -1 with the error set. */
+static long path_arg(SenderObject *self, PyObject *arg, const char *what)
+{
+	long path = PyLong_AsLong(arg);
+	if (path == -1 && PyErr_Occurred())
+		return -1;
+	if (path < 0 || (size_t)path >= self->s.npaths) {
+		PyErr_Format(PyExc_IndexError, "%s: no path %ld", what, path);
+		return -1;
+	}
+	return path;
+}
+
 /* overdue_age(path index) -> how long a packet on it may go unacknowledged */
 static PyObject *sender_overdue_age(SenderObject *self, PyObject *arg)
 {
 	NEED_READY(self);
-	long path = PyLong_AsLong(arg);
-	if (path == -1 && PyErr_Occurred())
+	long path = path_arg(self, arg, "overdue_age");
+	if (path < 0)
 		return NULL;
-	if (path < 0 || (size_t)path >= self->s.npaths)
-		return PyErr_Format(PyExc_IndexError, "overdue_age: no path %ld", path);
 	return PyFloat_FromDouble(mrc_tx_overdue_age(&self->s, (int32_t)path));
 }
 
@@ -499,11 +510,9 @@ static PyObject *sender_overdue_age(SenderObject *self, PyObject *arg)
 static PyObject *sender_stop_age(SenderObject *self, PyObject *arg)
 {
 	NEED_READY(self);
-	long path = PyLong_AsLong(arg);
-	if (path == -1 && PyErr_Occurred())
+	long path = path_arg(self, arg, "stop_age");
+	if (path < 0)
 		return NULL;
-	if (path < 0 || (size_t)path >= self->s.npaths)
-		return PyErr_Format(PyExc_IndexError, "stop_age: no path %ld", path);
 	return PyFloat_FromDouble(mrc_tx_stop_age(&self->s, (int32_t)path));
 }
 
@@ -511,11 +520,9 @@ static PyObject *sender_stop_age(SenderObject *self, PyObject *arg)
 static PyObject *sender_lose_path(SenderObject *self, PyObject *arg)
 {
 	NEED_READY(self);
-	long path = PyLong_AsLong(arg);
-	if (path == -1 && PyErr_Occurred())
+	long path = path_arg(self, arg, "lose_path");
+	if (path < 0)
 		return NULL;
-	if (path < 0 || (size_t)path >= self->s.npaths)
-		return PyErr_Format(PyExc_IndexError, "lose_path: no path %ld", path);
 	return PyLong_FromUnsignedLongLong(mrc_tx_lose_path(&self->s, (int32_t)path));
 }
 

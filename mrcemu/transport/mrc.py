@@ -365,6 +365,8 @@ class MrcConnection(ConnectionBase):
                 e := self.profile.evs.get(ev.ev)) is not None and e.fb.index >= 0:
             self.tx.lose_path(e.fb.index)
         elif ev.ev == -1 and ev.new == "DOWN":  # a plane (evs.py: set_plane)
+            # every down plane, not only this one: the others carry nothing live (no data
+            # goes onto a down plane), so there lose_path finds nothing
             down = self.profile.planes_down
             for i, e in enumerate(self._evs):
                 if e.path.plane in down:

@@ -41,12 +41,17 @@ def wait_for(cond: Callable[[], bool], limit: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+def proc_state(pid: int) -> str:
+    """The process's state letter from /proc (R, S, T, Z...); "?" if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "?"
+
+
 def alive(pid: int) -> bool:
     """Running, not a zombie waiting for a parent that may never reap it."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return proc_state(pid) not in ("Z", "?")
 
 
 def leftovers() -> dict[str, object]:
@@ -70,18 +75,28 @@ def tidy() -> Iterator[None]:
     assert_clean()
 
 
-@contextmanager
-def running(topo: str) -> Iterator[str]:
-    """A fabric of `topo` brought up from clean, and down and cleaned after, whatever
-    the test did: the one bring-up every fabric fixture shares."""
+def up(topo: str) -> None:
+    """A fabric of `topo` brought up from clean: the one bring-up every fixture shares."""
     clean()
     r = mrcemu("up", topo)
     assert r.returncode == 0, r.stderr + r.stdout
+
+
+def down() -> None:
+    """The fabric taken down, and anything it left cleaned."""
+    mrcemu("down")
+    clean()
+
+
+@contextmanager
+def running(topo: str) -> Iterator[str]:
+    """A fabric of `topo` brought up from clean, and down and cleaned after, whatever
+    the test did."""
+    up(topo)
     try:
         yield topo
     finally:
-        mrcemu("down")
-        clean()
+        down()
 
 
 FAILED = pytest.StashKey[bool]()
@@ -104,14 +119,7 @@ def intact(topo: str) -> bool:
     if st is None or st.topology != topo or st.phase != "up" or not alive(st.manager_pid):
         return False
     pids = [*st.nodes.values(), *st.nics.values()]
-    return all(alive(p) and _state(p) != "T" for p in pids) and not active_faults()
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "?"
+    return all(proc_state(p) not in ("Z", "?", "T") for p in pids) and not active_faults()
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +128,7 @@ def _shared() -> Iterator[dict[str, str | None]]:
     keep: dict[str, str | None] = {"topo": None}
     yield keep
     if keep["topo"] is not None:
-        mrcemu("down")
-        clean()
+        down()
 
 
 @pytest.fixture
@@ -133,17 +140,14 @@ def fabric(request, _shared) -> Iterator[str]:
     topo = getattr(request, "param", "small")
     if _shared["topo"] != topo or not intact(topo):
         if _shared["topo"] is not None:
-            mrcemu("down")
+            down()
         _shared["topo"] = None
-        clean()
-        r = mrcemu("up", topo)
-        assert r.returncode == 0, r.stderr + r.stdout
+        up(topo)
         _shared["topo"] = topo
     yield topo
     if request.node.stash.get(FAILED, False) or not intact(topo):
         # what the next test would inherit is not a fresh fabric: it gets one
-        mrcemu("down")
-        clean()
+        down()
         _shared["topo"] = None
 
 

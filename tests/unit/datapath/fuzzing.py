@@ -57,10 +57,12 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
         start(MILLION, "--runs", "1000000", "--no-value-profile")
         for bug, (name, option, old, new, n) in sorted(PLANTED.items()):
             # libFuzzer's seed is fixed, but the inputs it takes to reach a bug still
-            # vary: seed 1 reached the planted write after 58,697, 83,422 and 928,231
-            # inputs in three runs of the same build (2026-11-26), so its time does
-            # (10-200 s in CI), which is why these run beside the other unit tests.
-            # Value profiling (scripts/fuzz.py) is what reaches the exact bound: without
+            # vary, so its time does: the planted overread took 35-70 s on an idle core
+            # (2026-11-27), which is why these run beside the other unit tests. The
+            # planted write is on the corpus's boundary seeds (a payload one byte past
+            # the region, scripts/fuzz.py seeds), found in their first pass (~4 s);
+            # searching for that one VA took 58,697 to 928,231 inputs (10-200 s).
+            # Value profiling (scripts/fuzz.py) is what reaches an exact bound: without
             # it, a change to the sender alone once left seed 1 four million inputs short.
             src = (SCRIPT.parents[1] / "mrcemu" / "datapath" / name).read_text()
             planted = src.replace(old, new, 1)

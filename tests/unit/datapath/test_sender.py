@@ -179,17 +179,24 @@ def test_a_trimmed_packet_is_nacked_not_found_lost_by_per_ev_order():
     assert rig.tx.rtx_queued == 0 and rig.tx.is_outstanding(1)
 
 
-def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go_elsewhere():
+def ev_1_slow(**cc) -> Rig:
+    """PSNs 0-7 sent on EVs 0-3 in turn, a ms apart. Every EV but EV 1 answers in 10 ms;
+    EV 1's first packet (PSN 1) is sampled at 40 ms. Only PSN 5 (EV 1, sent at 5 ms) is
+    left outstanding."""
     rig = Rig()
-    with_cc(rig, slack=0.002)
+    with_cc(rig, slack=0.002, **cc)
     rig.tx.post(0, 0, 1, bytes(64 * PMTU), None)
     for i in range(8):
         rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
-    # Every EV but EV 1 answers in 10 ms; EV 1's first packet is sampled at 40 ms.
     sack(rig, 0, 1, 0b1, 1, rig.evs[1], 0.041)  # PSN 1 (EV 1): 40 ms
     sack(rig, 3, 1, 0, 2, rig.evs[2], 0.012)
     for psn in (4, 6, 7):
         sack(rig, 5, 1 + psn - 6, 1, psn, rig.evs[psn % 4], psn * 0.001 + 0.01)
+    return rig
+
+
+def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go_elsewhere():
+    rig = ev_1_slow()
     srtt = rig.tx.srtt_raw
     age = [rig.tx.overdue_age(i) for i in range(4)]
     # EV 1's own round trips are long: it is overdue later than the others.
@@ -211,15 +218,7 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
 def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_overdue():
     # Two ages: past the EV's own RTT plus one deviation (plus the slack) the EV takes no
     # new data and its probes go; its packet goes again only past four deviations.
-    rig = Rig()
-    with_cc(rig, slack=0.002, stop_deviations=1.0)
-    rig.tx.post(0, 0, 1, bytes(64 * PMTU), None)
-    for i in range(8):
-        rig.send(i * 0.001, budget=1)  # PSN i on EV i % 4 at i ms
-    sack(rig, 0, 1, 0b1, 1, rig.evs[1], 0.041)  # PSN 1 (EV 1): 40 ms
-    sack(rig, 3, 1, 0, 2, rig.evs[2], 0.012)
-    for psn in (4, 6, 7):
-        sack(rig, 5, 1 + psn - 6, 1, psn, rig.evs[psn % 4], psn * 0.001 + 0.01)
+    rig = ev_1_slow(stop_deviations=1.0)
     fb = rig.slots[1]
     stop, overdue = rig.tx.stop_age(1), rig.tx.overdue_age(1)
     assert stop == pytest.approx(fb.rtt_raw + fb.rttvar + 0.002)
