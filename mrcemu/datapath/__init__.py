@@ -27,6 +27,8 @@ Responder = _datapath.Responder
 # The MRC requester's per-packet work (sender.c), and the per-EV record it shares with
 # the policy's Ev (evs.py).
 Sender = _datapath.Sender
+# The most deviations of an EV's round trips either of its two ages may be set to.
+MAX_DEVIATIONS: int = _datapath.MAX_DEVIATIONS
 EvSlot = _datapath.EvSlot
 # transport/nscc.py's congestion window, compiled (nscc.c): the Sender's SACK path moves it
 # without a Python call; the Python class stays the reference it is tested against.

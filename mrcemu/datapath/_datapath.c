@@ -308,7 +308,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyModule_AddObjectRef(m, "Ports", (PyObject *)&PortsType) < 0 ||
 	    PyModule_AddObjectRef(m, "Nscc", (PyObject *)&NsccType) < 0 ||
 	    PyModule_AddObjectRef(m, "RoceQp", (PyObject *)&RoceQpType) < 0 ||
-	    PyModule_AddObjectRef(m, "DelayLine", (PyObject *)&DelayLineType) < 0) {
+	    PyModule_AddObjectRef(m, "DelayLine", (PyObject *)&DelayLineType) < 0 ||
+	    PyModule_AddIntConstant(m, "MAX_DEVIATIONS", MRC_MAX_DEVS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -95,7 +95,7 @@ static void sender_setup(void)
 	mrc_tx_set_paths(&snd, p, 2);
 	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3);
 	mrc_tx_use_cc(&snd, &cc, 1e-3, 1.0, 1e-3);
-	mrc_tx_stop_after(&snd, 1); /* the stop age before the overdue age, as configured */
+	mrc_tx_ages(&snd, 1, 6); /* the stop age before the overdue age, as configured */
 	snd.rotate = rotate;
 	mrc_tx_post(&snd, 0, 0, 1, source, sizeof(source), 0, 0, NULL);
 	mrc_tx_post(&snd, 1, 0, 1, source, 300, 1, 7, NULL);

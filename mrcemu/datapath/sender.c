@@ -96,7 +96,7 @@ int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,
 	s->tr_limit = 2000000;
 	s->srtt = NAN;
 	s->backoff = 1;
-	s->stop_devs = 4; /* one age for stopping and resending until told otherwise */
+	s->stop_devs = s->overdue_devs = 4; /* one age until told otherwise */
 	return 0;
 }
 
@@ -681,12 +681,12 @@ static double age_of(const struct mrc_sender *s, int32_t path, double devs)
 
 double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
 {
-	return age_of(s, path, 4);
+	return age_of(s, path, s->overdue_devs);
 }
 
 double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path)
 {
-	double devs = s->stop_devs < 4 ? s->stop_devs : 4;
+	double devs = s->stop_devs < s->overdue_devs ? s->stop_devs : s->overdue_devs;
 	return age_of(s, path, devs);
 }
 
@@ -890,9 +890,10 @@ void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, do
 	s->slack = slack;
 }
 
-void mrc_tx_stop_after(struct mrc_sender *s, double devs)
+void mrc_tx_ages(struct mrc_sender *s, double stop_devs, double overdue_devs)
 {
-	s->stop_devs = devs;
+	s->stop_devs = stop_devs;
+	s->overdue_devs = overdue_devs;
 }
 
 double mrc_tx_rto_value(const struct mrc_sender *s)

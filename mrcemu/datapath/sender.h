@@ -162,7 +162,8 @@ struct mrc_sender {
 	uint32_t backoff;    /* the RTO multiplier: doubles per RTO round, 1 on progress */
 	double min_rto, max_rto;
 	double slack; /* what a faithful run lets the hosts add to an ack: added to "overdue" */
-	double stop_devs; /* deviations of an EV's own round trips before its EV is stopped */
+	double stop_devs;    /* deviations of an EV's own round trips before its EV is stopped */
+	double overdue_devs; /* ... and before its packet goes again elsewhere */
 	uint64_t sacks_rx, hole_losses, overdue_resent, retired_resent;
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
@@ -232,11 +233,12 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 uint64_t mrc_tx_evorder(struct mrc_sender *s, uint64_t newly, uint64_t cack, uint64_t base,
 			uint64_t bitmap);
 /* How long a packet on `path` may go unacknowledged before its EV is overdue: the EV's
- * own smoothed RTT plus four deviations (the connection's with no sample of its own), at
- * least the connection's smoothed RTT, plus the hosts' slack; min_rto before any sample. */
+ * own smoothed RTT plus the overdue deviations (mrc_tx_ages; the connection's RTT and
+ * deviation with no sample of its own), at least the connection's smoothed RTT, plus the
+ * hosts' slack; min_rto before any sample. */
 double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path);
 /* How long a packet on `path` may go unacknowledged before its EV is stopped (see
- * mrc_tx_stop_after): at most its overdue age. */
+ * mrc_tx_ages): at most its overdue age. */
 double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path);
 /* The overdue scan: every live packet older than its EV's stop age stops its EV
  * (evslot.stopped), reported once, with that packet, as a MRC_LOSS_OVERDUE, unless the
@@ -271,11 +273,13 @@ void mrc_tx_quiet_all(struct mrc_sender *s);
  * reads: set once before the first SACK. */
 void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, double max_rto,
 		   double slack);
-/* Stop an EV once its oldest packet is older than the EV's own smoothed RTT plus
- * `devs` deviations plus the slack (at most 4, the overdue age; 4 until set): a doubt
- * that stops new data and sends the probes, where the overdue age also sends the
- * packet again. */
-void mrc_tx_stop_after(struct mrc_sender *s, double devs);
+/* The two ages, in deviations of an EV's own round trips (each plus its smoothed RTT
+ * and the slack): past `stop_devs`, a doubt, the EV takes no new data and its probes go;
+ * past `overdue_devs`, the packet goes again elsewhere. The stop age is never above the
+ * overdue age (stop_devs is capped at overdue_devs). Both 4 until set. */
+void mrc_tx_ages(struct mrc_sender *s, double stop_devs, double overdue_devs);
+/* The most deviations either age may be set to (the RTO's cap, max_rto, bounds both). */
+#define MRC_MAX_DEVS 16
 /* The retransmission timeout: max(min_rto, srtt + 4 rttvar) (min_rto with no sample)
  * times the backoff, at most max_rto. */
 double mrc_tx_rto_value(const struct mrc_sender *s);

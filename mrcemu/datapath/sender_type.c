@@ -405,25 +405,27 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 			     opt_float(r.newly ? r.latest : -1.0));
 }
 
-/* use_cc(nscc, min_rto, max_rto, slack[, stop_deviations]): what SACKs move and read,
- * and the deviations of an EV's own round trips after which it is stopped (4: at the
- * overdue age) */
+/* use_cc(nscc, min_rto, max_rto, slack[, stop_deviations[, overdue_deviations]]): what
+ * SACKs move and read, and the deviations of an EV's own round trips after which it is
+ * stopped and its packet sent again (both 4 unless given) */
 static PyObject *sender_use_cc(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
 	PyObject *cc;
-	double min_rto, max_rto, slack, stop_devs = 4;
-	if (!PyArg_ParseTuple(args, "O!ddd|d", &NsccType, &cc, &min_rto, &max_rto, &slack,
-			      &stop_devs))
+	double min_rto, max_rto, slack, stop_devs = 4, overdue_devs = 4;
+	if (!PyArg_ParseTuple(args, "O!ddd|dd", &NsccType, &cc, &min_rto, &max_rto, &slack,
+			      &stop_devs, &overdue_devs))
 		return NULL;
 	if (!(min_rto > 0 && max_rto >= min_rto && slack >= 0))
 		return PyErr_Format(PyExc_ValueError,
 				    "use_cc: need 0 < min_rto <= max_rto and slack >= 0");
-	if (!(stop_devs >= 0 && stop_devs <= 4))
-		return PyErr_Format(PyExc_ValueError, "use_cc: need 0 <= stop_deviations <= 4");
+	if (!(stop_devs >= 0 && stop_devs <= overdue_devs && overdue_devs <= MRC_MAX_DEVS))
+		return PyErr_Format(PyExc_ValueError,
+				    "use_cc: need 0 <= stop_deviations <= overdue_deviations <= %d",
+				    MRC_MAX_DEVS);
 	Py_XSETREF(self->cc, Py_NewRef(cc));
 	mrc_tx_use_cc(&self->s, &((NsccObject *)cc)->c, min_rto, max_rto, slack);
-	mrc_tx_stop_after(&self->s, stop_devs);
+	mrc_tx_ages(&self->s, stop_devs, overdue_devs);
 	Py_RETURN_NONE;
 }
 

@@ -146,7 +146,7 @@ _TOP = ("description", "topology", "workload", "faults", "transports", "seed", "
 # `--slowdown` scales them) nor what the fabric decides (PMTU, seed).
 TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
                       "ev_min_active", "ce_skip_rotations", "trim_skip_rotations",
-                      "probes_to_restore", "stop_deviations",
+                      "probes_to_restore", "stop_deviations", "overdue_deviations",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
                       "roce_ack_every", "roce_retry_count")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
@@ -496,11 +496,11 @@ def _transport(source: str, data: Any, topo: Topology,
                 raise ConfigError(source, f"{where}.{k}", v, "must be a list of distinct "
                                   f"planes of {topo.name} (0-{topo.planes - 1})",
                                   f"e.g. {k}: [2]")
-        elif k == "stop_deviations":
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 4:
-                raise ConfigError(source, f"{where}.{k}", v, "must be a number from 0 to 4 "
-                                  "(4: stop an EV only when its packet is overdue)",
-                                  f"e.g. {k}: 1")
+        elif k in ("stop_deviations", "overdue_deviations"):
+            # the range, and the one under the other, are the config's checks below
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(source, f"{where}.{k}", v, "must be a number",
+                                  f"e.g. {k}: {getattr(TransportConfig(), k):g}")
         elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError(source, f"{where}.{k}", v, "must be a whole number >= 0",
                               f"e.g. {k}: 2")

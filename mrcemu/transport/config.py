@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
 
+from mrcemu.datapath import MAX_DEVIATIONS
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import latency
 from mrcemu.wire.layout import mrc_data_overhead
@@ -71,16 +72,17 @@ class TransportConfig:
     target_delay: float = 0.020  # queueing delay NSCC aims for, above the base RTT
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
-    # What the hosts may add to an ack (HOST_SLACK): an EV is overdue after its own
-    # smoothed RTT plus four deviations plus this; a stopped EV's probe is unanswered
+    # What the hosts may add to an ack (HOST_SLACK): an EV is stopped, and overdue, after
+    # its own smoothed RTT plus the deviations below plus this; a stopped EV's probe is unanswered
     # after the connection's smoothed RTT plus this; a per-EV order hole waits this long
     # for a NACK that says the packet was trimmed, not lost (DESIGN.md section 14).
     ack_slack: float = HOST_SLACK
     # An EV is stopped (no new data on it, its probes sent) once its oldest packet is
-    # older than its own smoothed RTT plus this many deviations plus `ack_slack`; the
-    # packet itself goes again only at four (DESIGN.md section 14; docs/transport.md,
-    # "Late is judged ... at two ages"). 0-4.
+    # older than its own smoothed RTT plus `stop_deviations` deviations plus `ack_slack`;
+    # the packet itself goes again only at `overdue_deviations` (DESIGN.md section 14;
+    # docs/transport.md, "Late is judged ... at two ages"). 0 <= stop <= overdue <= 16.
     stop_deviations: float = 1.0
+    overdue_deviations: float = 6.0
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK
     probe_interval: float = 0.050
     # Path health (transport/pathmon.py; docs/transport.md, "Path health", says why these):
@@ -123,11 +125,17 @@ class TransportConfig:
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= least):
                 raise MrcemuError(f"transport config: {name} must be a whole number "
                                   f">= {least}, not {getattr(self, name)!r}")
-        if not (isinstance(self.stop_deviations, (int, float))
-                and not isinstance(self.stop_deviations, bool)
-                and 0 <= self.stop_deviations <= 4):
-            raise MrcemuError("transport config: stop_deviations must be a number from 0 "
-                              f"to 4 (the overdue age), not {self.stop_deviations!r}")
+        for name in ("stop_deviations", "overdue_deviations"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and 0 <= v <= MAX_DEVIATIONS):
+                raise MrcemuError(f"transport config: {name} must be a number from 0 to "
+                                  f"{MAX_DEVIATIONS}, not {v!r}")
+        if self.stop_deviations > self.overdue_deviations:
+            raise MrcemuError("transport config: stop_deviations "
+                              f"({self.stop_deviations}) must not exceed overdue_deviations "
+                              f"({self.overdue_deviations}): an EV is stopped no later "
+                              "than its packet goes again")
         planes = self.ev_planes
         if (not isinstance(planes, tuple) or len(set(planes)) != len(planes)
                 or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0

@@ -121,7 +121,8 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay)
-        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations)
+        self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations,
+                       cfg.overdue_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
         # responder: the compiled data path, with control bodies from the codec's tables
         ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}

@@ -9,7 +9,7 @@ each, every one driven with an explicit `now`:
 | trimmed at the last hop                 | none: incast at the receiver is no path's     |
 | the EV's oldest packet late against the | STOPPED: no new data on it, a probe sent on   |
 | EV's own round trips (its stop age: RTT | it in the control class and one in the data   |
-| plus one deviation plus the slack)      | class; past the overdue age (four deviations) |
+| plus one deviation plus the slack)      | class; past the overdue age (six deviations)  |
 |                                         | the sender sends the packet again elsewhere   |
 | feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
 | probe answered                          |                                               |

@@ -153,7 +153,7 @@ def failover() -> str:
             + "). A path is stopped (no new data on it, its probes sent) when a packet on "
             "it is late against the path's own round trips: its smoothed RTT plus one "
             f"deviation, plus the {slack_ms():.0f} ms the hosts may add in a faithful run; "
-            "the packet goes again elsewhere at four deviations. It is retired on proof: a "
+            "the packet goes again elsewhere at six deviations. It is retired on proof: a "
             "later packet on the same EV arrived (per-EV order), its control-class probe "
             "went unanswered for an RTT plus four deviations plus that slack (then its "
             "packets still in flight go again at once), or its data-class probe's answer "

@@ -113,9 +113,9 @@ def test_windows_bound_what_goes_and_sacks_free_it():
 
 
 def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0,
-            stop_deviations: float = 4.0) -> datapath.Nscc:
+            stop_deviations: float = 4.0, overdue_deviations: float = 4.0) -> datapath.Nscc:
     cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
-    rig.tx.use_cc(cc, min_rto, 1.0, slack, stop_deviations)
+    rig.tx.use_cc(cc, min_rto, 1.0, slack, stop_deviations, overdue_deviations)
     return cc
 
 
@@ -217,12 +217,12 @@ def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go
 
 def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_overdue():
     # Two ages: past the EV's own RTT plus one deviation (plus the slack) the EV takes no
-    # new data and its probes go; its packet goes again only past four deviations.
-    rig = ev_1_slow(stop_deviations=1.0)
+    # new data and its probes go; its packet goes again only past six deviations.
+    rig = ev_1_slow(stop_deviations=1.0, overdue_deviations=6.0)
     fb = rig.slots[1]
     stop, overdue = rig.tx.stop_age(1), rig.tx.overdue_age(1)
     assert stop == pytest.approx(fb.rtt_raw + fb.rttvar + 0.002)
-    assert overdue == pytest.approx(fb.rtt_raw + 4 * fb.rttvar + 0.002) and stop < overdue
+    assert overdue == pytest.approx(fb.rtt_raw + 6 * fb.rttvar + 0.002) and stop < overdue
     # PSN 5 (EV 1, sent at 5 ms) is the only packet outstanding: its stop is due first.
     assert rig.tx.overdue_at() == pytest.approx(0.005 + stop)
     assert rig.tx.overdue(0.005 + stop - 1e-6) == 0
@@ -257,9 +257,16 @@ def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_ov
 def test_the_stop_age_is_the_overdue_age_unless_set_lower_and_never_above_it():
     rig = psn_1_unanswered()
     assert rig.tx.stop_age(1) == rig.tx.overdue_age(1)
-    with pytest.raises(ValueError, match="stop_deviations"):
-        rig.tx.use_cc(datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02), 0.1, 1.0,
-                      0.0, 4.5)
+    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
+    with pytest.raises(ValueError, match="stop_deviations <= overdue_deviations"):
+        rig.tx.use_cc(cc, 0.1, 1.0, 0.0, 4.5)  # above the overdue age's 4
+    with pytest.raises(ValueError, match=f"<= {datapath.MAX_DEVIATIONS}"):
+        rig.tx.use_cc(cc, 0.1, 1.0, 0.0, 1.0, datapath.MAX_DEVIATIONS + 1)
+    rig.tx.use_cc(cc, 0.1, 1.0, 0.0, 2.0, 8.0)
+    fb = rig.slots[1]
+    fb.rtt_sample(0.03, 0.004)
+    assert rig.tx.stop_age(1) == pytest.approx(fb.rtt_raw + 2 * fb.rttvar)
+    assert rig.tx.overdue_age(1) == pytest.approx(fb.rtt_raw + 8 * fb.rttvar)
 
 
 def test_a_retired_path_sends_every_packet_still_on_it_again_at_once():
