@@ -141,6 +141,9 @@ def clean() -> None:
                   f"{done['files']} state files")
     for problem in done["problems"]:
         console.print(f"[yellow]not cleaned: {problem}[/yellow]")
+    if done["local_servers"]:
+        console.print(f"left up: {len(done['local_servers'])} local server(s) of "
+                      "'mrcemu cluster local'; remove them: sudo mrcemu cluster local --down")
 
 
 @main.group()

@@ -686,8 +686,7 @@ double mrc_tx_overdue_age(const struct mrc_sender *s, int32_t path)
 
 double mrc_tx_stop_age(const struct mrc_sender *s, int32_t path)
 {
-	double devs = s->stop_devs < s->overdue_devs ? s->stop_devs : s->overdue_devs;
-	return age_of(s, path, devs);
+	return age_of(s, path, s->stop_devs); /* capped at the overdue age by mrc_tx_ages */
 }
 
 /* Whether a live packet can still stop its EV: the EV is in use, and the packet was
@@ -892,7 +891,9 @@ void mrc_tx_use_cc(struct mrc_sender *s, struct mrc_nscc *cc, double min_rto, do
 
 void mrc_tx_ages(struct mrc_sender *s, double stop_devs, double overdue_devs)
 {
-	s->stop_devs = stop_devs;
+	/* Capped here, once, not in the overdue scan's loop over live packets: the binding
+	 * refuses stop > overdue, but the C API (the fuzz harness) takes what it is given. */
+	s->stop_devs = stop_devs < overdue_devs ? stop_devs : overdue_devs;
 	s->overdue_devs = overdue_devs;
 }
 

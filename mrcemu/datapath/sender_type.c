@@ -713,7 +713,8 @@ static PyMethodDef sender_methods[] = {
 	{"ack", (PyCFunction)sender_ack, METH_VARARGS,
 	 "ack(cack_psn, sack_offset, bitmap, trigger_offset, now)"},
 	{"use_cc", (PyCFunction)sender_use_cc, METH_VARARGS,
-	 "use_cc(nscc, min_rto, max_rto, slack[, stop_deviations]): the window SACKs move"},
+	 "use_cc(nscc, min_rto, max_rto, slack[, stop_deviations[, overdue_deviations]]): "
+	 "the window SACKs move"},
 	{"sack", (PyCFunction)sender_sack, METH_VARARGS,
 	 "sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now)"},
 	{"overdue", (PyCFunction)sender_overdue, METH_O, "overdue(now) -> EVs stopped"},

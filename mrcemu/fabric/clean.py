@@ -67,5 +67,10 @@ def clean() -> dict[str, int]:
             files += 1
         except FileNotFoundError:
             pass
+    from mrcemu.fabric import cluster_local
+
+    # `cluster local`'s servers outlive every fabric by design (one `--down` removes
+    # them), so clean leaves them, and says so: a user who meant "everything" needs it.
     return {"processes": len(pids) + stopped + remote["processes"],
-            "veths": veths + remote["veths"], "files": files, "problems": problems}
+            "veths": veths + remote["veths"], "files": files, "problems": problems,
+            "local_servers": cluster_local.leftovers()["namespaces"]}

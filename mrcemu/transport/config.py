@@ -80,7 +80,8 @@ class TransportConfig:
     # An EV is stopped (no new data on it, its probes sent) once its oldest packet is
     # older than its own smoothed RTT plus `stop_deviations` deviations plus `ack_slack`;
     # the packet itself goes again only at `overdue_deviations` (DESIGN.md section 14;
-    # docs/transport.md, "Late is judged ... at two ages"). 0 <= stop <= overdue <= 16.
+    # docs/transport.md, "Late is judged ... at two ages").
+    # 0 <= stop <= overdue <= datapath.MAX_DEVIATIONS.
     stop_deviations: float = 1.0
     overdue_deviations: float = 6.0
     rcv_window: int = 8192  # PSNs the receiver accepts beyond its cumulative ACK

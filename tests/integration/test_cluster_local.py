@@ -183,6 +183,8 @@ def test_clean_after_a_kill_9_cleans_the_other_server_too(servers, tidy):
     wait_for(lambda: not alive(st.manager_pid))
     r = mrcemu("clean", timeout=120)
     assert r.returncode == 0 and "not cleaned" not in r.stdout, r.stdout + r.stderr
+    # the local server itself outlives the fabric, and clean says how to remove it
+    assert "1 local server(s)" in r.stdout and "cluster local --down" in r.stdout, r.stdout
     # the other server's node shells, its VXLAN ports (gone with its nodes or removed),
     # the shared connection: nothing of the fabric is left on either server
     wait_for(lambda: not [p for p in remote if alive(p)])
