@@ -12,10 +12,9 @@
  * acknowledgements must leave its records within their bounds. The same input also goes
  * to one RoCE QP (roce.c): its go-back-N responder places into its own exact-size
  * region, and its requester frames from a posted message into a one-port queue after
- * each input. And it goes
- * through the scale model's delay line (delay.c), whose rings are heap blocks of exactly
- * their size, small enough that frames wrap and fill them: a frame comes back whole,
- * with its own tag, and a ring never holds more than its bound. */
+ * each input. And it goes through the scale model's delay line (delay.c), whose rings
+ * are heap blocks of exactly their size, small enough that frames wrap and fill them: a
+ * frame comes back whole, with its own tag, and a ring never holds more than its bound. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
