@@ -997,6 +997,9 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		if (!isnan(sent) && now >= sent) {
 			struct mrc_evslot *fb = s->paths[path].fb;
 			mrc_rtt_sample(&fb->rtt, &fb->rttvar, now - sent, s->rttvar);
+			/* that copy arrived: what a stopped EV's resumption asks (pathmon.py) */
+			if (sent > fb->heard_sent)
+				fb->heard_sent = sent;
 		}
 	}
 	/* The SACK's reflected EV carried the packet that triggered it: proof of life. */

@@ -235,17 +235,28 @@ def _fault_entry(entry: dict, rec: dict, raw: dict, layout: Layout,
         srtt = c.get("srtt")
         first_bad: dict[int, float] = {}
         first_loss: dict[int, float] = {}
-        # MRC stops using a path before it retires it (DESIGN.md section 14): the
-        # first of either, with the send time of the lost packet that caused it
+        # MRC stops using a path before it retires it (DESIGN.md section 14). The stop
+        # that counts is the one still in effect when the path was retired (or at the
+        # end), with the send time of the late packet that caused it: a stop cleared
+        # since (its packet arrived after all: a queue, not the fault) was no verdict
+        # on the failure, and the data sent on the EV after it was new data on a path
+        # in use, not data onto a stopped one. A retirement with no stop before it is
+        # its own stop.
         first_stop: dict[int, tuple[float, float]] = {}
         for t, ev, _old, new, _why, *rest in c["ev_changes"]:
-            if new in ("STOPPED", "ASSUMED_BAD", "DENIED") and t >= t_f and rest \
-                    and rest[0] is not None:
-                first_stop.setdefault(ev & 0xFFFFFFFF, (t, rest[0]))
-            if new in ("ASSUMED_BAD", "DENIED") and t >= t_f:
-                first_bad.setdefault(ev & 0xFFFFFFFF, t)
-                if rest and rest[0] is not None:
-                    first_loss.setdefault(ev & 0xFFFFFFFF, rest[0])
+            k = ev & 0xFFFFFFFF
+            lost = rest[0] if rest else None
+            if t < t_f or k in first_bad:
+                continue
+            if new == "STOPPED" and lost is not None:
+                first_stop.setdefault(k, (t, lost))
+            elif new in ("ASSUMED_BAD", "DENIED"):
+                first_bad[k] = t
+                if lost is not None:
+                    first_loss[k] = lost
+                    first_stop.setdefault(k, (t, lost))
+            elif new in ("GOOD", "SKIP"):
+                first_stop.pop(k, None)  # back in use: that stop was cleared
         for t, old, _new in c["path_changes"]:
             if t >= t_f and hit(src, c["peer"], old):
                 first_bad.setdefault(old & 0xFFFFFFFF, t)

@@ -11,8 +11,10 @@ each, every one driven with an explicit `now`:
 | EV's own round trips (its stop age: RTT | it in the control class and one in the data   |
 | plus one deviation plus the slack)      | class; past the overdue age (six deviations)  |
 |                                         | the sender sends the packet again elsewhere   |
-| feedback from a STOPPED EV, or its      | GOOD again: the path is slow, not broken      |
-| probe answered                          |                                               |
+| feedback from a STOPPED EV about a      | GOOD again: the path is slow, not broken      |
+| packet sent as late as the overdue one  |                                               |
+| (no hole pending on it), or its probe   |                                               |
+| answered                                |                                               |
 | a STOPPED EV's probe unanswered for the | ASSUMED_BAD at once, replaced from the same   |
 | connection's RTT plus four deviations   | plane's backups, probed in the background;    |
 | plus the hosts' slack                   | its packets in flight go again (UNANSWERED)   |
@@ -162,14 +164,24 @@ class PathMonitor:
 
     def heard(self, now: float) -> None:
         """Feedback came from a STOPPED EV (an ack of data sent on it, a SACK or NACK it
-        carried): the path delivers, late. Called after each batch of acks. (The late
-        packets' round trips reach the EV's own estimate in the data path, which knows
-        from a SACK's reflected EV which copy of a packet sent twice arrived. Not the
-        overdue packet's age: it may have been lost, and as a sample its age, never
-        less than the patience it exceeded, ran a path's estimate up to tens of seconds
-        and, the RTO waiting on it, stalled a connection for as long.)"""
+        carried) about a packet sent on it as late as the overdue one or later: the path
+        delivers, late. Called after each batch of acks.
+
+        Feedback about an earlier packet proves nothing: it was queued ahead of the
+        overdue one, and a path that failed after it left the queue delivers it all the
+        same (a late ack of it put a dead path back in use, and data onto it, until its
+        probes retired it). Nor does a later packet's while per-EV order has the
+        overdue one as a hole awaiting its verdict: that is the proof of a loss.
+
+        (The late packets' round trips reach the EV's own estimate in the data path,
+        which knows from a SACK's reflected EV which copy of a packet sent twice
+        arrived. Not the overdue packet's age: it may have been lost, and as a sample
+        its age, never less than the patience it exceeded, ran a path's estimate up to
+        tens of seconds and, the RTO waiting on it, stalled a connection for as long.)"""
+        holes = {ev for ev, _, _ in self._holes.values()}
         for ev in [ev for ev, s in self._stops.items()
-                   if self.profile.evs[ev].last_feedback > s.at]:
+                   if (e := self.profile.evs[ev]).last_feedback > s.at
+                   and e.heard_sent >= s.sent and ev not in holes]:
             self._resume(ev, now, "heard from")
 
     def _resume(self, ev: int, now: float, why: str) -> None:

@@ -76,6 +76,28 @@ def test_summary_counts_and_failover_times():
     assert s["goodput_series"]["per_plane_mbps"][3][0] == 100.0
 
 
+def test_a_stop_cleared_before_the_one_that_retired_the_path_is_not_the_paths_stop():
+    # DEAD is stopped 5 ms after the fault for a packet queued before it, back in use
+    # 1 ms later (that packet arrived), takes the new packets at 1.1 and 1.2 s, is
+    # stopped again at 1.22 s for the one sent at 1.1 s, and retired at 1.25 s.
+    raw = raw_record()
+    (conn,) = raw["traces"]["0"]["conns"]
+    conn["ev_changes"] = [
+        [T0 + 1.005, DEAD, "GOOD", "STOPPED", "overdue", T0 + 0.95],
+        [T0 + 1.006, DEAD, "STOPPED", "GOOD", "heard from"],
+        [T0 + 1.22, DEAD, "GOOD", "STOPPED", "overdue", T0 + 1.1],
+        [T0 + 1.25, DEAD, "STOPPED", "ASSUMED_BAD", "lost: probe unanswered", T0 + 1.1]]
+    (path,) = analysis.summarize(raw, LAYOUT, window_packets=64)["faults"][0]["failed_paths"]
+    # Nothing went onto it while the stop that stuck was in effect; it came 2.4 RTTs
+    # after the lost packet's send.
+    assert (path["stop_s"], path["stop_rtts"], path["data_while_stopped"]) == (0.22, 2.4, 0)
+    assert (path["first_loss_s"], path["bad_s"]) == (0.1, 0.25)
+    # Not cleared, the first stop is the one: the two new packets went onto it stopped.
+    del conn["ev_changes"][1]
+    (path,) = analysis.summarize(raw, LAYOUT, window_packets=64)["faults"][0]["failed_paths"]
+    assert (path["stop_s"], path["data_while_stopped"]) == (0.005, 2)
+
+
 def test_no_dip_means_zero_and_incomplete_runs_have_no_completion_time():
     raw = raw_record()
     bins = raw["traces"]["7"]["rx_bins"]["3"]

@@ -173,7 +173,7 @@ def test_an_overdue_ev_is_stopped_then_back_in_use_when_its_packet_arrives_late(
     mon.probes_sent(e.ev, 1.0, 5, 17)
     mon.heard(1.001)  # nothing from it yet
     assert e.state is EvState.STOPPED
-    e.last_feedback = 1.004  # its late packet was acked (the sender recorded it)
+    e.last_feedback, e.heard_sent = 1.004, 0.95  # its late packet was acked
     mon.heard(1.004)
     assert e.state is EvState.GOOD and e.fb.usable and not e.fb.stopped
     assert changes[-1].why == "heard from" and mon.stops_cleared == 1
@@ -189,10 +189,50 @@ def test_an_ev_heard_from_after_its_overdue_packet_was_lost_keeps_its_round_trip
     mon, changes, e = rig()
     e.fb.rtt_sample(0.02, 0.005)
     mon.overdue(e.ev, 0.95, 1.0)
-    e.last_feedback = 30.0  # heard from it, 29 s after the packet went
+    e.last_feedback, e.heard_sent = 30.0, 29.9  # a packet sent 29 s later arrived
     mon.heard(30.0)
     assert e.state is EvState.GOOD and changes[-1].why == "heard from"
     assert e.fb.rtt_raw == 0.02
+
+
+def test_a_late_ack_of_a_packet_sent_before_the_overdue_one_leaves_the_ev_stopped():
+    # Queued ahead of the overdue packet, it crossed before the path failed: the path's
+    # state now is what the probes say, and no data goes onto it meanwhile.
+    mon, changes, e = rig()
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    e.last_feedback, e.heard_sent = 1.001, 0.94
+    mon.heard(1.001)
+    assert e.state is EvState.STOPPED and not e.fb.usable and mon.stops_cleared == 0
+    assert [c.new for c in changes] == ["STOPPED"]
+    # The overdue packet itself arrives: the path is slow, not broken.
+    e.last_feedback, e.heard_sent = 1.01, 0.95
+    mon.heard(1.01)
+    assert e.state is EvState.GOOD and changes[-1].why == "heard from"
+
+
+def test_a_later_packet_that_makes_the_overdue_one_a_hole_does_not_resume_its_ev():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    # A packet sent after it arrived; per-EV order calls the overdue one a hole.
+    mon.hole(e.ev, 17, 0.95, 1.002)
+    e.last_feedback, e.heard_sent = 1.002, 0.96
+    mon.heard(1.002)
+    assert e.state is EvState.STOPPED
+    mon.check(1.02, 0.5)  # the slack passed with no NACK: lost
+    assert [(c.new, c.why) for c in changes if c.ev == e.ev] == [
+        ("STOPPED", "overdue"), ("ASSUMED_BAD", "lost: SACK hole")]
+
+
+def test_a_hole_a_nack_explains_lets_the_later_packet_resume_the_ev():
+    mon, changes, e = rig(ack_slack=0.01)
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.hole(e.ev, 17, 0.95, 1.002)
+    e.last_feedback, e.heard_sent = 1.002, 0.96
+    mon.nacked(17)  # it was trimmed, not lost
+    mon.heard(1.003)
+    assert e.state is EvState.GOOD and changes[-1].why == "heard from"
 
 
 def test_a_stopped_ev_whose_control_probe_goes_unanswered_is_retired():
