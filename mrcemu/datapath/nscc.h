@@ -1,7 +1,8 @@
-/* NSCC-style window congestion control, compiled: transport/nscc.py's arithmetic, step
+/* NSCC, UEC's sender congestion control, compiled: transport/nscc.py's arithmetic, step
  * for step, so that the SACK path (sender.c: mrc_tx_sack) runs without Python. The
- * Python class stays the readable reference; tests/unit/datapath/test_nscc.py proves
- * the two give the same window, bit for bit, on any sequence of acks and losses. */
+ * Python class stays the readable reference (and says what each rule is for);
+ * tests/unit/datapath/test_nscc.py proves the two give the same state, bit for bit, on
+ * any sequence of acks, NACKs, losses and timeouts. */
 #ifndef MRC_DATAPATH_NSCC_H
 #define MRC_DATAPATH_NSCC_H
 
@@ -11,20 +12,32 @@ struct mrc_nscc {
 	double cwnd;
 	uint32_t mss;
 	double min_cwnd, max_cwnd;
-	double target_delay;
-	double base_rtt;      /* INFINITY: no sample yet */
+	double target_delay; /* the queueing delay aimed at */
+	double network_rtt;  /* the fabric's longest base RTT: the adjustment period */
+	double bdp;          /* bytes in flight over the network RTT at line rate */
+	double nack_delay;   /* the queueing delay a trim stands for */
+	/* derived at init */
+	double alpha, fair, eta, fast_scale, fast_delay, qa_threshold;
+	/* state */
+	double base_rtt, avg_delay, inc_bytes, received, achieved, to_ignore, ignored;
+	double qa_end; /* -1: no period started */
+	int qa_flag, fast;
+	double fast_count, last_adjust;
 	double last_decrease; /* -1: never */
-	uint64_t decreases;
+	uint64_t decreases, quick_adapts;
 };
 
 void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwnd,
-		   double max_cwnd, double target_delay);
-/* `rtt` < 0: no sample with this ack. `srtt`: the smoothed RTT (or the minimum RTO). */
+		   double max_cwnd, double target_delay, double network_rtt, double bdp,
+		   double nack_delay);
+/* `rtt` < 0: no sample with this ack. `inflight`: the bytes in flight now. */
 void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int ecn, double now,
-		     double srtt);
-/* A trim: the window gives the trimmed packet's bytes up (transport/nscc.py says why). */
-void mrc_nscc_on_trim(struct mrc_nscc *c, uint64_t trimmed_bytes);
-/* A loss (RTO or RACK): a queue overflowed, as ECN with a high delay. */
-void mrc_nscc_on_loss(struct mrc_nscc *c, double now, double srtt);
+		     double inflight);
+/* A trimmed packet's NACK. */
+void mrc_nscc_on_nack(struct mrc_nscc *c, uint64_t nacked_bytes, double now, double inflight);
+/* A packet lost untrimmed (a broken path): its bytes leave the window, nothing more. */
+void mrc_nscc_on_lost(struct mrc_nscc *c, uint64_t lost_bytes);
+/* An RTO: flags quick adapt. */
+void mrc_nscc_on_rto(struct mrc_nscc *c);
 
 #endif

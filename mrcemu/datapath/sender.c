@@ -616,7 +616,7 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 static void lost_bytes(struct mrc_sender *s, const struct mrc_out *o)
 {
 	if (s->cc)
-		mrc_nscc_on_trim(s->cc, o->len);
+		mrc_nscc_on_lost(s->cc, o->len);
 }
 
 /* A record this ack reports arrived, as per-EV order's reference for its path. A freed
@@ -940,12 +940,6 @@ int mrc_read_sack(const uint8_t *pkt, const struct mrc_parsed *p, struct mrc_sac
 	return -1;
 }
 
-/* Python's `x or y` on a float: 0.0 and "none" (NaN) alike give the default. */
-static double srtt_or(const struct mrc_sender *s, double dflt)
-{
-	return isnan(s->srtt) || s->srtt == 0.0 ? dflt : s->srtt;
-}
-
 void mrc_rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
 {
 	if (isnan(*srtt)) {
@@ -1008,7 +1002,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		mrc_tx_quiet_all(s);
 	if (r.acked_bytes)
 		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, k->m == MRC_SACK_M_SKIP_ONCE, now,
-				srtt_or(s, s->min_rto));
+				(double)s->inflight);
 	/* Per-EV order, from what this ack reports. One whose cumulative PSN is behind the
 	 * one already taken crossed the reverse path late: leave it be. */
 	uint64_t cack = unwrap(k->cack & PSN_MASK, una);

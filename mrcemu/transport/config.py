@@ -19,6 +19,8 @@ from mrcemu.wire.layout import mrc_data_overhead
 class _Fabric(Protocol):
     mtu: int
     host_link_mbps: float
+    fabric_link_mbps: float
+    trim_threshold_bytes: int
     planes: int
     leaves_per_plane: int
     scale: float | None
@@ -34,13 +36,29 @@ REFERENCE_MBPS = 20.0
 # The clocks that are multiples of a packet's wire time (or of a queue's drain time), and
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
-RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "sack_delay", "probe_interval",
+RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "network_rtt", "nack_delay",
+               "sack_delay", "probe_interval",
                "ack_slack", "roce_timeout", "dcqcn_cnp_interval", "dcqcn_alpha_interval",
                "dcqcn_increase_interval")
+# NSCC's target: this share of the queueing a trim threshold allows (UEC's reference:
+# 0.75 of its network RTT with trimming, its queues holding about a round trip). The
+# built-ins' 60 kB threshold at 20 Mb/s is 24 ms of queue.
+TARGET_SHARE = 0.75
+REFERENCE_TRIM_QUEUE = 60_000 * 8 / (REFERENCE_MBPS * 1e6)
 # What a faithful run lets the hosts add to a packet's round trip, at the reference rate:
 # a paced send up to the fidelity verdict's p99 limit late (7 ms, the pacer's two-frame
 # bucket) and its SACK held up to `sack_delay` (2 ms). Scaled like the clocks.
 HOST_SLACK = 0.009
+
+
+def wire_rtt(pmtu: int, host_link_mbps: float) -> float:
+    """A round trip with no fixed latency: about four packet times on the wire."""
+    return 4 * (pmtu + mrc_data_overhead()) * 8 / (host_link_mbps * 1e6)
+
+
+def host_bdp(planes: int, host_link_mbps: float, rtt: float) -> int:
+    """Bytes a host's ports carry over `rtt` at line rate."""
+    return round(planes * host_link_mbps * 1e6 / 8 * rtt)
 
 
 def clock_scale(host_link_mbps: float) -> float:
@@ -69,7 +87,18 @@ class TransportConfig:
     init_cwnd: int = 64 * 4096  # bytes
     max_cwnd: int = 512 * 4096
     min_cwnd: int = 4096
-    target_delay: float = 0.020  # queueing delay NSCC aims for, above the base RTT
+    # NSCC (transport/nscc.py), as UEC's reference derives it from the network
+    # (for_topology): the queueing delay it aims for, 0.75 of what a trim-bounded queue
+    # holds (the reference's 0.75 of its network RTT, where its queues hold about one);
+    # the network RTT, its adjustment period; the delay a trim's NACK stands for, the
+    # trim-bounded queue's; and the host's BDP over the network RTT, which scales its
+    # increases. At 20 Mb/s a 60 kB trim threshold is 24 ms of queue; these defaults are
+    # eight such ports with no fixed latency (with the scale model's, the built-ins'
+    # longest round trip is 65.4 ms).
+    target_delay: float = TARGET_SHARE * REFERENCE_TRIM_QUEUE
+    network_rtt: float = wire_rtt(4096, REFERENCE_MBPS)
+    nack_delay: float = REFERENCE_TRIM_QUEUE
+    bdp_bytes: int = host_bdp(8, REFERENCE_MBPS, wire_rtt(4096, REFERENCE_MBPS))
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
     # What the hosts may add to an ack (HOST_SLACK): an EV is stopped, and overdue, after
@@ -170,10 +199,21 @@ class TransportConfig:
         port_bdp = -(-bdp_packets // topo.planes)
         for name in ("min_rto", "max_rto", "roce_timeout"):
             clocks[name] += rtt
+        # NSCC's delays, from the trim threshold's queue and the network RTT (without the
+        # scale model's latency a round trip is about four packet times: the wire's).
+        if topo.trim_threshold_bytes > 0:
+            trim_queue = topo.trim_threshold_bytes * 8 / (topo.fabric_link_mbps * 1e6)
+        else:
+            trim_queue = 0.0
+        clocks["network_rtt"] = rtt or wire_rtt(pmtu, topo.host_link_mbps)
+        clocks["nack_delay"] = trim_queue
+        clocks["target_delay"] = (TARGET_SHARE * trim_queue if trim_queue
+                                  else clocks["network_rtt"])
         return cls(pmtu=pmtu, seed=seed,
                    roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
+                   bdp_bytes=host_bdp(topo.planes, topo.host_link_mbps, clocks["network_rtt"]),
                    roce_window=base.roce_window + port_bdp,
                    **clocks)
 

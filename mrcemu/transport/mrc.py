@@ -120,7 +120,8 @@ class MrcConnection(ConnectionBase):
         # The window, the RTT estimate and the RTO backoff live in the compiled sender:
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
-                                cfg.target_delay)
+                                cfg.target_delay, cfg.network_rtt, cfg.bdp_bytes,
+                                cfg.nack_delay)
         self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations,
                        cfg.overdue_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
@@ -308,7 +309,7 @@ class MrcConnection(ConnectionBase):
         self._completed(now)
         if newly:
             self.backoff = 1
-            self.cc.on_ack(acked_bytes, None, False, now, self.srtt or self.cfg.min_rto)
+            self.cc.on_ack(acked_bytes, None, False, now, self.tx.inflight)
 
     def _on_nack(self, n: dict[str, int], now: float) -> None:
         self._stats.nacks_rx += 1
@@ -322,8 +323,8 @@ class MrcConnection(ConnectionBase):
         if trimmed:
             self._stats.trims_nacked += 1
             self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
-            self.cc.on_loss(now, self.srtt or self.cfg.min_rto)  # a queue is full
-            self.cc.on_trim(freed)  # and had no room for this packet (0: a stale NACK)
+            if freed:  # 0: a stale NACK, about a copy no longer outstanding
+                self.cc.on_nack(freed, now, self.tx.inflight)
 
     # ---- responder ---------------------------------------------------------
     def _control_ev(self) -> Ev | None:
@@ -534,16 +535,16 @@ class MrcConnection(ConnectionBase):
         if self._paths_dirty:
             self._control_paths()
         self.rx.timer(now)
-        srtt = self.srtt or self.cfg.min_rto
         # The overdue scan: an EV whose oldest packet is late against the EV's own round
         # trips is stopped and its packets go again elsewhere, a tail with nothing after
         # it to open a hole included, within about a round trip (DESIGN.md section 14).
         self.tx.overdue(now)
         # The RTO, the backstop: every live packet older than it and than its EV's own
-        # patience is lost, and the window halves (nothing was heard for a timeout).
+        # patience is lost, and NSCC's quick adapt is flagged (nothing was heard for a
+        # timeout: what the next period delivers sets the window).
         if fired := self.tx.rto(now, self.rto):
             self._stats.rtos += fired
-            self.cc.on_loss(now, srtt)
+            self.cc.on_rto()
             self.backoff = min(self.backoff * 2, 64)
         self._completed(now)
         self.health.check(now, self._probe_rtt)

@@ -1,58 +1,197 @@
-"""NSCC-style window congestion control: ECN and delay quadrants.
+"""NSCC, UEC's sender congestion control, as its reference simulator has it (DESIGN.md
+section 16): the readable reference that datapath/nscc.c mirrors step for step.
 
-| ECN echoed | delay vs target | reaction                         |
-| no         | below           | proportional increase            |
-| no         | above           | fair (additive) increase         |
-| yes        | above           | multiplicative decrease, once per RTT |
-| yes        | below           | hold                             |
+Each ack brings the bytes it newly acknowledges, whether the packet was ECN-marked, and
+(when it carries one) an RTT sample, whose excess over the base RTT is the queueing
+delay. The sample's delay and the mark choose a quadrant:
+
+| ECN | delay vs target | reaction                                                  |
+|-----|-----------------|-----------------------------------------------------------|
+| no  | below           | proportional increase, in proportion to (target - delay)  |
+| no  | at or above     | fair increase: the same bytes per acked byte for every flow |
+| yes | at or above     | multiplicative decrease on the averaged delay, once a base RTT |
+| yes | below           | no change: the mark moves the path, not the window        |
+
+Increases are not applied per ack: they accumulate in `inc_bytes`, and a fulfill
+adjustment (every 8 packets acknowledged, or once a network RTT) adds `inc_bytes / cwnd`
+to the window. Over a round trip, when about a window is acknowledged, that is a fixed
+number of bytes whatever the window: an additive increase, which with a multiplicative
+decrease is what brings flows that share a queue to equal windows. Once a network RTT a
+small `eta` is added too.
+
+Quick adapt: a trim, a loss or an averaged delay past four targets raises a flag. At the
+end of each period (base RTT + target) with the flag up, if what was acknowledged in the
+period is under an eighth of the maximum window, the window becomes just that, and the
+marks on the bytes then in flight are not acted on (they say what the old window did).
+This stops an incast's senders at once and evenly.
+
+A NACK for a trimmed packet takes its bytes off the window (unless quick adapt just set
+it) and flags quick adapt. A packet lost untrimmed (a broken path: per-EV order, or sent
+again when overdue) takes its bytes off the window and nothing more: on a trimming
+fabric congestion shows as trims and marks, not as vanished packets (DESIGN.md
+section 14). An RTO flags quick adapt.
+
+The constants scale with the fabric as the reference's do: by the host's BDP over the
+reference's (100 Gb/s x 12 us) and by the target over the network RTT (the reference's
+own RTT in its units; the scaled fabric has no microseconds of its own).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+REFERENCE_BDP = 100e9 / 8 * 12e-6  # bytes: 100 Gb/s over 12 us, the reference's scale
+DELAY_WEIGHT = 0.0125  # the averaged delay's EWMA weight
+GAMMA = 0.8  # how much of the averaged delay's excess a decrease takes off
+QA_GATE = 8  # quick adapt only when less than max_cwnd / QA_GATE was acknowledged
+ADJUST_PACKETS = 8  # a fulfill adjustment every this many packets acknowledged
 
 
 @dataclass
 class Nscc:
     cwnd: float
     mss: int
-    min_cwnd: int
-    max_cwnd: int
-    target_delay: float
-    base_rtt: float = float("inf")
-    last_decrease: float = -1.0
+    min_cwnd: float
+    max_cwnd: float
+    target_delay: float  # the queueing delay aimed at
+    network_rtt: float  # the fabric's longest base RTT: the adjustment period
+    bdp: float  # bytes the host has in flight over the network RTT at line rate
+    nack_delay: float  # the queueing delay a trim stands for (the trim threshold's)
+    # derived in __post_init__
+    alpha: float = field(init=False)
+    fair: float = field(init=False)
+    eta: float = field(init=False)
+    fast_scale: float = field(init=False)
+    fast_delay: float = field(init=False)
+    qa_threshold: float = field(init=False)
+    # state
+    base_rtt: float = field(init=False)
+    avg_delay: float = 0.0
+    inc_bytes: float = 0.0
+    received: float = 0.0
+    achieved: float = 0.0
+    to_ignore: float = 0.0
+    ignored: float = 0.0
+    qa_end: float = -1.0  # -1: no period started
+    qa_flag: bool = False
+    fast_count: float = 0.0
+    fast: bool = False
+    last_adjust: float = 0.0
+    last_decrease: float = -1.0  # -1: never
     decreases: int = 0
+    quick_adapts: int = 0
 
+    def __post_init__(self) -> None:
+        a = self.bdp / REFERENCE_BDP
+        b = self.target_delay / self.network_rtt
+        self.alpha = 4.0 * self.mss * a * b / self.target_delay  # per byte, per second
+        self.fair = 5.0 * self.mss * a
+        self.eta = 0.15 * self.mss * a
+        self.fast_scale = 0.25 * a
+        self.fast_delay = self.network_rtt / 12.0  # the reference's 1 us of its 12
+        self.qa_threshold = 4.0 * self.target_delay
+        self.base_rtt = self.network_rtt  # until a sample says lower
+
+    # ---- feedback ----------------------------------------------------------
     def on_ack(self, acked_bytes: int, rtt: float | None, ecn: bool, now: float,
-               srtt: float) -> None:
+               inflight: float) -> None:
+        self.achieved += acked_bytes
+        self.received += acked_bytes
+        self.ignored += acked_bytes
         if rtt is not None:
             self.base_rtt = min(self.base_rtt, rtt)
-        delay = 0.0 if rtt is None or self.base_rtt == float("inf") else rtt - self.base_rtt
-        high = delay > self.target_delay
-        if not ecn and not high:
-            self.cwnd += acked_bytes * (self.target_delay - delay) / self.target_delay
+            delay = rtt - self.base_rtt
+            self._average(delay, ecn)
+        else:
+            delay = self.avg_delay
+        if self._quick_adapt(False, ecn, delay, now, inflight):
+            self._clamp()
+            return
+        if not ecn and delay >= self.target_delay:
+            self.inc_bytes += self.fair * acked_bytes
         elif not ecn:
-            self.cwnd += self.mss * acked_bytes / max(self.cwnd, 1.0)
-        elif high:
-            if now - self.last_decrease >= srtt:
-                factor = max(0.5, 1.0 - 0.5 * (delay - self.target_delay) / max(delay, 1e-9))
-                self.cwnd *= factor
-                self.last_decrease = now
-                self.decreases += 1
-        self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)
+            self._proportional(acked_bytes, delay)
+        elif delay >= self.target_delay:
+            self._decrease(now)
+        self._clamp()
+        if self.received > ADJUST_PACKETS * self.mss or now - self.last_adjust > self.network_rtt:
+            self._fulfill(now)
+            self._clamp()
 
-    def on_trim(self, trimmed_bytes: int) -> None:
-        """A switch trimmed one of our packets: a queue had no room for it, so the window
-        gives its bytes up (every trim, not once a round trip). Halving once a round
-        trip alone left a 7:1 incast's senders over the last hop's room for good: a
-        trimmed packet is NACKed within a base RTT and sent again into the same full
-        queue, so a window a few packets too large trimmed ~3 packets per one delivered
-        (docs/switch.md)."""
-        self.cwnd = max(self.cwnd - trimmed_bytes, self.min_cwnd)
+    def on_nack(self, nacked_bytes: int, now: float, inflight: float) -> None:
+        """A switch trimmed one of our packets: its queue was full."""
+        self.ignored += nacked_bytes
+        self._average(self.nack_delay, True)
+        self.qa_flag = True
+        if not self._quick_adapt(True, True, 0.0, now, inflight):
+            self.cwnd = max(self.cwnd - nacked_bytes, self.min_cwnd)
 
-    def on_loss(self, now: float, srtt: float) -> None:
-        """A loss (RTO or RACK) means a queue overflowed: as ECN with high delay."""
-        if now - self.last_decrease >= srtt:
-            self.cwnd = max(self.min_cwnd, self.cwnd * 0.5)
+    def on_lost(self, lost_bytes: int) -> None:
+        """A packet lost untrimmed, on a broken path: its bytes leave the window."""
+        self.cwnd = max(self.cwnd - lost_bytes, self.min_cwnd)
+
+    def on_rto(self) -> None:
+        """Nothing heard for a timeout: what the next period delivers sets the window."""
+        self.qa_flag = True
+
+    # ---- the rules -----------------------------------------------------------
+    def _average(self, delay: float, ecn: bool) -> None:
+        # An unmarked sample over the target is a queue that marks nobody: counted as a
+        # quarter of the base RTT, so it alone never drives the average over the target.
+        sample = self.base_rtt * 0.25 if not ecn and delay > self.target_delay else delay
+        self.avg_delay = DELAY_WEIGHT * sample + (1.0 - DELAY_WEIGHT) * self.avg_delay
+
+    def _quick_adapt(self, loss: bool, ecn: bool, delay: float, now: float,
+                     inflight: float) -> bool:
+        done = False
+        if self.ignored < self.to_ignore and ecn:
+            done = True  # a mark on what the window before quick adapt sent
+        elif now > self.qa_end:
+            if (self.qa_end >= 0 and (self.qa_flag or loss or delay > self.qa_threshold)
+                    and self.achieved < self.max_cwnd / QA_GATE):
+                self.cwnd = max(self.achieved, self.min_cwnd)
+                self.to_ignore = inflight
+                self.ignored = 0.0
+                self.qa_flag = False
+                self.quick_adapts += 1
+                done = True
+            self.achieved = 0.0
+            self.qa_end = now + self.base_rtt + self.target_delay
+        if done:
+            self.inc_bytes = 0.0
+            self.received = 0.0
+        return done
+
+    def _proportional(self, acked_bytes: int, delay: float) -> None:
+        # Fast increase: a whole window acknowledged with no queue at all grows the
+        # window by a share of every ack at once, instead of through the adjustment.
+        if delay < self.fast_delay:
+            self.fast_count += acked_bytes
+            if self.fast_count > self.cwnd or self.fast:
+                self.cwnd += acked_bytes * self.fast_scale
+                self.fast = True
+                return
+        else:
+            self.fast_count = 0.0
+        self.fast = False
+        self.inc_bytes += self.alpha * acked_bytes * (self.target_delay - delay)
+
+    def _decrease(self, now: float) -> None:
+        self.fast = False
+        self.fast_count = 0.0
+        avg = self.avg_delay
+        if avg > self.target_delay and now - self.last_decrease > self.base_rtt:
+            self.cwnd *= max(1.0 - GAMMA * (avg - self.target_delay) / avg, 0.5)
             self.last_decrease = now
             self.decreases += 1
+
+    def _fulfill(self, now: float) -> None:
+        self.cwnd += self.inc_bytes / self.cwnd
+        if now - self.last_adjust >= self.network_rtt:
+            self.cwnd += self.eta
+            self.last_adjust = now
+        self.inc_bytes = 0.0
+        self.received = 0.0
+
+    def _clamp(self) -> None:
+        self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)

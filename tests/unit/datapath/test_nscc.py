@@ -1,5 +1,6 @@
-"""The compiled congestion window (mrcemu/datapath/nscc.c) against transport/nscc.py, the
-reference: the same window, bit for bit, after any sequence of acks and losses."""
+"""NSCC (mrcemu/datapath/nscc.c against transport/nscc.py, the reference): the same
+state, bit for bit, after any sequence of feedback; and each of its rules, with explicit
+`now`, each test failing without its rule."""
 
 from __future__ import annotations
 
@@ -8,49 +9,221 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrcemu import datapath
+from mrcemu.transport import nscc as ref_nscc
 from mrcemu.transport.nscc import Nscc
 
 MSS = 4096
+RTT = 0.0654  # the network RTT: the built-ins' longest with the scale model
+TARGET = 0.018
+BDP = 319 * MSS
+NACK_DELAY = 0.024
+STATE = ("cwnd", "base_rtt", "avg_delay", "inc_bytes", "received", "achieved", "to_ignore",
+         "ignored", "qa_end", "qa_flag", "fast", "fast_count", "last_adjust",
+         "last_decrease", "decreases", "quick_adapts")
 
 ack = st.tuples(st.just("ack"), st.integers(0, 64 * MSS),
-                st.one_of(st.none(), st.floats(0.0, 0.05)), st.booleans(),
-                st.floats(0.0, 0.01), st.floats(1e-6, 0.05))
-loss = st.tuples(st.just("loss"), st.floats(0.0, 0.01), st.floats(1e-6, 0.05))
-trim = st.tuples(st.just("trim"), st.integers(0, 16 * MSS))
+                st.one_of(st.none(), st.floats(0.0, 0.3)), st.booleans(),
+                st.floats(0.0, 0.05), st.integers(0, 1024 * MSS))
+nack = st.tuples(st.just("nack"), st.integers(0, 16 * MSS), st.floats(0.0, 0.05),
+                 st.integers(0, 1024 * MSS))
+lost = st.tuples(st.just("lost"), st.integers(0, 16 * MSS))
+rto = st.tuples(st.just("rto"))
+
+
+def pair(start: float = BDP, target: float = TARGET, rtt: float = RTT, bdp: float = BDP,
+         lo: float = MSS, hi: float = 2 * BDP):
+    args = (start, MSS, lo, hi, target, rtt, bdp, NACK_DELAY)
+    return Nscc(*args), datapath.Nscc(*args)
 
 
 @settings(max_examples=300, deadline=None)
-@given(start=st.floats(MSS, 256 * MSS), target=st.floats(1e-6, 1e-3),
-       ops=st.lists(st.one_of(ack, loss, trim), max_size=60))
-def test_the_compiled_window_is_the_references(start, target, ops):
-    ref = Nscc(start, MSS, 2 * MSS, 512 * MSS, target)
-    c = datapath.Nscc(start, MSS, 2 * MSS, 512 * MSS, target)
+@given(start=st.floats(MSS, 640 * MSS), target=st.floats(1e-4, 0.05),
+       rtt=st.floats(1e-3, 0.3), bdp=st.floats(MSS, 1024 * MSS),
+       ops=st.lists(st.one_of(ack, nack, lost, rto), max_size=80))
+def test_the_compiled_state_is_the_references(start, target, rtt, bdp, ops):
+    ref, c = pair(start, target, rtt, bdp)
+    for name in ("alpha", "fair", "eta", "fast_scale", "fast_delay", "qa_threshold"):
+        assert getattr(c, name) == getattr(ref, name), name
     now = 0.0
     for op in ops:
         if op[0] == "ack":
-            _, acked, rtt, ecn, dt, srtt = op
+            _, acked, sample, ecn, dt, inflight = op
             now += dt
-            ref.on_ack(acked, rtt, ecn, now, srtt)
-            c.on_ack(acked, rtt, ecn, now, srtt)
-        elif op[0] == "trim":
-            ref.on_trim(op[1])
-            c.on_trim(op[1])
+            ref.on_ack(acked, sample, ecn, now, inflight)
+            c.on_ack(acked, sample, ecn, now, inflight)
+        elif op[0] == "nack":
+            _, n, dt, inflight = op
+            now += dt
+            ref.on_nack(n, now, inflight)
+            c.on_nack(n, now, inflight)
+        elif op[0] == "lost":
+            ref.on_lost(op[1])
+            c.on_lost(op[1])
         else:
-            _, dt, srtt = op
-            now += dt
-            ref.on_loss(now, srtt)
-            c.on_loss(now, srtt)
-        assert c.cwnd == ref.cwnd  # exactly: the same arithmetic in the same order
-        assert (c.base_rtt, c.last_decrease, c.decreases) == (
-            ref.base_rtt, ref.last_decrease, ref.decreases)
+            ref.on_rto()
+            c.on_rto()
+        for name in STATE:  # exactly: the same arithmetic in the same order
+            assert getattr(c, name) == getattr(ref, name), (name, op)
 
 
-def test_bad_windows_and_samples_are_refused():
-    with pytest.raises(ValueError, match="target_delay"):
-        datapath.Nscc(MSS, MSS, 2 * MSS, MSS, 1e-4)  # floor above ceiling
-    with pytest.raises(ValueError, match="target_delay"):
-        datapath.Nscc(MSS, MSS, MSS, 2 * MSS, 0.0)
-    c = datapath.Nscc(MSS, MSS, MSS, 2 * MSS, 1e-4)
+def test_bad_parameters_and_samples_are_refused():
+    for bad in ((MSS, MSS, 2 * MSS, MSS, TARGET, RTT, BDP, NACK_DELAY),  # floor > ceiling
+                (MSS, MSS, MSS, 2 * MSS, 0.0, RTT, BDP, NACK_DELAY),
+                (MSS, MSS, MSS, 2 * MSS, TARGET, 0.0, BDP, NACK_DELAY),
+                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, 0.0, NACK_DELAY),
+                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, -1.0)):
+        with pytest.raises(ValueError, match="target_delay, network_rtt, bdp"):
+            datapath.Nscc(*bad)
+    c = datapath.Nscc(MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, NACK_DELAY)
     with pytest.raises(ValueError, match="negative RTT"):
-        c.on_ack(MSS, -1.0, False, 0.0, 1e-3)
-    assert c.cwnd == MSS and c.base_rtt == float("inf")
+        c.on_ack(MSS, -1.0, False, 0.0, 0)
+    assert c.cwnd == MSS and c.base_rtt == RTT and c.received == 0
+
+
+def started(c, now: float = 0.0):
+    """`c` past its first ack (which starts its first quick-adapt period), with an RTT
+    sample at the network RTT, so the base RTT is known."""
+    c.on_ack(0, RTT, False, now, 0)
+    return c
+
+
+def test_fair_increase_adds_the_same_bytes_to_every_window_over_a_round_trip():
+    # Unmarked, delay over the target: every acked byte adds `fair` to the accumulator,
+    # and a fulfill adjustment adds accumulated / cwnd: a window's worth of acks grows
+    # a small window and a large one by the same bytes.
+    grown = []
+    for start in (40 * MSS, 200 * MSS):
+        _, c = pair(start=start)
+        started(c)
+        w, t = c.cwnd, 0.001
+        for _ in range(int(start // MSS)):  # about a window of acks, each delayed
+            c.on_ack(MSS, RTT + 2 * TARGET, False, t, start)
+            t += 1e-5
+        grown.append(c.cwnd - w)
+    assert grown[0] == pytest.approx(grown[1], rel=0.05)
+    assert grown[0] == pytest.approx(5 * MSS * BDP / ref_nscc.REFERENCE_BDP, rel=0.05)
+
+
+def test_proportional_increase_grows_with_the_room_under_the_target():
+    grown = []
+    for delay in (0.2 * TARGET, 0.8 * TARGET):
+        _, c = pair()
+        started(c)
+        w = c.cwnd
+        c.on_ack(8 * MSS, RTT + delay, False, 0.001, BDP)  # eight packets: one fulfill
+        assert c.inc_bytes == 0 and c.received == 0  # applied
+        grown.append(c.cwnd - w)
+    assert grown[0] > 0 and grown[0] / grown[1] == pytest.approx(0.8 / 0.2)
+
+
+def test_increases_wait_for_the_fulfill_adjustment():
+    _, c = pair()
+    started(c)
+    w = c.cwnd
+    for i in range(8):  # 8 packets acked: not more than 8 yet
+        c.on_ack(MSS, RTT + 0.5 * TARGET, False, 0.001 + i * 1e-4, BDP)
+    assert c.cwnd == w and c.inc_bytes > 0
+    c.on_ack(MSS, RTT + 0.5 * TARGET, False, 0.002, BDP)
+    assert c.cwnd > w and c.inc_bytes == 0
+    # ... or for a network RTT, which also adds eta
+    _, c = pair()
+    started(c)
+    w = c.cwnd
+    c.on_ack(MSS, RTT + 0.5 * TARGET, False, RTT + 0.001, BDP)
+    assert c.cwnd - w > c.eta > 0 and c.last_adjust == RTT + 0.001
+
+
+def test_a_mark_with_the_averaged_delay_over_the_target_decreases_once_a_base_rtt():
+    _, c = pair()
+    started(c)
+    # Marked acks over the target: no decrease while the averaged delay is under it
+    t = 0.001
+    while c.decreases == 0:
+        w = c.cwnd
+        c.on_ack(MSS, RTT + 2 * TARGET, True, t, BDP)
+        t += 1e-4
+        assert t < 0.05
+    avg = c.avg_delay  # with this ack's sample, as the decrease read it
+    assert avg > TARGET
+    assert c.cwnd == pytest.approx(w * max(1 - 0.8 * (avg - TARGET) / avg, 0.5), rel=1e-12)
+    w = c.cwnd
+    c.on_ack(MSS, RTT + 2 * TARGET, True, t + 0.5 * RTT, BDP)  # within a base RTT
+    assert c.decreases == 1 and c.cwnd == w
+    c.on_ack(MSS, RTT + 2 * TARGET, True, t + 1.5 * RTT, BDP)
+    assert c.decreases == 2 and c.cwnd < w
+
+
+def test_a_mark_under_the_target_changes_no_window():
+    _, c = pair()
+    started(c)
+    w = c.cwnd
+    for i in range(40):
+        c.on_ack(MSS, RTT + 0.5 * TARGET, True, 0.001 + i * 1e-4, BDP)
+    assert c.cwnd == w and c.inc_bytes == 0 and c.decreases == 0
+
+
+def test_quick_adapt_sets_the_window_to_what_was_delivered_and_ignores_the_marks_in_flight():
+    _, c = pair()
+    started(c)
+    period = c.qa_end
+    assert period == pytest.approx(RTT + TARGET)
+    # A period in which 20 packets were acked, with a trim among them
+    for i in range(20):
+        c.on_ack(MSS, RTT, False, 0.001 + i * 1e-3, BDP)
+    c.on_nack(MSS, 0.03, BDP)
+    assert c.qa_flag and c.quick_adapts == 0
+    c.on_ack(MSS, RTT, False, period + 0.001, 300 * MSS)  # the period is over
+    assert c.quick_adapts == 1 and c.cwnd == 21 * MSS and not c.qa_flag
+    assert c.to_ignore == 300 * MSS and c.ignored == 0
+    # the marks on what was in flight then say what the old window did: ignored
+    w = c.cwnd
+    c.on_ack(MSS, RTT + 2 * TARGET, True, period + 0.002, 300 * MSS)
+    assert c.cwnd == w and c.decreases == 0
+
+
+def test_quick_adapt_leaves_a_flow_that_delivered_an_eighth_of_its_maximum():
+    _, c = pair()
+    started(c)
+    period = c.qa_end
+    n = int(c.max_cwnd / 8 // MSS) + 1
+    for _ in range(n):
+        c.on_ack(MSS, RTT, False, 0.001, BDP)
+    c.on_nack(MSS, 0.002, BDP)
+    c.on_ack(MSS, RTT, False, period + 0.001, BDP)
+    assert c.quick_adapts == 0 and c.cwnd > n * MSS
+
+
+def test_a_trim_takes_its_bytes_and_a_failure_loss_nothing_more():
+    _, c = pair()
+    started(c)
+    w = c.cwnd
+    c.on_nack(MSS, 0.001, BDP)  # within the first period: no quick adapt yet
+    assert c.cwnd == w - MSS and c.qa_flag
+    c.on_lost(MSS)
+    assert c.cwnd == w - 2 * MSS and c.decreases == 0 and c.quick_adapts == 0
+
+
+def test_two_windows_that_share_a_queue_converge():
+    """Two flows through one bottleneck, in round trips: each acks its window a round
+    trip, marked above the target once the queue is over it. With the reference's
+    additive increase and multiplicative decrease the windows meet; the old rule's
+    per-ack proportional increase (a window's worth per round trip, multiplicative)
+    kept their ratio."""
+    capacity = BDP  # bytes a round trip the bottleneck drains
+    flows = [pair(start=0.2 * BDP)[0], pair(start=1.2 * BDP)[0]]
+    for f in flows:
+        started(f)
+    now = 0.0
+    for _ in range(300):
+        now += RTT
+        total = sum(f.cwnd for f in flows)
+        queue = max(0.0, total - capacity)  # bytes standing in the queue
+        delay = queue / capacity * RTT
+        for f in flows:
+            share = f.cwnd / total * min(total, capacity)  # acked this round trip
+            packets = max(1, int(share // MSS))
+            for i in range(packets):
+                f.on_ack(MSS, RTT + delay, delay > 0.5 * TARGET, now + i * RTT / packets,
+                         f.cwnd)
+    a, b = (f.cwnd for f in flows)
+    assert abs(a - b) / max(a, b) < 0.10, (a / MSS, b / MSS)

@@ -114,7 +114,7 @@ def test_windows_bound_what_goes_and_sacks_free_it():
 
 def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0,
             stop_deviations: float = 4.0, overdue_deviations: float = 4.0) -> datapath.Nscc:
-    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
+    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02, 0.05, 64 * PMTU, 0.024)
     rig.tx.use_cc(cc, min_rto, 1.0, slack, stop_deviations, overdue_deviations)
     return cc
 
@@ -257,7 +257,7 @@ def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_ov
 def test_the_stop_age_is_the_overdue_age_unless_set_lower_and_never_above_it():
     rig = psn_1_unanswered()
     assert rig.tx.stop_age(1) == rig.tx.overdue_age(1)
-    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02)
+    cc = datapath.Nscc(64 * PMTU, PMTU, PMTU, 512 * PMTU, 0.02, 0.05, 64 * PMTU, 0.024)
     with pytest.raises(ValueError, match="stop_deviations <= overdue_deviations"):
         rig.tx.use_cc(cc, 0.1, 1.0, 0.0, 4.5)  # above the overdue age's 4
     with pytest.raises(ValueError, match=f"<= {datapath.MAX_DEVIATIONS}"):

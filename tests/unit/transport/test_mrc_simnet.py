@@ -258,36 +258,37 @@ def test_trims_at_the_last_hop_are_nacked_and_change_no_ev():
     assert [c for c in drain(ca, EvStateChanged) if c.ev >= 0] == []
 
 
-def test_every_trim_takes_its_packet_off_the_window_besides_the_halving():
-    """Halving once a round trip is not enough: a trimmed packet is NACKed and sent again
-    within a base RTT, so each trim also gives the packet's bytes up."""
+def test_every_trim_takes_its_packet_off_the_window_unless_quick_adapt_sets_it():
+    """NSCC's NACK rule (transport/nscc.py): a trimmed packet's bytes leave the window
+    at once, and quick adapt is flagged; no NACK halves it."""
     net, ca, cb = pair()
     net.default.trim_lasthop = 0.05
     seen: list[tuple[float, float, bool]] = []
     on_nack = ca._on_nack
 
     def watched(n: dict, now: float) -> None:
-        before, halvings = ca.cc.cwnd, ca.cc.decreases
+        before, adapted = ca.cc.cwnd, ca.cc.quick_adapts
         on_nack(n, now)
-        seen.append((before, ca.cc.cwnd, ca.cc.decreases > halvings))
+        assert ca.cc.qa_flag or ca.cc.quick_adapts > adapted
+        seen.append((before, ca.cc.cwnd, ca.cc.quick_adapts > adapted))
     ca._on_nack = watched
     data, mr = write(ca, cb, 4 << 20)
     net.run(10.0, stop=lambda: ca.idle)
     assert sha(mr.buf) == sha(data)
     floor, pmtu = ca.cc.min_cwnd, ca.cfg.pmtu
     assert len(seen) == ca.stats.trims_nacked > 0
-    assert any(not halved and before - pmtu >= floor for before, _, halved in seen)
-    for before, after, halved in seen:
-        w = max(floor, before * 0.5) if halved else before
-        assert after == max(w - pmtu, floor)
+    assert any(not adapted and before - pmtu >= floor for before, _, adapted in seen)
+    for before, after, adapted in seen:
+        if not adapted:
+            assert after == max(before - pmtu, floor)
+    assert ca.cc.decreases == 0  # nothing was marked
     # A NACK about a packet no longer in flight (here: long since acknowledged) frees
-    # nothing, so it takes nothing off the window (and, within the round trip of the
-    # last halving, halves nothing either).
+    # nothing, so it changes nothing.
     nack = {"nack_reason": NackReason.TRIMMED_LASTHOP, "nack_psn": 0,
             "entropy": next(iter(ca.profile.evs))}
-    w = ca.cc.cwnd
-    on_nack(nack, ca.cc.last_decrease)
-    assert ca.cc.cwnd == w
+    w, flag = ca.cc.cwnd, ca.cc.qa_flag
+    on_nack(nack, net.now)
+    assert (ca.cc.cwnd, ca.cc.qa_flag) == (w, flag)
 
 
 CONTROL = (Opcode.RELIABILITY_SACK, Opcode.RELIABILITY_NACK, Opcode.ACKNOWLEDGE)
