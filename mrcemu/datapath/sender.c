@@ -951,6 +951,18 @@ void mrc_rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
 	}
 }
 
+/* A sample of an EV's own round trip. One from a stopped EV longer than its estimate
+ * (a packet arrived after all, later than the path's round trips allowed) starts the
+ * estimate again from it, as a first sample does: the stop said the path changed, and
+ * folded in at an eighth the estimate stays short for round trips after, so each
+ * packet sent once it is back in use stops it again. */
+static void ev_sample(const struct mrc_sender *s, struct mrc_evslot *fb, double rtt)
+{
+	if (fb->stopped && !isnan(fb->rtt) && rtt > fb->rtt)
+		fb->rtt = NAN;
+	mrc_rtt_sample(&fb->rtt, &fb->rttvar, rtt, s->rttvar);
+}
+
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 {
 	if (!s->cc)
@@ -966,8 +978,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		mrc_rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
 		/* the EV's own, starting from the connection's deviation: a path's first
 		 * sample says nothing yet of how much it varies */
-		struct mrc_evslot *fb = s->paths[r.rtt_path].fb;
-		mrc_rtt_sample(&fb->rtt, &fb->rttvar, r.rtt, s->rttvar);
+		ev_sample(s, s->paths[r.rtt_path].fb, r.rtt);
 	}
 	if (r.newly)
 		s->backoff = 1;
@@ -990,7 +1001,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 			    : path == t->first_slot ? t->first_sent : NAN;
 		if (!isnan(sent) && now >= sent) {
 			struct mrc_evslot *fb = s->paths[path].fb;
-			mrc_rtt_sample(&fb->rtt, &fb->rttvar, now - sent, s->rttvar);
+			ev_sample(s, fb, now - sent);
 			/* that copy arrived: what a stopped EV's resumption asks (pathmon.py) */
 			if (sent > fb->heard_sent)
 				fb->heard_sent = sent;

@@ -254,6 +254,28 @@ def test_an_ev_is_stopped_at_its_stop_age_and_its_packet_sent_again_only_when_ov
     assert fb.stopped and fb.stopped_at > later
 
 
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stopped_evs_late_packet_starts_its_round_trips_again(stopped):
+    # EV 1 is stopped for PSN 5, which then arrives 20 ms past its stop age. A path that
+    # turned slow: folded in at an eighth, that round trip left the EV's estimate short,
+    # and each packet sent once it was back in use stopped it again. Taken as a first
+    # sample is (the connection's deviation with it), it sets the estimate; an EV not
+    # stopped folds it in as ever.
+    rig = ev_1_slow(stop_deviations=1.0, overdue_deviations=6.0)
+    fb = rig.slots[1]
+    stop = rig.tx.stop_age(1)
+    assert rig.tx.overdue(0.005 + stop) == 1 and fb.stopped
+    fb.stopped = stopped
+    old = fb.rtt_raw
+    late = stop + 0.02
+    sack(rig, 8, 0, 0, 5, rig.evs[1], 0.005 + late)
+    if stopped:
+        assert fb.rtt_raw == pytest.approx(late) and late > old
+        assert fb.rttvar == pytest.approx(rig.tx.rttvar)
+    else:
+        assert fb.rtt_raw == pytest.approx(0.875 * old + 0.125 * late)
+
+
 def test_the_stop_age_is_the_overdue_age_unless_set_lower_and_never_above_it():
     rig = psn_1_unanswered()
     assert rig.tx.stop_age(1) == rig.tx.overdue_age(1)
