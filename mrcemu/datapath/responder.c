@@ -384,8 +384,10 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 			mrc_resp_sack(r, now, 0, 0, 0, 0);
 	}
 	r->last_ts = ts;
-	if ((p->tclass & 3) == 3)
+	if ((p->tclass & 3) == 3) {
 		r->mark = r->k.mark_skip_once;
+		r->rx_ce++;
+	}
 	r->last_trigger = psn;
 	r->last_ev = ev;
 	if (!fresh) {

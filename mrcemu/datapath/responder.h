@@ -119,7 +119,7 @@ struct mrc_responder {
 	struct mrc_completion *done;
 	size_t ndone, done_cap;
 	/* counters */
-	uint64_t rx_data, rx_bytes, rx_dup, sacks_tx, nacks_tx, acks_tx, ctl_overflow;
+	uint64_t rx_data, rx_bytes, rx_dup, rx_ce, sacks_tx, nacks_tx, acks_tx, ctl_overflow;
 	uint64_t dropped[MRC_D_N];
 };
 

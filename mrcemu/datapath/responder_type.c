@@ -219,8 +219,8 @@ static PyObject *responder_counters(ResponderObject *self, PyObject *unused)
 	PyObject *dropped = named_counts(mrc_drop_names, self->r.dropped, MRC_D_N);
 	if (!dropped)
 		return NULL;
-	return Py_BuildValue("{sKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
-			     self->r.rx_bytes, "rx_dup", self->r.rx_dup, "sacks_tx",
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
+			     self->r.rx_bytes, "rx_dup", self->r.rx_dup, "rx_ce", self->r.rx_ce, "sacks_tx",
 			     self->r.sacks_tx, "nacks_tx", self->r.nacks_tx, "acks_tx",
 			     self->r.acks_tx, "ctl_overflow", self->r.ctl_overflow, "dropped",
 			     dropped);

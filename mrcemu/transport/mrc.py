@@ -465,6 +465,7 @@ class MrcConnection(ConnectionBase):
         s.probe_timeouts, s.probe_proofs = h.probe_timeouts, h.probe_proofs
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
+        s.rx_ce = c["rx_ce"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
         for reason, n in c["dropped"].items():  # the responder's own count, not a sum
             s.dropped[reason] = n

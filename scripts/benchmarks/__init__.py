@@ -14,6 +14,7 @@ SECTIONS = [
     "bpf_cost",
     "failover",
     "degraded_stream",
+    "nscc_reference",
     "scale_model",
     "latency_on_off",
 ]

@@ -180,6 +180,8 @@ def test_ce_makes_the_next_sack_skip_once_at_once():
     c.timer(1.0 + c.cfg.sack_delay)
     (s,) = control(c)
     assert s.headers["SETH"]["m"] == SackMark.NONE and s.headers["SETH"]["cack_psn"] == 2
+    # Counted: the one CE-marked packet of the two.
+    assert c.rx.counters()["rx_ce"] == 1 and c.stats.rx_ce == 1
 
 
 def test_a_trimmed_packet_is_nacked_with_its_psn_and_never_placed():
