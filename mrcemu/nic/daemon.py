@@ -455,6 +455,7 @@ class Nic:
                     "ev_states": c.profile.states(), "failed": c.failed,
                     "ev_changes": h.ev_change_rows(), "path_changes": h.path_change_rows(),
                     "planes_down": sorted(c.profile.planes_down), "cwnd": c.cwnd,
+                    "cc": c.cc_counters(),
                     "srtt": c.srtt, "history_dropped": h.dropped,
                     "malformed": self.malformed}
         if op in ("deny", "allow"):

@@ -81,6 +81,12 @@ def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0
     return results, elapsed
 
 
+def _cc_delta(before: dict, after: dict) -> dict:
+    """Counters as differences over the write, the rest (window, delays) as they ended."""
+    return {k: v - before.get(k, 0) if k in ("quick_adapts", "decreases") else v
+            for k, v in after.items()}
+
+
 def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
     b = before.get("stats") or {}
     s = after["stats"]
@@ -109,6 +115,8 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
         "paths_used": len(per_path),
         "retransmits": delta["retransmits"], "trims": delta["trims_nacked"],
         "nacks": delta["nacks_rx"], "rtos": delta["rtos"],
+        # the congestion control's reactions during the write (MRC's NSCC; none for RoCE)
+        "cc": _cc_delta(before.get("cc") or {}, after.get("cc") or {}),
         "ev_changes": [c for c in after["ev_changes"] if c[0] >= (w.get("posted_at") or 0)],
         "ev_states": after["ev_states"],
         "path_changes": after["path_changes"],

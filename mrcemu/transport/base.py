@@ -149,6 +149,7 @@ class Connection(Protocol):
     def message(self, msn: int) -> Message | None: ...
     def unfinished(self) -> Iterable[Message]: ...
     def snapshot(self, now: float) -> dict: ...
+    def cc_counters(self) -> dict[str, float]: ...
     @property
     def rx_bytes(self) -> int: ...
     @property
@@ -191,6 +192,10 @@ class ConnectionBase:
     def attach(self, ports: datapath.Ports) -> None:
         """Let the NIC's ports hand this QP's packets to its compiled data path, if it
         has one (Ports.attach); the rest reach `receive_frame`."""
+
+    def cc_counters(self) -> dict[str, float]:
+        """The congestion control's own counters, for reports (none by default)."""
+        return {}
 
     def received(self, now: float) -> None:
         """The NIC's data path handled packets for this QP itself (Ports.receive)."""

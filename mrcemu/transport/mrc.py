@@ -632,6 +632,13 @@ class MrcConnection(ConnectionBase):
     def cwnd(self) -> int:
         return self.cc.cwnd
 
+    def cc_counters(self) -> dict[str, float]:
+        """NSCC's reactions so far and where its delay estimate stands: what a report
+        needs to say why a window is where it is."""
+        cc = self.cc
+        return {"quick_adapts": cc.quick_adapts, "decreases": cc.decreases,
+                "cwnd": cc.cwnd, "base_rtt": cc.base_rtt, "avg_delay": cc.avg_delay}
+
     def message(self, msn: int) -> Message | None:
         m = self.messages.get(msn)
         if m is not None:

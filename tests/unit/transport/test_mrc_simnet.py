@@ -282,6 +282,10 @@ def test_every_trim_takes_its_packet_off_the_window_unless_quick_adapt_sets_it()
         if not adapted:
             assert after == max(before - pmtu, floor)
     assert ca.cc.decreases == 0  # nothing was marked
+    # what a report reads (nic/transfer.py) is the window's own count
+    got = ca.cc_counters()
+    assert (got["quick_adapts"], got["decreases"], got["cwnd"]) == (
+        ca.cc.quick_adapts, ca.cc.decreases, ca.cc.cwnd)
     # A NACK about a packet no longer in flight (here: long since acknowledged) frees
     # nothing, so it changes nothing.
     nack = {"nack_reason": NackReason.TRIMMED_LASTHOP, "nack_psn": 0,
