@@ -116,7 +116,8 @@ void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int e
 	c->ignored += (double)acked_bytes;
 	double delay;
 	if (rtt >= 0) {
-		c->base_rtt = min2(c->base_rtt, rtt);
+		c->base_rtt = c->sampled ? min2(c->base_rtt, rtt) : rtt; /* nscc.py says why */
+		c->sampled = 1;
 		delay = rtt - c->base_rtt;
 		average(c, delay, ecn);
 	} else {

@@ -19,6 +19,7 @@ struct mrc_nscc {
 	/* derived at init */
 	double alpha, fair, eta, fast_scale, fast_delay, qa_threshold;
 	/* state */
+	int sampled; /* an RTT sample has set base_rtt */
 	double base_rtt, avg_delay, inc_bytes, received, achieved, to_ignore, ignored;
 	double qa_end; /* -1: no period started */
 	int qa_flag, fast;

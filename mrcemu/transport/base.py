@@ -95,8 +95,10 @@ class Stats:
     # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of
     # those the ones a trailing NACK showed trimmed; EVs stopped
     # as overdue, back in use, retired for an unanswered probe or for a data probe's
-    # answer that proved a loss; packets sent again because they were overdue, and
-    # because their EV was retired (or its plane went down)
+    # answer that proved a loss; packets queued to go again because they were overdue,
+    # and because their EV was retired (or its plane went down): an ack that comes
+    # while one waits for room in the window cancels its copy, so `retransmits` may be
+    # fewer
     hole_losses: int = 0
     holes_trimmed: int = 0
     ev_stops: int = 0

@@ -66,6 +66,7 @@ class Nscc:
     qa_threshold: float = field(init=False)
     # state
     base_rtt: float = field(init=False)
+    sampled: bool = False  # an RTT sample has set base_rtt
     avg_delay: float = 0.0
     inc_bytes: float = 0.0
     received: float = 0.0
@@ -90,7 +91,7 @@ class Nscc:
         self.fast_scale = 0.25 * a
         self.fast_delay = self.network_rtt / 12.0  # the reference's 1 us of its 12
         self.qa_threshold = 4.0 * self.target_delay
-        self.base_rtt = self.network_rtt  # until a sample says lower
+        self.base_rtt = self.network_rtt  # until the first sample
 
     # ---- feedback ----------------------------------------------------------
     def on_ack(self, acked_bytes: int, rtt: float | None, ecn: bool, now: float,
@@ -99,7 +100,14 @@ class Nscc:
         self.received += acked_bytes
         self.ignored += acked_bytes
         if rtt is not None:
-            self.base_rtt = min(self.base_rtt, rtt)
+            # The base RTT is the lowest round trip this NIC has sampled: the network's
+            # own until the first sample, which replaces it even if higher. Every sample
+            # here also holds what the hosts add (the emulated NICs' own processing), so
+            # the configured network RTT is a floor no sample reaches; keeping it would
+            # count that processing as queueing. UEC's reference has no such floor: its
+            # configured RTT is what its NICs sample unloaded.
+            self.base_rtt = min(self.base_rtt, rtt) if self.sampled else rtt
+            self.sampled = True
             delay = rtt - self.base_rtt
             self._average(delay, ecn)
         else:
