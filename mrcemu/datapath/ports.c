@@ -110,6 +110,16 @@ size_t mrc_ports_budget(const struct mrc_ports *ps)
 	return free_slots;
 }
 
+size_t mrc_ports_budget_of(const struct mrc_ports *ps, uint64_t mask)
+{
+	size_t free_slots = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->p[i].plane < 64 && (mask >> ps->p[i].plane & 1) &&
+		    ps->p[i].n < ps->slots)
+			free_slots += ps->slots - ps->p[i].n;
+	return free_slots;
+}
+
 size_t mrc_ports_queued(const struct mrc_ports *ps)
 {
 	size_t q = 0;

@@ -73,6 +73,9 @@ void mrc_ports_commit(struct mrc_ports *ps, size_t port, size_t len);
 int mrc_ports_put(struct mrc_ports *ps, uint32_t ev, const uint8_t *frame, size_t len);
 /* Free slots the transport may fill (each port's `slots` less what it holds). */
 size_t mrc_ports_budget(const struct mrc_ports *ps);
+/* The same, over the ports of the planes in `mask` (bit p: plane p) only: what a QP that
+ * sprays over those planes alone may fill. */
+size_t mrc_ports_budget_of(const struct mrc_ports *ps, uint64_t mask);
 size_t mrc_ports_queued(const struct mrc_ports *ps);
 /* Send what each bucket allows. Returns frames sent; a port whose socket fails with
  * anything but a full queue loses its queue (the port is down: the transport sends

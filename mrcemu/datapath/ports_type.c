@@ -691,6 +691,17 @@ static PyObject *ports_get_budget(PortsObject *self, void *unused)
 	return PyLong_FromSize_t(mrc_ports_budget(&self->ps));
 }
 
+/* budget_of(mask) -> the free slots of the ports of the planes in `mask` (bit p: plane
+ * p), for a QP that sprays over those alone */
+static PyObject *ports_budget_of(PortsObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	unsigned long long mask = PyLong_AsUnsignedLongLong(arg);
+	if (mask == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	return PyLong_FromSize_t(mrc_ports_budget_of(&self->ps, mask));
+}
+
 static PyObject *ports_get_queued(PortsObject *self, void *unused)
 {
 	NEED_READY(self);
@@ -718,6 +729,8 @@ static PyMethodDef ports_methods[] = {
 	 "queue(ev, frame) -> whether it was queued on the EV's plane's port"},
 	{"drain", (PyCFunction)ports_drain, METH_O,
 	 "drain(now) -> frames sent: what each port's token bucket allows"},
+	{"budget_of", (PyCFunction)ports_budget_of, METH_O,
+	 "budget_of(mask) -> free slots of the ports of the planes in mask (bit p: plane p)"},
 	{"next_send", (PyCFunction)ports_next_send, METH_NOARGS,
 	 "next_send() -> when a waiting port may send again, or None"},
 	{"attach", (PyCFunction)ports_attach, METH_VARARGS,

@@ -220,7 +220,7 @@ class Nic:
         """Queue what the connection has to send, and take note of its next timer: call
         after anything that changes a connection's state."""
         now = self.now()
-        given = self.tx_ports.budget
+        given = self.tx_ports.budget_of(c.plane_mask)
         n = c.send_to(self.tx_ports, now, given)
         # Every slot taken (control frames count too): it may have more, so it gets the
         # next free slots. Short of that, its windows stopped it, and an ack or a timer

@@ -107,6 +107,10 @@ class Stats:
     probe_proofs: int = 0
     overdue_resent: int = 0
     retired_resent: int = 0
+    # NSCC's window reactions (MRC; transport/nscc.py): quick adapts, multiplicative
+    # decreases
+    cc_quick_adapts: int = 0
+    cc_decreases: int = 0
     losses: int = 0  # packets found lost and not trimmed (per-EV order or RTO)
     losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
@@ -153,6 +157,8 @@ class Connection(Protocol):
     def snapshot(self, now: float) -> dict: ...
     def cc_counters(self) -> dict[str, float]: ...
     @property
+    def plane_mask(self) -> int: ...
+    @property
     def rx_bytes(self) -> int: ...
     @property
     def failed(self) -> bool: ...
@@ -198,6 +204,16 @@ class ConnectionBase:
     def cc_counters(self) -> dict[str, float]:
         """The congestion control's own counters, for reports (none by default)."""
         return {}
+
+    @property
+    def plane_mask(self) -> int:
+        """The planes whose ports this QP sends data on (bit p: plane p): the NIC gives
+        it only those ports' free slots (nic/daemon.py, flush). The free slots of a port
+        it never uses let it queue that many more frames on the ones it does, a standing
+        queue in the host that every RTT sample then holds (PAPER.md E2's four ports
+        down: 64 frames a port, the round trip 0.22 s growing to 0.8)."""
+        down = self.profile.planes_down
+        return sum(1 << p for p in self.profile.planes if p not in down)
 
     def received(self, now: float) -> None:
         """The NIC's data path handled packets for this QP itself (Ports.receive)."""

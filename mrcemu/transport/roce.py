@@ -105,6 +105,11 @@ class RoceConnection(ConnectionBase):
     def ev(self) -> Ev:
         return self.profile.evs[self.dp.ev]
 
+    @property
+    def plane_mask(self) -> int:
+        """A QP sends on the one port of its path's plane."""
+        return 1 << self.ev.path.plane
+
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
                    now: float, imm: int | None = None) -> int:
         mv = memoryview(data)

@@ -131,6 +131,17 @@ def test_queue_limits_are_counted_never_overrun(rig):
         small.close()
 
 
+def test_a_qps_budget_is_the_free_slots_of_its_own_planes_ports(rig):
+    p = rig.ports  # two slots a port
+    assert p.budget == 2 * PLANES and p.budget_of((1 << PLANES) - 1) == p.budget
+    assert p.queue(ev(2), bytes(100)) and p.queue(ev(2), bytes(100))
+    # A QP on plane 2 alone may queue nothing more; one on planes 2 and 5, two frames;
+    # the ports' whole budget would have let the first put 14 more on plane 2's port.
+    assert p.budget_of(1 << 2) == 0 and p.budget_of(1 << 2 | 1 << 5) == 2
+    assert p.budget == 2 * PLANES - 2 and p.budget_of(0) == 0
+    assert p.budget_of(1 << 63) == 0  # no port in that plane
+
+
 def test_a_port_whose_socket_fails_loses_its_queue_not_the_daemon():
     r = Rig(planes=1)
     p = r.ports

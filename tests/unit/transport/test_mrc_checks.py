@@ -88,6 +88,8 @@ def test_plane_loss_port_status_stops_the_peer_using_the_plane():
     t_update = net.now
     net.run(net.now + 0.05)
     assert 4 in ca.profile.planes_down
+    # ...and the NIC gives the QP only its live planes' ports' send slots
+    assert ca.plane_mask == 0xFF & ~(1 << 4) and cb.plane_mask == 0xFF & ~(1 << 4)
     late = [ev for t, src, ev, op in net.sent_log
             if src == "h0" and t > t_update + 0.01 and (ev >> 26) & 0xF == 4
             and op != Opcode.RELIABILITY_PROBE_REQ]
@@ -100,6 +102,7 @@ def test_plane_loss_port_status_stops_the_peer_using_the_plane():
         net.path("h7", 4, s).blackhole = False
     cb.port_status(set(range(8)), net.now)
     net.run(net.now + 0.5)
+    assert ca.plane_mask == 0xFF
     plane4 = [e for e in ca.profile.evs.values() if e.path.plane == 4]
     assert 4 not in ca.profile.planes_down
     assert all(e.state is EvState.GOOD for e in plane4)
