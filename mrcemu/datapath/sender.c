@@ -983,13 +983,6 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	if (r.newly)
 		s->backoff = 1;
 	int32_t path = mrc_tx_path_of(s, k->entropy);
-	if (path >= 0 && !k->pr && k->m == MRC_SACK_M_NONE) {
-		/* An unmarked SACK: the EV's next SKIP gets shorter (halving, so a path that
-		 * cools only between marks does not snap back to a full share). */
-		struct mrc_evslot *fb = s->paths[path].fb;
-		if (fb->good)
-			fb->skip_len = fb->skip_len / 2 > 1 ? fb->skip_len / 2 : 1;
-	}
 	/* A trigger sent twice gives no sample of the connection's round trip (Karn), but
 	 * the SACK's reflected EV says which copy arrived, on a path that carries one copy
 	 * at most (rtx_ev): the first, or the latest. Its round trip is that EV's own: the

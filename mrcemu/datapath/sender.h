@@ -30,7 +30,7 @@ struct mrc_evslot {
 	double rtt, rttvar;    /* this EV's own smoothed RTT and deviation; rtt NAN: none */
 	uint64_t sent, sent_bytes;
 	uint32_t unanswered;   /* packets sent since the last feedback */
-	uint32_t skip_len;     /* rotations the EV's next SKIP lasts (evs.py) */
+	uint32_t skip_len;     /* rotations the EV's next SKIP lasts (evs.py: the policy's) */
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
 	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
 	uint8_t stopped;       /* taken out of use as overdue (set here, cleared by evs.py) */

@@ -65,6 +65,9 @@ class Ev:
     state: EvState = EvState.GOOD
     active: bool = True
     skip_until_rotation: int = 0
+    skip_until: float = 0.0  # ... and not before this time (EvProfile.skip)
+    skip_ended: float = float("-inf")  # when its last SKIP ended
+    last_mark: float = float("-inf")  # when feedback last said its path queues
     last_probe: float = -1.0
     probe_seq: int = 0
     # What the compiled data path writes per packet and the policy reads per event
@@ -77,9 +80,9 @@ class Ev:
                              "send time of the latest packet on this EV known to arrive")
     sent = _slot_field("sent", "data packets sent on this EV")
     sent_bytes = _slot_field("sent_bytes", "their bytes")
-    # The data path halves it on an unmarked SACK (sender.c: mrc_tx_sack).
     skip_len = _slot_field("skip_len",
-                           "rotations the next SKIP lasts: doubles while marks keep coming")
+                           "rotations the next SKIP lasts: doubles while marks keep coming, "
+                           "halves for each quiet round trip (EvProfile.skip)")
 
     @property
     def silent_since(self) -> float | None:
@@ -160,7 +163,10 @@ class EvProfile:
     def usable(self, e: Ev) -> bool:
         return (e.active and e.path.plane not in self.planes_down
                 and (e.state is EvState.GOOD
-                     or (e.state is EvState.SKIP and e.skip_until_rotation <= self.rotation)))
+                     or (e.state is EvState.SKIP and self._skip_over(e))))
+
+    def _skip_over(self, e: Ev) -> bool:
+        return e.skip_until_rotation <= self.rotation and e.skip_until <= self.now
 
     def _sync(self, e: Ev) -> None:
         """The data path's copies of `usable` and of the state being GOOD: set wherever
@@ -188,11 +194,12 @@ class EvProfile:
         again, without a Python call per packet where a profile has one EV a plane."""
         self.rotation += 1
         if self.skipping:
-            over = [e for e in self.skipping.values() if e.skip_until_rotation <= self.rotation]
+            over = [e for e in self.skipping.values() if self._skip_over(e)]
             if len(over) > 1:  # their events go out in profile order
                 rank = {ev: i for i, ev in enumerate(self.evs)}
                 over.sort(key=lambda e: rank[e.ev])
             for e in over:
+                e.skip_ended = self.now
                 self._set(e, EvState.GOOD, self.now, "skip over")
         usable = self._usable_by_plane
         rep = self._repeats
@@ -251,15 +258,47 @@ class EvProfile:
 
     def skip(self, ev: int, now: float, why: str, rotations: int = 1) -> None:
         e = self.evs.get(ev)
-        if e is None or e.state is not EvState.GOOD:
+        if e is None:
             return
-        if self.count_usable() <= self.min_active:
+        e.last_mark = now
+        if e.state is not EvState.GOOD or self.count_usable() <= self.min_active:
+            return
+        # A SKIP moves load between the paths of a plane; the plane's last usable path
+        # keeps it, or the host's port on that plane sits idle for the SKIP's round
+        # trips (its share cannot move to another plane's port, already at line rate).
+        if not any(x is not e and x.path.plane == e.path.plane and self.usable(x)
+                   for x in self.evs.values()):
             return
         # `rotations` for an occasional mark; an EV marked again as soon as it is back
         # skips twice as long (up to MAX_SKIP rotations), so a path that stays hot
-        # sheds most of its share instead of half of it.
-        e.skip_until_rotation = self.rotation + min(rotations * e.skip_len, MAX_SKIP)
-        e.skip_len = min(e.skip_len * 2, MAX_SKIP)
+        # sheds most of its share instead of half of it. As many of the EV's own round
+        # trips too: MRC's EV sets (hundreds of paths) take about a round trip to
+        # rotate, ours (32 on `default`, 2 in PAPER.md E8) a fraction of one, and a
+        # SKIP that ends before the feedback on the packets sent after it can return
+        # sends the path a full share again for that round trip, every time.
+        # The memory fades with quiet time, not with unmarked acks: a round trip after
+        # a SKIP ends, the first feedback on what went after it can come; each round
+        # trip more without a mark halves the next SKIP (UEC's bitmap likewise forgets
+        # a penalty only as turns pass). Halving on every unmarked SACK undid it: a
+        # path another flow fills still acks some packets unmarked, and the SKIP never
+        # outgrew two round trips (PAPER.md E8: flow 1 kept 0.15-0.19 on EV-A).
+        rtt = e.fb.rtt_raw
+        sampled = rtt == rtt and rtt > 0  # NaN: no sample yet
+        if sampled:
+            quiet = (now - e.skip_ended) / rtt - 1.0
+            if quiet >= 1.0:
+                e.skip_len = max(1, e.skip_len >> int(min(quiet, 5.0)))
+        # Only a path hotter than the others of its plane is shed for round trips: when
+        # they were marked too within the last round trip, the plane is loaded
+        # throughout (the window's business, not the spraying's), and rotations decide.
+        hotter = sampled and not any(
+            x is not e and x.path.plane == e.path.plane and x.active
+            and now - x.last_mark < rtt for x in self.evs.values())
+        n = min(rotations * e.skip_len, MAX_SKIP)
+        e.skip_until_rotation = self.rotation + n
+        e.skip_until = now + n * rtt if hotter else 0.0
+        if hotter:
+            e.skip_len = min(e.skip_len * 2, MAX_SKIP)
         self._set(e, EvState.SKIP, now, why)
 
     def stop(self, ev: int, now: float, why: str, lost_sent: float | None = None) -> bool:
@@ -322,7 +361,7 @@ class EvProfile:
         e.last_feedback = now
         e.heard_sent = max(e.heard_sent, e.last_probe)  # the probe went out then
         if marked:
-            e.skip_until_rotation = self.rotation + 1
+            e.skip_until_rotation, e.skip_until = self.rotation + 1, now
         self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probes answered")
         # Back into the pool: active if its path has no active EV, else a backup. A
         # backup promoted in its place on another path (_promote_backup) steps back, or

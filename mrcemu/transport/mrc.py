@@ -319,7 +319,7 @@ class MrcConnection(ConnectionBase):
         # for its EV. The packet is lost; a trimmed one is retransmitted at once.
         e = self.profile.evs.get(n["entropy"])
         freed = self.tx.nack(n["nack_psn"], -1 if e is None else e.fb.index, now, trimmed)
-        self.health.nacked(n["nack_psn"])
+        self.health.nacked(n["nack_psn"], n["entropy"] if trimmed else None)
         if trimmed:
             self._stats.trims_nacked += 1
             self.health.trimmed(n["entropy"], now, last_hop=reason == NackReason.TRIMMED_LASTHOP)
@@ -463,6 +463,7 @@ class MrcConnection(ConnectionBase):
         s.holes_trimmed = h.holes_trimmed
         s.ev_stops, s.ev_stops_cleared = h.stops, h.stops_cleared
         s.probe_timeouts, s.probe_proofs = h.probe_timeouts, h.probe_proofs
+        s.cc_quick_adapts, s.cc_decreases = self.cc.quick_adapts, self.cc.decreases
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.rx_ce = c["rx_ce"]

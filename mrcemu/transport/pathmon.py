@@ -21,7 +21,8 @@ each, every one driven with an explicit `now`:
 | the answer to the data-class probe sent | the same (but only that packet goes again):   |
 |                                         | the probe went behind every packet            |
 | on it when stopped reports the overdue  | on the EV (one path is FIFO), so that packet  |
-| packet missing                          | was lost (SLEEK's proof, per EV: a tail too)  |
+| packet missing (and no NACK said it was | was lost (SLEEK's proof, per EV: a tail too)  |
+| trimmed on that EV)                     |                                               |
 | lost by per-EV order: a later packet on | the same, once `ack_slack` has passed with no |
 | its EV arrived, it did not              | NACK saying it was trimmed (a trimmed header  |
 |                                         | overtakes, and its NACK may trail the SACK)   |
@@ -41,9 +42,10 @@ only prove a loss while the packet's copy sent elsewhere has not arrived yet; wh
 copy wins the race the answer proves nothing, and nothing is retired.)
 
 A SKIP that comes again soon after one ends lasts longer (EvProfile.skip doubles the
-EV's `skip_len`, which unmarked SACKs halve), so a path that stays hot sheds most of its
-share. Nothing here excuses a loss: a host that loses or delays packets itself is what
-the fidelity monitor reports (mrcemu/fidelity.py), not what a rule hides.
+EV's `skip_len`, and halves it for each round trip the path stays unmarked), so a path
+that stays hot sheds most of its share. Nothing here excuses a loss: a host that loses
+or delays packets itself is what the fidelity monitor reports (mrcemu/fidelity.py), not
+what a rule hides.
 
 The monitor holds no clock and no I/O: the connection feeds it what its data path
 found, and asks it which EVs to probe.
@@ -140,10 +142,17 @@ class PathMonitor:
         that reported the later packet cross the reverse path on different EVs)."""
         self._holes[psn] = (ev, sent, now + self.slack)
 
-    def nacked(self, psn: int) -> None:
-        """A NACK named `psn`: if per-EV order had called it lost, it was trimmed."""
+    def nacked(self, psn: int, ev: int | None = None) -> None:
+        """A NACK named `psn` (trimmed on `ev`, when the NACK says): if per-EV order had
+        called it lost, it was trimmed. Nor is it a stop's proof any more: a trimmed
+        packet is missing at the receiver until its copy arrives, so the data probe's
+        answer would report it missing, and a path that queues deep enough to trim
+        was retired for it (PAPER.md E8: the pinned flow's EV, at its first trim)."""
         if self._holes.pop(psn, None) is not None:
             self.holes_trimmed += 1
+        proof = self._proofs.get(ev) if ev is not None else None
+        if proof is not None and proof.psn == psn:
+            del self._proofs[ev]
 
     def overdue(self, ev: int, sent: float, now: float, why: str = "overdue") -> bool:
         """The EV's oldest packet, sent at `sent`, is overdue against the EV's own round

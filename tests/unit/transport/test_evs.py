@@ -12,6 +12,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
+from mrcemu.transport.evs import EvState
 from mrcemu.transport.profiles import profile
 
 
@@ -201,13 +202,16 @@ def test_with_one_ev_a_plane_a_rotation_repeats_the_order_untold(tmp_path):
         assert fast._order == full._order and fast.rotation == full.rotation
     assert answers == [True] + [False] * 49 and told == {"fast": 1, "full": 50}
     assert fast._rng.getstate() == full._rng.getstate()
-    # A change of usability gets a new order told: a SKIP for one rotation takes the EV
-    # out, and the rotation that ends it puts it back.
+    # A change of usability gets a new order told: a stop takes the EV out, and its
+    # resumption puts it back. (A SKIP never takes a plane's last usable EV.)
     ev = fast._order[0]
     fast.skip(ev, 1.0, "test")
-    assert not fast.evs[ev].fb.usable
-    assert fast.new_rotation() and told["fast"] == 2 and ev in fast._order
-    assert not fast.new_rotation() and told["fast"] == 2
+    assert fast.evs[ev].fb.usable and fast.evs[ev].state is EvState.GOOD
+    assert fast.stop(ev, 1.0, "test") and not fast.evs[ev].fb.usable
+    assert fast.new_rotation() and told["fast"] == 2 and ev not in fast._order
+    fast.resume(ev, 1.1, "test")
+    assert fast.new_rotation() and told["fast"] == 3 and ev in fast._order
+    assert not fast.new_rotation() and told["fast"] == 3
     # So does a new listener (a sender attached after the profile rotated).
     fast.on_rotation = lambda _o: told.__setitem__("new", 1)
     assert fast.new_rotation() and told.get("new") == 1

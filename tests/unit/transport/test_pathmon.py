@@ -46,6 +46,87 @@ def test_a_mid_path_trim_skips_the_ev_longer_than_a_mark():
     assert rotations_in(mon, e, EvState.SKIP) == 2  # the default trim hold, CE's is 1
 
 
+def test_a_skip_lasts_as_many_of_the_evs_round_trips_as_rotations():
+    """Two EVs rotate in two packets (PAPER.md E8): a SKIP of rotations alone would end
+    long before the feedback on the packets sent after it could return."""
+    mon, changes, e = rig()
+    e.fb.rtt_sample(0.065, 0.0)  # the EV's own round trip
+    prof = mon.profile
+    prof.now = 1.0
+    mon.ce_echoed(e.ev, 1.0)  # skip_len 1: one rotation, and one round trip
+    for _ in range(5):
+        prof.new_rotation()
+    assert e.state is EvState.SKIP and not prof.usable(e)
+    prof.now = 1.064
+    prof.new_rotation()
+    assert e.state is EvState.SKIP
+    prof.now = 1.065
+    prof.new_rotation()
+    assert e.state is EvState.GOOD and changes[-1].why == "skip over"
+    # marked again as soon as it is back: twice as long, in rotations and round trips
+    mon.ce_echoed(e.ev, 1.07)
+    prof.now = 1.07 + 2 * 0.065 - 0.001
+    for _ in range(5):
+        prof.new_rotation()
+    assert e.state is EvState.SKIP
+    prof.now = 1.07 + 2 * 0.065
+    prof.new_rotation()
+    assert e.state is EvState.GOOD
+
+
+def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
+    """PAPER.md E8: flow 2 fills EV-A's link. Each time flow 1's SKIP ends, the first
+    feedback on what it sent there after (a round trip later) is marked again: the SKIP
+    doubles, up to MAX_SKIP, whatever unmarked acks came between."""
+    mon, changes, e = rig()
+    rtt = 0.065
+    e.fb.rtt_sample(rtt, 0.0)
+    prof, now, lengths = mon.profile, 1.0, []
+    for _ in range(6):
+        prof.now = now
+        mon.ce_echoed(e.ev, now)
+        start = now
+        while e.state is EvState.SKIP:
+            now += 0.001
+            prof.now = now
+            prof.new_rotation()
+        lengths.append(round((now - start) / rtt))
+        now += rtt  # the first feedback on the packets sent after it: marked
+    assert lengths == [1, 2, 4, 8, 16, 16]
+    # Quiet for three round trips beyond the first feedback's: 16 halved three times
+    prof.now = now = now + 3 * rtt
+    mon.ce_echoed(e.ev, now)
+    assert e.skip_until == pytest.approx(now + 2 * rtt) and e.skip_len == 4
+
+
+def test_a_plane_marked_throughout_is_left_to_rotations_and_the_window():
+    """When another path of the plane was marked within the EV's round trip, the plane
+    is loaded throughout: shedding one path for round trips would only load the rest
+    (PAPER.md E8's flow 1 saw no mark on EV-B; a permutation at capacity marks every
+    spine). The SKIP is its rotations alone, and its memory does not grow."""
+    mon, changes, e = rig()
+    sibling = next(x for x in mon.profile.evs.values()
+                   if x.active and x.path.plane == 2 and x is not e)
+    e.fb.rtt_sample(0.065, 0.0)
+    mon.ce_echoed(sibling.ev, 1.0)
+    mon.ce_echoed(e.ev, 1.03)  # within a round trip of the sibling's mark
+    assert e.state is EvState.SKIP and e.skip_until == 0.0 and e.skip_len == 1
+    assert rotations_in(mon, e, EvState.SKIP) == 1
+    # a round trip after the sibling's mark, this one alone is hot: round trips, memory
+    mon.ce_echoed(e.ev, 1.0 + 0.066)
+    assert e.skip_until == pytest.approx(1.066 + 0.065) and e.skip_len == 2
+
+
+def test_a_mark_never_skips_the_last_usable_path_of_a_plane():
+    mon, changes, e = rig()
+    plane = [x for x in mon.profile.evs.values() if x.active and x.path.plane == 2]
+    assert len(plane) == 4
+    for x in plane:
+        mon.ce_echoed(x.ev, 1.0)
+    assert [x.state for x in plane].count(EvState.SKIP) == 3
+    assert sum(mon.profile.usable(x) for x in plane) == 1
+
+
 def test_a_last_hop_trim_changes_nothing():
     mon, changes, e = rig()
     mon.trimmed(e.ev, 1.0, last_hop=True)
@@ -267,6 +348,26 @@ def test_a_data_probe_whose_answer_reports_the_overdue_packet_missing_proves_a_t
     mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
     assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
     assert (changes[-2].why, changes[-2].lost_sent) == ("lost: probe proved", 0.95)
+
+
+def test_a_data_probe_reporting_a_packet_a_nack_said_was_trimmed_proves_nothing():
+    """A trimmed packet is missing at the receiver until its copy arrives: the data
+    probe's answer reports it missing, and the NACK already said why."""
+    mon, changes, e = rig()
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.probe_answered(e.ev, 1.01, False, 4)
+    mon.nacked(17, e.ev)  # packet 17 was trimmed on this EV
+    mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
+    assert e.state is EvState.GOOD and mon.probe_proofs == 0
+    # A NACK about packet 17's copy on another EV says nothing of this one: a proof.
+    mon, changes, e = rig()
+    other = next(x for x in mon.profile.evs.values() if x.active and x is not e)
+    mon.overdue(e.ev, 0.95, 1.0)
+    mon.probes_sent(e.ev, 1.0, 5, 17)
+    mon.nacked(17, other.ev)
+    mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
+    assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
 
 
 def test_a_stop_whose_ev_was_retired_otherwise_leaves_no_deadline_behind():
