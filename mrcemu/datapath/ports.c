@@ -101,15 +101,6 @@ void mrc_ports_commit(struct mrc_ports *ps, size_t port, size_t len)
 	pt->n++;
 }
 
-size_t mrc_ports_budget(const struct mrc_ports *ps)
-{
-	size_t free_slots = 0;
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].n < ps->slots)
-			free_slots += ps->slots - ps->p[i].n;
-	return free_slots;
-}
-
 size_t mrc_ports_budget_of(const struct mrc_ports *ps, uint64_t mask)
 {
 	size_t free_slots = 0;
@@ -118,6 +109,11 @@ size_t mrc_ports_budget_of(const struct mrc_ports *ps, uint64_t mask)
 		    ps->p[i].n < ps->slots)
 			free_slots += ps->slots - ps->p[i].n;
 	return free_slots;
+}
+
+size_t mrc_ports_budget(const struct mrc_ports *ps)
+{
+	return mrc_ports_budget_of(ps, UINT64_MAX);
 }
 
 size_t mrc_ports_queued(const struct mrc_ports *ps)
