@@ -1002,6 +1002,8 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	}
 	/* The SACK's reflected EV carried the packet that triggered it: proof of life. */
 	mrc_tx_heard(s, path, now);
+	if (path >= 0 && k->m == MRC_SACK_M_NONE && !k->pr)
+		s->paths[path].fb->acks++;
 	if (!s->outstanding)
 		mrc_tx_quiet_all(s);
 	if (r.acked_bytes)

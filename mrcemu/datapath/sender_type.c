@@ -44,6 +44,8 @@ static PyMemberDef evslot_members[] = {
 	 "send time of the latest packet on this EV known to arrive"},
 	{"sent", T_ULONGLONG, offsetof(EvSlotObject, s.sent), 0, "data packets sent on it"},
 	{"sent_bytes", T_ULONGLONG, offsetof(EvSlotObject, s.sent_bytes), 0, "their bytes"},
+	{"acks", T_ULONGLONG, offsetof(EvSlotObject, s.acks), READONLY,
+	 "unmarked SACKs that reflected it"},
 	{"unanswered", T_UINT, offsetof(EvSlotObject, s.unanswered), 0,
 	 "packets sent since the last feedback"},
 	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},

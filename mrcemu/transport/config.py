@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from mrcemu.datapath import MAX_DEVIATIONS
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import latency
+from mrcemu.transport.lb import POLICIES
 from mrcemu.wire.layout import mrc_data_overhead
 
 
@@ -127,6 +128,9 @@ class TransportConfig:
     # The planes a connection sprays over (empty: all). With `ev_set_per_plane` 1 it pins
     # a connection to one EV (the plane's lowest spine): PAPER.md E8.
     ev_planes: tuple[int, ...] = ()
+    # Which EV each packet takes (transport/lb; docs/load-balancing.md): MRC's own
+    # profile, or a baseline a researcher compares it with.
+    load_balancing: str = "mrc"
     seed: int = 1
     # RoCE baseline
     # Packets a QP has in flight: what a port's queues held in flight with no fixed
@@ -166,6 +170,9 @@ class TransportConfig:
                               f"({self.stop_deviations}) must not exceed overdue_deviations "
                               f"({self.overdue_deviations}): an EV is stopped no later "
                               "than its packet goes again")
+        if self.load_balancing not in POLICIES:
+            raise MrcemuError(f"transport config: load_balancing must be one of "
+                              f"{', '.join(POLICIES)}, not {self.load_balancing!r}")
         planes = self.ev_planes
         if (not isinstance(planes, tuple) or len(set(planes)) != len(planes)
                 or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 0

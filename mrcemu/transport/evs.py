@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 from mrcemu.datapath import EvSlot
 from mrcemu.topology.paths import ev_variant
+from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
+from mrcemu.transport.lb import DEFAULT, Feedback, LoadBalancer, make
 
 MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is marked
 
@@ -70,6 +72,7 @@ class Ev:
     last_mark: float = float("-inf")  # when feedback last said its path queues
     last_probe: float = -1.0
     probe_seq: int = 0
+    acks_heard: int = 0  # of fb.acks, those the load balancer has heard
     # What the compiled data path writes per packet and the policy reads per event
     # (sender.c): one record both share, so nothing is copied back and forth.
     fb: EvSlot = field(default_factory=EvSlot, repr=False, compare=False)
@@ -120,6 +123,9 @@ class EvProfile:
     # reports to nobody).
     emit: Callable[[EvStateChanged], None] = field(default=lambda _e: None, repr=False)
     _rng: random.Random = field(default_factory=lambda: random.Random(1))
+    # The load-balancing policy (transport/lb): which usable EVs each rotation sprays.
+    # None: MRC's own profile, drawing from this profile's generator.
+    lb: LoadBalancer | None = None
     _order: list[int] = field(default_factory=list)
     _pos: int = 0
     # The EVs in ASSUMED_BAD, by EV: probing visits these, not every EV in the profile
@@ -141,13 +147,23 @@ class EvProfile:
         default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.lb is None:
+            self.lb = make(DEFAULT, TransportConfig(), self._rng)
+        self.lb.bind(self)
         self._sync_all()
+
+    @property
+    def policy(self) -> LoadBalancer:
+        assert self.lb is not None  # set in __post_init__
+        return self.lb
 
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
-              seed: int = 1, per_plane: int = 0) -> EvProfile:
+              seed: int = 1, per_plane: int = 0,
+              cfg: TransportConfig | None = None) -> EvProfile:
         """`per_plane`: the first that many paths of each plane (in path order: the lowest
-        spines) are active, the rest backups; 0, every path."""
+        spines) are active, the rest backups; 0, every path. `cfg` names the
+        load-balancing policy (and MRC's SKIP lengths); none, MRC's with defaults."""
         evs: dict[int, Ev] = {}
         in_plane: Counter[int] = Counter()
         for p in paths:
@@ -158,7 +174,10 @@ class EvProfile:
                              p.delivered)
                 evs[b.ev] = Ev(b, active=False)
         planes = sorted({p.plane for p in paths})
-        return cls(evs, planes, min_active, per_plane=per_plane, _rng=random.Random(seed))
+        rng = random.Random(seed)  # one generator: MRC's spraying order is the seed's
+        cfg = cfg or TransportConfig()
+        return cls(evs, planes, min_active, per_plane=per_plane, _rng=rng,
+                   lb=make(cfg.load_balancing, cfg, rng))
 
     def usable(self, e: Ev) -> bool:
         return (e.active and e.path.plane not in self.planes_down
@@ -201,6 +220,9 @@ class EvProfile:
             for e in over:
                 e.skip_ended = self.now
                 self._set(e, EvState.GOOD, self.now, "skip over")
+        lb = self.policy
+        if lb.wants_acks:
+            self._hear_acks()
         usable = self._usable_by_plane
         rep = self._repeats
         if rep is not None and rep[0] is usable and rep[1] is self.on_rotation:
@@ -212,11 +234,11 @@ class EvProfile:
             for e in self.evs.values():
                 ids = usable.get(e.path.plane)
                 if ids is not None and self.usable(e):
-                    ids.append(e.ev)
+                    ids.append(e)
             self._usable_by_plane = usable
-        per_plane = {plane: usable[plane][:] for plane in self.planes}
-        for plane in self.planes:  # shuffled in plane order: the seeded order is unchanged
-            self._rng.shuffle(per_plane[plane])
+        # Chosen in plane order: MRC's seeded order is what it was before policies.
+        per_plane = {plane: lb.choose(plane, usable[plane], self.now) if usable[plane] else []
+                     for plane in self.planes}
         order: list[int] = []
         depth = max((len(v) for v in per_plane.values()), default=0)
         for i in range(depth):
@@ -226,10 +248,19 @@ class EvProfile:
         self._order, self._pos = order, 0
         # Who was told this order, and from which cache: a new listener (the compiled
         # sender, attached after this profile already rotated) must be told anew.
-        self._repeats = ((usable, self.on_rotation)
-                         if all(len(v) <= 1 for v in usable.values()) else None)
+        self._repeats = (usable, self.on_rotation) if lb.repeats(usable) else None
         self.on_rotation(order)
         return True
+
+    def _hear_acks(self) -> None:
+        """The unmarked SACKs the compiled sender counted on each EV since the last
+        rotation, to a policy that recycles good paths: oldest first."""
+        fresh = [e for e in self.evs.values() if e.fb.acks != e.acks_heard]
+        fresh.sort(key=lambda e: e.fb.last_feedback)
+        for e in fresh:
+            n = e.fb.acks - e.acks_heard
+            e.acks_heard = e.fb.acks
+            self.policy.hear(e, Feedback.ACK, self.now, n)
 
     def next_ev(self) -> Ev | None:
         for _ in range(2):
@@ -253,8 +284,12 @@ class EvProfile:
                     held[e.ev] = e
                 else:
                     held.pop(e.ev, None)
-            e.state = state
+            was, e.state = e.state, state
             self._sync(e)
+            if state is EvState.ASSUMED_BAD:
+                self.policy.hear(e, Feedback.RETIRED, now)
+            elif was is EvState.ASSUMED_BAD:
+                self.policy.hear(e, Feedback.RESTORED, now)
 
     def skip(self, ev: int, now: float, why: str, rotations: int = 1) -> None:
         e = self.evs.get(ev)

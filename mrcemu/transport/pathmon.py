@@ -4,8 +4,9 @@ The white paper's rules (PAPER.md B1-B4, DESIGN.md sections 12 and 14), one smal
 each, every one driven with an explicit `now`:
 
 | fact (from the data path)               | verdict                                       |
-| CE echoed (SACK m = SKIP_ONCE)          | SKIP for `ce_skip_rotations`                  |
-| trimmed mid-path (NACK TRIMMED)         | SKIP for `trim_skip_rotations`                |
+| CE echoed (SACK m = SKIP_ONCE)          | the load balancer's (MRC's: SKIP for          |
+|                                         | `ce_skip_rotations`; transport/lb)            |
+| trimmed mid-path (NACK TRIMMED)         | the same (MRC's: `trim_skip_rotations`)       |
 | trimmed at the last hop                 | none: incast at the receiver is no path's     |
 | the EV's oldest packet late against the | STOPPED: no new data on it, a probe sent on   |
 | EV's own round trips (its stop age: RTT | it in the control class and one in the data   |
@@ -58,6 +59,7 @@ from dataclasses import dataclass
 
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile, EvState
+from mrcemu.transport.lb import Feedback
 
 LOSS_HOLE = 0  # datapath: MRC_LOSS_HOLE, per-EV order
 LOSS_RTO = 1  # datapath: MRC_LOSS_RTO
@@ -85,8 +87,6 @@ class _Proof:
 class PathMonitor:
     def __init__(self, profile: EvProfile, cfg: TransportConfig) -> None:
         self.profile = profile
-        self.ce_skip = cfg.ce_skip_rotations
-        self.trim_skip = cfg.trim_skip_rotations
         self.probes_to_restore = cfg.probes_to_restore
         self.probe_interval = cfg.probe_interval
         self.slack = cfg.ack_slack
@@ -104,14 +104,20 @@ class PathMonitor:
 
     def ce_echoed(self, ev: int, now: float) -> None:
         """The receiver echoed a CE mark: a switch on the path is queueing."""
-        self.profile.skip(ev, now, "ECN echoed", self.ce_skip)
+        self._hear(ev, Feedback.ECN, now)
 
     def trimmed(self, ev: int, now: float, last_hop: bool) -> None:
         """A switch trimmed the packet to its header. Mid-path, the path is congested;
         at the receiver's own leaf it is the receiver's incast, which no other path
         avoids (B4)."""
         if not last_hop:
-            self.profile.skip(ev, now, "NACK trimmed", self.trim_skip)
+            self._hear(ev, Feedback.TRIM, now)
+
+    def _hear(self, ev: int, what: Feedback, now: float) -> None:
+        """Congestion feedback is the load balancer's to act on (MRC's: a SKIP)."""
+        e = self.profile.evs.get(ev)
+        if e is not None:
+            self.profile.policy.hear(e, what, now)
 
     def lost(self, ev: int, sent: float, now: float) -> None:
         """A packet sent on `ev` at `sent` was proven lost, not trimmed: the path failed
@@ -134,6 +140,7 @@ class PathMonitor:
         if e.heard_sent >= sent:
             self.losses_ignored += 1
             return False
+        self.profile.policy.hear(e, Feedback.TIMEOUT, now)
         return self.overdue(ev, sent, now, "RTO")
 
     def hole(self, ev: int, psn: int, sent: float, now: float) -> None:
