@@ -974,6 +974,17 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	if (!s->newly)
 		return -1;
 	s->sacks_rx++;
+	/* An unmarked SACK: no packet that arrived since the last SACK was marked (a marked
+	 * one sends its SACK at once, responder.c), so each packet it newly acknowledges
+	 * crossed its path unmarked. Counted on that packet's EV, as a load balancer that
+	 * recycles good paths hears per-packet acks (transport/lb/reps.py). A freed record
+	 * keeps its slot until the ring takes a new PSN. */
+	if (k->m == MRC_SACK_M_NONE && !k->pr)
+		for (uint64_t i = 0; i < r.newly; i++) {
+			const struct mrc_out *o = &s->ring[s->newly[i]];
+			if ((size_t)o->slot < s->npaths)
+				s->paths[o->slot].fb->acks++;
+		}
 	if (r.rtt >= 0) {
 		mrc_rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
 		/* the EV's own, starting from the connection's deviation: a path's first
@@ -1002,8 +1013,6 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	}
 	/* The SACK's reflected EV carried the packet that triggered it: proof of life. */
 	mrc_tx_heard(s, path, now);
-	if (path >= 0 && k->m == MRC_SACK_M_NONE && !k->pr)
-		s->paths[path].fb->acks++;
 	if (!s->outstanding)
 		mrc_tx_quiet_all(s);
 	if (r.acked_bytes)

@@ -29,8 +29,8 @@ struct mrc_evslot {
 	double heard_sent;     /* send time of the latest packet on this EV known to arrive */
 	double rtt, rttvar;    /* this EV's own smoothed RTT and deviation; rtt NAN: none */
 	uint64_t sent, sent_bytes;
-	uint64_t acks;         /* unmarked SACKs that reflected this EV: what a load
-				* balancer that recycles good paths reads (transport/lb) */
+	uint64_t acks;         /* its packets newly acknowledged by unmarked SACKs: what a
+				* load balancer that recycles good paths reads (transport/lb) */
 	uint32_t unanswered;   /* packets sent since the last feedback */
 	uint32_t skip_len;     /* rotations the EV's next SKIP lasts (evs.py: the policy's) */
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */

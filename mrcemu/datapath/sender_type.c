@@ -45,7 +45,7 @@ static PyMemberDef evslot_members[] = {
 	{"sent", T_ULONGLONG, offsetof(EvSlotObject, s.sent), 0, "data packets sent on it"},
 	{"sent_bytes", T_ULONGLONG, offsetof(EvSlotObject, s.sent_bytes), 0, "their bytes"},
 	{"acks", T_ULONGLONG, offsetof(EvSlotObject, s.acks), READONLY,
-	 "unmarked SACKs that reflected it"},
+	 "its packets newly acknowledged by unmarked SACKs"},
 	{"unanswered", T_UINT, offsetof(EvSlotObject, s.unanswered), 0,
 	 "packets sent since the last feedback"},
 	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},

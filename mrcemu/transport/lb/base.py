@@ -14,8 +14,8 @@ line rate). Feedback that came during a rotation is heard before the next one is
 chosen, so a policy acts on it within one rotation (a fraction of a round trip).
 
 Feedback, as uet-htsim's `UecMultipath::processEv` hears it:
-- ACK: unmarked SACKs that reflected the EV (one SACK acknowledges `sack_every`
-  packets), heard in bulk before each rotation, only by a policy with `wants_acks`;
+- ACK: packets on the EV that an unmarked SACK newly acknowledged, heard in bulk
+  before each rotation, only by a policy with `wants_acks`;
 - ECN: a SACK echoed a CE mark on the EV;
 - TRIM: a switch mid-path trimmed a packet on it (a last-hop trim says nothing about
   the path, PAPER.md B4, and is heard by no policy);
@@ -38,7 +38,6 @@ class Settings(Protocol):
 
     ce_skip_rotations: int
     trim_skip_rotations: int
-    sack_every: int
 
 
 class Ev(Protocol):

@@ -2,11 +2,13 @@
 2024; uet-htsim's `UecMpReps`): an EV whose packet was acknowledged unmarked is a path
 known to be good now, so it is used again; with none in hand, a random one is tried.
 
-Per plane, a ring of the last `RING` good EVs heard, each usable `sack_every` times: one
-of our SACKs acknowledges that many packets and reflects one EV (uet-htsim's
-`repsMaxLifetimeEntropy`, its knob for coalesced acks). A packet takes the oldest fresh
-entry whose EV is still usable, else explores a usable EV at random. A marked or
-trimmed packet's EV is simply not recycled.
+Per plane, a ring of the last `RING` good EVs heard, each used once: a packet takes the
+oldest fresh entry whose EV is still usable, else explores a usable EV at random. A
+good EV is one whose packet an unmarked SACK newly acknowledged (the compiled sender
+counts them per EV: a CE mark sends its SACK at once, marked, so the packets an
+unmarked one acknowledges all crossed unmarked). A marked or trimmed packet's EV is
+simply not recycled. A ring a plane, not one a connection: the NIC stripes the planes'
+ports, and each plane's EVs are its own.
 
 Left out: REPS's freezing mode (on a timeout, keep reusing the ring's EVs whatever
 their age, to ride out a failure): here the path monitor handles failures for every
@@ -28,8 +30,8 @@ class Reps(LoadBalancer):
 
     def __init__(self, *args, **kw) -> None:  # noqa: ANN002, ANN003 - LoadBalancer's
         super().__init__(*args, **kw)
-        # plane -> [EV, uses left], oldest first
-        self.rings: dict[int, deque[list[int]]] = {}
+        # plane -> its fresh good EVs, oldest first (a full ring drops its oldest)
+        self.rings: dict[int, deque[int]] = {}
         self.explored = 0  # packets sent on an EV drawn at random
         self.recycled = 0  # packets sent on an EV an unmarked ack returned
 
@@ -37,22 +39,17 @@ class Reps(LoadBalancer):
         if what is not Feedback.ACK:
             return
         ring = self.rings.setdefault(e.path.plane, deque(maxlen=RING))
-        for _ in range(min(count, RING)):
-            ring.append([e.ev, max(1, self.cfg.sack_every)])
+        ring.extend([e.ev] * min(count, RING))
 
     def choose(self, plane: int, usable: list[Ev], now: float) -> list[int]:
         ring = self.rings.get(plane)
         ok = {e.ev for e in usable}
         out: list[int] = []
         for _ in usable:
-            while ring and ring[0][0] not in ok:
+            while ring and ring[0] not in ok:
                 ring.popleft()  # its EV was stopped or retired since
             if ring:
-                entry = ring[0]
-                out.append(entry[0])
-                entry[1] -= 1
-                if entry[1] <= 0:
-                    ring.popleft()
+                out.append(ring.popleft())
                 self.recycled += 1
             else:
                 out.append(self.rng.choice(usable).ev)
