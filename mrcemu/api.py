@@ -124,8 +124,12 @@ class Fabric:
 
     def send(self, src: str | int, dst: str | int, size: str | int = "4MiB",
              transport: str = "mrc", seed: int = 1, timeout: float | None = None,
-             progress: Callable[[int, int], None] | None = None) -> SendResult:
-        """One RDMA WRITE of `size` bytes (4MiB, 512KiB, or an int) from `src` to `dst`."""
+             progress: Callable[[int, int], None] | None = None,
+             load_balancing: str | None = None) -> SendResult:
+        """One RDMA WRITE of `size` bytes (4MiB, 512KiB, or an int) from `src` to `dst`.
+        `load_balancing` (MRC): the policy that chooses each packet's EV, one of
+        transport.lb.POLICIES; None, the fabric's (`mrc` unless its scenario says).
+        The pair's connection is made again if it was made with another."""
         from mrcemu.nic import transfer
         from mrcemu.nic.client import NicClient
         from mrcemu.units import parse_size
@@ -135,9 +139,19 @@ class Fabric:
             raise MrcemuError("src and dst must be different hosts")
         if transport not in ("mrc", "roce"):
             raise MrcemuError(f"transport {transport!r}: use mrc or roce")
+        settings = None
+        if load_balancing is not None:
+            from mrcemu.transport.lb import POLICIES
+
+            if transport != "mrc":
+                raise MrcemuError("load_balancing is MRC's: a RoCE QP takes one path")
+            if load_balancing not in POLICIES:
+                raise MrcemuError(f"load_balancing {load_balancing!r}: use one of "
+                                  f"{', '.join(POLICIES)}")
+            settings = {"load_balancing": load_balancing}
         with NicClient(range(self.topology.hosts)) as client:
             r = transfer.send(client, self.topology, a, b, parse_size(size), transport, seed,
-                              progress, timeout)
+                              progress, timeout, settings)
         return SendResult(r["src"], r["dst"], transport, r["size"], r["completed"],
                           r["integrity_ok"], r["completion_s"], r["goodput_mbps"],
                           r["paths_used"], r["retransmits"], r)

@@ -20,6 +20,7 @@ from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
 from mrcemu.topology import Layout, Topology, latency, load
 from mrcemu.topology.faults import KINDS as FAULT_KINDS
 from mrcemu.topology.model import TOPOLOGY_DIR
+from mrcemu.transport.lb import POLICIES as LB_POLICIES
 
 console = Console()
 err = Console(stderr=True)
@@ -490,9 +491,13 @@ def wireshark_install() -> None:
 @click.option("--size", default="64MiB", show_default=True, help="Bytes to write: 64MiB, 8MiB...")
 @click.option("--transport", type=click.Choice(["mrc", "roce"]), default="mrc", show_default=True)
 @click.option("--seed", default=1, show_default=True, help="Seed of the source data.")
+@click.option("--lb", "load_balancing", type=click.Choice(list(LB_POLICIES)), default=None,
+              help="MRC's load-balancing policy for this pair (docs/load-balancing.md); "
+                   "default: the fabric's, mrc.")
 @click.option("--json", "as_json", is_flag=True)
 @friendly
-def send(src: str, dst: str, size: str, transport: str, seed: int, as_json: bool) -> None:
+def send(src: str, dst: str, size: str, transport: str, seed: int, load_balancing: str | None,
+         as_json: bool) -> None:
     """One RDMA WRITE of --size bytes from SRC to DST; checks SHA-256 at both ends."""
     need_root("send")
     from mrcemu.api import Fabric
@@ -507,7 +512,7 @@ def send(src: str, dst: str, size: str, transport: str, seed: int, as_json: bool
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("send", total=None)
         res = fab.send(a, b, n, transport, seed, progress=lambda done, total: bar.update(
-            task, completed=done, total=total)).report
+            task, completed=done, total=total), load_balancing=load_balancing).report
     if as_json:
         click.echo(json.dumps(res, indent=1))
     else:
@@ -532,6 +537,8 @@ def _print_transfer(res: dict) -> None:
               else "latency off")
     t.add_row("scale", f"1:{sc['time_scale']:g} of the paper's fabric")
     t.add_row("SHA-256", f"{ok} ({res['sha256_dst'][:16]}...)")
+    if "load_balancing" in res:
+        t.add_row("load balancing", res["load_balancing"])
     t.add_row("paths used", str(res["paths_used"]))
     t.add_row("retransmits / trims / NACKs / RTOs",
               f"{res['retransmits']} / {res['trims']} / {res['nacks']} / {res['rtos']}")

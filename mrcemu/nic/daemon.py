@@ -190,6 +190,28 @@ class Nic:
             self.history[key] = History()
         return c
 
+    def remake(self, key: ConnKey, settings: dict | None = None) -> str | None:
+        """Replace the connection `key` with a new one made with `settings` (None: the
+        ones it had), as a QP destroyed and created again: PSNs, windows, EV states and
+        counters start afresh. The peer must remake its end too, or its responder
+        waits for the old PSNs. Refused, with the reason, while the connection has
+        writes unfinished or packets unacknowledged."""
+        c = self.conns.get(key)
+        if c is not None:
+            if not c.idle or next(iter(c.unfinished()), None) is not None:
+                return (f"h{self.host}'s {key[1]} connection to h{key[0]} is busy: wait for "
+                        "its writes to finish")
+            if settings is None:
+                settings = self.conn_settings.get(key, {})
+            del self.conns[key], self.keys[c], self.history[key]
+            self.conn_settings.pop(key, None)
+            self.by_qpn.pop(c.local_qpn, None)
+            self.wake.schedule(c, None, self.now())
+            self.wake.fed(c)
+            self.touched.discard(c)
+        self.conn(key[0], key[1], settings, key[2])  # attached over the old one's QPN
+        return None
+
     def drain_events(self, c: Connection) -> None:
         """Take the connection's events into its history, logging the ones a person
         reading the log wants to see."""
@@ -455,9 +477,29 @@ class Nic:
                     "ev_states": c.profile.states(), "failed": c.failed,
                     "ev_changes": h.ev_change_rows(), "path_changes": h.path_change_rows(),
                     "planes_down": sorted(c.profile.planes_down), "cwnd": c.cwnd,
-                    "cc": c.cc_counters(),
+                    "cc": c.cc_counters(), "settings": self.conn_settings.get(key, {}),
+                    "load_balancing": c.profile.policy.name,
                     "srtt": c.srtt, "history_dropped": h.dropped,
                     "malformed": self.malformed}
+        if op == "reconnect":  # settings None: the connection's own, kept
+            err = self.remake(self._key(req), req.get("settings"))
+            return {"ok": False, "error": err} if err else {"ok": True}
+        if op == "configure":
+            # The NIC's own transport settings (`transport:` in a scenario) changed between
+            # runs: every connection is made again over them, keeping its own settings.
+            try:
+                cfg = TransportConfig.from_json({**self.cfg.to_json(), **req["transport"]})
+            except MrcemuError as e:
+                return {"ok": False, "error": str(e)}
+            busy = [k for k, c in self.conns.items()
+                    if not c.idle or next(iter(c.unfinished()), None) is not None]
+            if busy:
+                return {"ok": False, "error": f"h{self.host} has connections busy: "
+                        + ", ".join(f"{t} to h{p}" for p, t, _q in busy)}
+            self.cfg = cfg
+            for key in list(self.conns):
+                self.remake(key)
+            return {"ok": True}
         if op in ("deny", "allow"):
             c = self.conn(int(req["peer"]), "mrc")
             ev = int(str(req["ev"]), 0)

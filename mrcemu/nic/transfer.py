@@ -29,13 +29,18 @@ def _stats(client: NicClient, writes: list[dict]) -> list[dict]:
 
 
 def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: float,
-               progress: Callable[[int, int], None] | None = None) -> tuple[list[dict], float]:
+               progress: Callable[[int, int], None] | None = None,
+               settings: dict | None = None) -> tuple[list[dict], float]:
     """Post every write at once and wait for all (or `timeout` seconds); verify each.
+    `settings`: transport settings of these writes' connections (`load_balancing`,
+    say); a connection made with others is made again first.
 
     Returns one report per write, in the order of `specs`, and the seconds from the
     first post to the last completion as the polling saw it."""
-    writes = [{"src": s, "dst": d, "size": n, "transport": tr, "seed": seed}
+    writes = [{"src": s, "dst": d, "size": n, "transport": tr, "seed": seed,
+               **({"settings": settings} if settings else {})}
               for s, d, n, tr, seed in specs]
+    client.match_settings(writes)
     before = _stats(client, writes)  # connections outlive writes: where counters stood
     nics = sorted({h for w in writes for h in (w["src"], w["dst"])})
     client.ask([(h, {"op": "fidelity", "reset": True}) for h in nics])
@@ -62,11 +67,12 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
 def send(client: NicClient, topo: Topology, src: int, dst: int, size: int,
          transport: str = "mrc", seed: int = 1,
          progress: Callable[[int, int], None] | None = None,
-         timeout: float | None = None) -> dict:
+         timeout: float | None = None, settings: dict | None = None) -> dict:
     """One write: a one-flow workload. Generous default limit: 20x the time at one
     plane's line rate, plus start-up."""
     limit = timeout or 30 + 20 * size * 8 / (topo.host_link_mbps * 1e6)
-    return run_writes(client, topo, [(src, dst, size, transport, seed)], limit, progress)[0][0]
+    return run_writes(client, topo, [(src, dst, size, transport, seed)], limit, progress,
+                      settings)[0][0]
 
 
 def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0
@@ -102,6 +108,9 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
     dt = (w["done_at"] - w["posted_at"]) if w.get("done_at") else None
     return {
         "src": f"h{w['src']}", "dst": f"h{w['dst']}", "transport": w["transport"],
+        # the policy that chose each packet's EV (MRC's; RoCE's QP takes one path)
+        **({"load_balancing": after.get("load_balancing")} if w["transport"] == "mrc"
+           else {}),
         "size": w["size"], "completed": dt is not None, "failed": bool(w.get("failed")),
         "completion_s": dt, "posted_at": w.get("posted_at"), "done_at": w.get("done_at"),
         # the fixed part of this pair's round trip, and the factor to the paper's times

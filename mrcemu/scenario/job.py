@@ -25,7 +25,7 @@ from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
 from mrcemu.fabric.servers import Servers
 from mrcemu.scenario import analysis, fullspeed, plots, report
-from mrcemu.scenario.model import Scenario
+from mrcemu.scenario.model import Scenario, single_policy
 from mrcemu.scenario.runner import run_transport
 from mrcemu.topology import Layout, latency
 
@@ -70,6 +70,20 @@ def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
             (dest / p.name).write_bytes(data)
 
 
+def _named(ui: Ui, name: str) -> Ui:
+    """`ui`, with each event's transport given as the run's name."""
+    return lambda event, d: ui(event, {**d, "transport": name} if "transport" in d else d)
+
+
+def _set_policy(sc: Scenario, lb: str) -> None:
+    """Every NIC's connections made again with load-balancing policy `lb` (the runs
+    before have finished: none is busy)."""
+    from mrcemu.nic.client import NicClient
+
+    with NicClient(range(sc.topology.hosts)) as client:
+        client.ask_each("configure", transport={"load_balancing": lb})
+
+
 def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:
     """Run a scenario on a fabric of its own (split over `cluster`'s servers if given),
     and write its folder under `out_root`; returns the folder."""
@@ -102,7 +116,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
         launched = True
         launch(sc.topology, lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
-            slowdown=sc.slowdown, transport=sc.transport, cluster=cluster)
+            slowdown=sc.slowdown, transport=single_policy(sc.transport), cluster=cluster)
         st = state.require_state()
         if st.cluster:
             placed: dict[str, int] = {}
@@ -113,27 +127,33 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
         capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
                           sc.capture.snaplen, sc.capture.max_mb, Servers.of_state(st))
-        for k, transport in enumerate(sc.transports):
+        runs = sc.runs()
+        for k, (name, transport, lb) in enumerate(runs):
             if halt.is_set():
                 break
             if k:
                 ui("stage", {"text": f"healed; settling {sc.settle_s:g} s"})
                 time.sleep(sc.settle_s)
-            capture.start(transport)
-            ui("transport", {"transport": transport,
+            if lb is not None:  # one of several policies: every NIC's QPs made anew on it
+                _set_policy(sc, lb)
+            capture.start(name)
+            ui("transport", {"transport": name,
                              "iterations": sc.workload.iterations * len(sc.workload.sizes)})
             try:
-                raw = run_transport(sc, transport, layout, pids, ui, halt)
+                # what shows progress knows the run by its name (`mrc-reps`, say)
+                raw = run_transport(sc, transport, layout, pids, _named(ui, name), halt)
             finally:
                 pcaps += capture.stop()
             inject.heal(layout, pids)  # belt and braces: nothing carries over
             # The measurements first, as recorded: whatever the figures below make of
             # them, the run is not lost.
-            _write_raw(folder / "logs" / f"raw-{transport}.json.gz", raw)
+            _write_raw(folder / "logs" / f"raw-{name}.json.gz", raw)
             # One clock for every figure from here on: the fabric's own, at full speed.
-            summaries[transport] = fullspeed.at_full_speed(
+            summaries[name] = fullspeed.at_full_speed(
                 analysis.summarize(raw, layout, window), sc.slowdown)
-            ui("transport_done", {"transport": transport, "summary": summaries[transport]})
+            if transport == "mrc":  # the policy that chose each packet's EV
+                summaries[name]["load_balancing"] = lb or config["load_balancing"]
+            ui("transport_done", {"transport": name, "summary": summaries[name]})
     finally:
         try:
             if capture is not None:
@@ -147,7 +167,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                    # what the run took on this host's clock, however slowed: the only
                    # time in the report that is not the fabric's own at full speed
                    "wall_clock_s": round(time.monotonic() - t_start, 1),
-                   "partial": halt.is_set() or len(summaries) < len(sc.transports),
+                   "partial": halt.is_set() or len(summaries) < len(sc.runs()),
                    # stopped by Ctrl-C or SIGTERM: a caller running several jobs (`paper`)
                    # starts no more
                    "interrupted": interrupts > 0,

@@ -17,6 +17,7 @@ from mrcemu.errors import ConfigError, MrcemuError
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
 from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.lb import POLICIES
 from mrcemu.transport.profiles import MAX_QPS
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
@@ -129,6 +130,20 @@ class Scenario:
                        map_interval_ms=self.map_interval_ms * k, slowdown=self.slowdown * k)
 
 
+    def runs(self) -> list[tuple[str, str, str | None]]:
+        """What runs one after the other, each as (name in the report, transport,
+        load-balancing policy to set first or None): the transports in order, MRC once
+        per policy where `transport: {load_balancing: [...]}` lists several (named
+        `mrc-<policy>`)."""
+        lbs = self.transport.get("load_balancing")
+        out: list[tuple[str, str, str | None]] = []
+        for t in self.transports:
+            if t == "mrc" and isinstance(lbs, list) and len(lbs) > 1:
+                out += [(f"mrc-{lb}", "mrc", lb) for lb in lbs]
+            else:
+                out.append((t, t, None))
+        return out
+
     def without_latency(self) -> Scenario:
         """The same experiment on its fabric with no fixed latency (`--latency off`)."""
         return replace(self, topology=self.topology.without_latency())
@@ -148,7 +163,7 @@ TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
                       "ev_min_active", "ce_skip_rotations", "trim_skip_rotations",
                       "probes_to_restore", "stop_deviations", "overdue_deviations",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
-                      "roce_ack_every", "roce_retry_count")
+                      "roce_ack_every", "roce_retry_count", "load_balancing")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
              "duration", "depth", "pair_transport", "qps")
 _FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",
@@ -489,6 +504,16 @@ def _transport(source: str, data: Any, topo: Topology,
             raise ConfigError(source, f"{where}.{k}", v, "is not a setting a scenario may "
                               "change", (f"did you mean '{close[0]}'? " if close else "")
                               + "settable: " + ", ".join(TRANSPORT_SETTINGS))
+        if k == "load_balancing":
+            names = v if isinstance(v, list) and where == "transport" else [v]
+            if (not names or len(set(map(str, names))) != len(names)
+                    or any(not isinstance(n, str) or n not in POLICIES for n in names)):
+                raise ConfigError(source, f"{where}.{k}", v, "must name a load-balancing "
+                                  "policy" + (", or list several to run one after the other"
+                                              if where == "transport" else ""),
+                                  "one of " + ", ".join(POLICIES) + (", e.g. "
+                                  f"{k}: [mrc, reps]" if where == "transport" else ""))
+            continue
         if k == "ev_planes":
             if (not isinstance(v, list) or len(set(map(str, v))) != len(v)
                     or not all(isinstance(x, int) and not isinstance(x, bool)
@@ -505,11 +530,18 @@ def _transport(source: str, data: Any, topo: Topology,
             raise ConfigError(source, f"{where}.{k}", v, "must be a whole number >= 0",
                               f"e.g. {k}: 2")
     try:  # the config's own checks, on the defaults with these changes
-        TransportConfig.from_json({**TransportConfig().to_json(), **data})
+        TransportConfig.from_json({**TransportConfig().to_json(), **single_policy(data)})
     except MrcemuError as e:
         raise ConfigError(source, where, data, str(e), "see docs/transport.md "
                           "for each setting") from None
     return dict(data)
+
+
+def single_policy(settings: dict[str, Any]) -> dict[str, Any]:
+    """Transport settings as one config holds them: of a list of load-balancing
+    policies, the first (the NIC daemons start with it; Scenario.runs says the rest)."""
+    lb = settings.get("load_balancing")
+    return {**settings, "load_balancing": lb[0]} if isinstance(lb, list) else settings
 
 
 def builtin() -> list[str]:

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from mrcemu.scenario.report import LABEL  # noqa: E402
+from mrcemu.scenario.report import label  # noqa: E402
 
 STATE_COLOR = {"GOOD": "#2ca02c", "SKIP": "#ff7f0e", "STOPPED": "#9467bd",
                "ASSUMED_BAD": "#d62728", "DENIED": "#7f7f7f", "REHASHED": "#1f77b4"}
@@ -38,7 +38,7 @@ def goodput(report: dict, dest: Path) -> None:
         _fault_marks(ax, t["faults"])
         ax.set_ylabel("goodput (Mb/s)")
         job = t["job_completion_s"]
-        ax.set_title(f"{LABEL.get(name, name)}: received goodput per plane "
+        ax.set_title(f"{label(name)}: received goodput per plane "
                      f"({SMOOTH * s['bin_s']:.3g} s average); job "
                      f"{'-' if job is None else f'{job:.3g}'} s", fontsize=10)
         ax.grid(alpha=0.3)
@@ -86,7 +86,7 @@ def ev_states(report: dict, dest: Path) -> None:
                 ys = [p[1] for p in pts] + [pts[-1][1]]
                 ax.step(xs, ys, where="post", color=STATE_COLOR[st], label=st)
         _fault_marks(ax, t["faults"])
-        ax.set_title(f"{LABEL.get(name, name)}: EVs not GOOD "
+        ax.set_title(f"{label(name)}: EVs not GOOD "
                      f"(of {t['ev_states']['evs_total']} used)", fontsize=10)
         ax.set_ylabel("EVs")
         if ax.get_legend_handles_labels()[0]:  # none when every EV stayed GOOD

@@ -12,6 +12,13 @@ from mrcemu.topology import latency
 LABEL = {"mrc": "MRC", "roce": "RoCE"}
 
 
+def label(name: str) -> str:
+    """A run's name as a column title: MRC, RoCE, or MRC (reps) for one of several
+    load-balancing policies (Scenario.runs)."""
+    transport, _, policy = name.partition("-")
+    return LABEL.get(transport, transport) + (f" ({policy})" if policy else "")
+
+
 def _fmt(x: object, unit: str = "", nd: int = 3) -> str:
     if x is None:
         return "-"
@@ -42,7 +49,7 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
     """The side-by-side comparison as (header, rows): report.md and the terminal share it."""
     ts = report["transports"]
     names = list(ts)
-    head = ["", *[LABEL.get(n, n) for n in names]]
+    head = ["", *[label(n) for n in names]]
     rows = [
         ["outcome", *[_outcome(ts[n]) for n in names]],
         ["job completion", *[_fmt(ts[n]["job_completion_s"], " s") for n in names]],
@@ -52,6 +59,8 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         ["all data intact (SHA-256)", *[
             f"{_fmt(ts[n]['integrity_ok'])} ({ts[n]['messages_ok']}/{ts[n]['messages']})"
             for n in names]],
+        *([["load balancing", *[ts[n].get("load_balancing", "-") for n in names]]]
+          if any(ts[n].get("load_balancing", "mrc") != "mrc" for n in names) else []),
         ["retransmits", *[_fmt(ts[n]["retransmits"]) for n in names]],
         ["trims", *[_fmt(ts[n]["trims"]) for n in names]],
         ["NACKs", *[_fmt(ts[n]["nacks"]) for n in names]],
@@ -80,9 +89,9 @@ def paper_units(report: dict) -> str:
     """The key times again on the paper's fabric: each job, and when each fault's path
     last carried data."""
     sc, ts = report["scale"], report["transports"]
-    parts = [f"{LABEL.get(n, n)}'s job {latency.on_paper(t['job_completion_s'], sc)}"
+    parts = [f"{label(n)}'s job {latency.on_paper(t['job_completion_s'], sc)}"
              for n, t in ts.items() if t.get("job_completion_s") is not None]
-    parts += [f"{LABEL.get(n, n)}'s last packet on fault {i + 1}'s path "
+    parts += [f"{label(n)}'s last packet on fault {i + 1}'s path "
               f"{latency.on_paper(f['last_packet_on_failed_path_s'], sc)} after it"
               for n, t in ts.items() for i, f in enumerate(t["faults"])
               if f.get("last_packet_on_failed_path_s") is not None]
@@ -122,6 +131,13 @@ def _recovered(f: dict) -> str:
     return _fmt(f["recovered_90pct_s"], " s")
 
 
+def _policies(ts: dict) -> str:
+    """Which load-balancing policy chose MRC's EVs in each run (docs/load-balancing.md)."""
+    return "Load balancing: " + ", ".join(
+        f"{label(n)}: `{t['load_balancing']}`" for n, t in ts.items() if "load_balancing" in t
+    ) + " (`mrc` is MRC's own EV profile)."
+
+
 def markdown(report: dict) -> str:
     head, rows = table_rows(report)
     k = report.get("slowdown", 1.0)
@@ -137,7 +153,9 @@ def markdown(report: dict) -> str:
                 f"times included. Every time and rate below is the fabric's own at full "
                 f"speed.", ""] if k != 1.0 else []),
              *([latency.scale_line(report["scale"]), ""] if "scale" in report else []),
-             fidelity.line(report.get("fidelity")), ""]
+             fidelity.line(report.get("fidelity")), "",
+             *([_policies(report["transports"]), ""]
+               if any("load_balancing" in t for t in report["transports"].values()) else [])]
     if report.get("partial"):
         lines += ["**Partial report: the run was interrupted.**", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -160,7 +178,7 @@ def markdown(report: dict) -> str:
                 if f["at_s"] is None:
                     continue
                 lines.append(
-                    f"| {LABEL.get(n, n)} | {f['kind']} {f['target']} | {_fmt(f['at_s'])} | "
+                    f"| {label(n)} | {f['kind']} {f['target']} | {_fmt(f['at_s'])} | "
                     f"{_fmt(f['healed_s'])} | {_fmt(f.get('new_packets_on_failed_path'))} "
                     f"({f.get('new_packets_on_failed_path_max_per_connection')} / "
                     f"{f.get('window_packets')}) | {f.get('paths_used_after_fault')} / "
@@ -171,7 +189,7 @@ def markdown(report: dict) -> str:
                     f"{_fmt(f.get('data_packets_after_retire'))} | {_fmt(f.get('rto_s_max'))} |")
         missing = [(n, f) for n, t in ts.items() for f in t["faults"] if f.get("not_computed")]
         for n, f in missing:
-            lines.append(f"\n{LABEL.get(n, n)}, {f['kind']} {f['target']}: some figures were "
+            lines.append(f"\n{label(n)}, {f['kind']} {f['target']}: some figures were "
                          f"not computed ({f['not_computed']}); the raw record is in logs/.")
     lines += ["", "Definitions: failover time is measured from the moment the fault took "
               "effect. *Last pkt on path*: the last data packet the senders put on "

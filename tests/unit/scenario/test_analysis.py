@@ -146,6 +146,23 @@ def test_report_table_has_both_transports_side_by_side():
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
 
 
+def test_a_report_of_several_policies_has_a_column_each_and_names_them():
+    s = analysis.summarize(raw_record(), LAYOUT, 64)
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False,
+           "transports": {"mrc-mrc": {**s, "load_balancing": "mrc"},
+                          "mrc-reps": {**s, "load_balancing": "reps"}, "roce": s}}
+    head, rows = report.table_rows(rep)
+    assert head == ["", "MRC (mrc)", "MRC (reps)", "RoCE"]
+    assert ["load balancing", "mrc", "reps", "-"] in rows
+    md = report.markdown(rep)
+    assert "Load balancing: MRC (mrc): `mrc`, MRC (reps): `reps`" in md
+    # One run on MRC's own policy: the line says so, and the table keeps its rows.
+    rep["transports"] = {"mrc": {**s, "load_balancing": "mrc"}, "roce": s}
+    assert "Load balancing: MRC: `mrc`" in report.markdown(rep)
+    assert not any(r[0] == "load balancing" for r in report.table_rows(rep)[1])
+
+
 def test_a_slowed_runs_report_gives_full_speed_times_and_says_the_wall_time_once():
     from mrcemu.scenario.fullspeed import at_full_speed
     s = at_full_speed(analysis.summarize(raw_record(), LAYOUT, 64), 4.0)

@@ -185,6 +185,41 @@ def test_a_stream_pins_one_pair_and_leaves_the_others_to_the_scenarios_settings(
     assert sc.slowed(3).workload.pair_transport == sc.workload.pair_transport
 
 
+def test_a_scenario_names_a_load_balancing_policy_or_lists_several_to_run_in_turn(tmp_path):
+    one = load(write(tmp_path, {**BASE, "transport": {"load_balancing": "reps"}}))
+    assert one.transport == {"load_balancing": "reps"}
+    assert one.runs() == [("mrc", "mrc", None), ("roce", "roce", None)]
+    many = load(write(tmp_path, {**BASE, "transports": ["mrc", "roce"],
+                                 "transport": {"load_balancing": ["mrc", "oblivious"]}},
+                      "m.yaml"))
+    assert many.runs() == [("mrc-mrc", "mrc", "mrc"), ("mrc-oblivious", "mrc", "oblivious"),
+                           ("roce", "roce", None)]
+    assert many.slowed(2).runs() == many.runs()
+
+
+@pytest.mark.parametrize(("transport", "field"), [
+    ({"load_balancing": "ecmp"}, "transport.load_balancing"),
+    ({"load_balancing": ["reps", "reps"]}, "transport.load_balancing"),
+    ({"load_balancing": []}, "transport.load_balancing"),
+])
+def test_a_bad_load_balancing_policy_names_the_field_and_the_policies(tmp_path, transport,
+                                                                       field):
+    with pytest.raises(ConfigError) as e:
+        load(write(tmp_path, {**BASE, "transport": transport}))
+    assert e.value.field == field and "mrc, oblivious, reps, bitmap" in e.value.fix
+
+
+def test_a_pair_takes_one_policy_not_a_list(tmp_path):
+    wl = {"kind": "stream", "size": "256KiB", "pairs": ["h0-h3"], "duration": 2}
+    ok = load(write(tmp_path, {**BASE, "workload": {
+        **wl, "pair_transport": {"h0-h3": {"load_balancing": "bitmap"}}}}))
+    assert ok.workload.pair_transport == {(0, 3): {"load_balancing": "bitmap"}}
+    with pytest.raises(ConfigError) as e:
+        load(write(tmp_path, {**BASE, "workload": {
+            **wl, "pair_transport": {"h0-h3": {"load_balancing": ["mrc", "reps"]}}}}, "p.yaml"))
+    assert e.value.field == "workload.pair_transport.h0-h3.load_balancing"
+
+
 def test_yaml_syntax_error_names_the_line(tmp_path):
     p = write(tmp_path, "topology: small\nworkload: [\n")
     with pytest.raises(ConfigError) as e:
