@@ -15,6 +15,7 @@ SECTIONS = [
     "failover",
     "degraded_stream",
     "nscc_reference",
+    "lb_policies",
     "scale_model",
     "latency_on_off",
 ]

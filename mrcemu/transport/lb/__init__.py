@@ -1,24 +1,52 @@
 """Load-balancing policies, by name: which EV each packet takes (docs/load-balancing.md).
 
 `mrc` is MRC's own EV profile and the default; the others are the baselines a
-researcher compares it with. A fifth is one module with a subclass of LoadBalancer,
-and one line below."""
+researcher compares it with. A fifth is one module in this folder holding a subclass of
+LoadBalancer with a `name`: it is found at import, so every part of mrcemu (the NIC
+daemons, `mrcemu send --lb`, a scenario's `load_balancing`) knows it by that name.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import random
 
+from mrcemu.errors import MrcemuError
 from mrcemu.transport.lb.base import Feedback, LoadBalancer, Settings
 from mrcemu.transport.lb.bitmap import Bitmap
 from mrcemu.transport.lb.mrc import MrcProfile
 from mrcemu.transport.lb.oblivious import Oblivious
 from mrcemu.transport.lb.reps import Reps
 
-POLICIES: dict[str, type[LoadBalancer]] = {
-    p.name: p for p in (MrcProfile, Oblivious, Reps, Bitmap)}
+BUILT_IN: tuple[type[LoadBalancer], ...] = (MrcProfile, Oblivious, Reps, Bitmap)
+POLICIES: dict[str, type[LoadBalancer]] = {}
 DEFAULT = "mrc"
 
-__all__ = ["DEFAULT", "POLICIES", "Feedback", "LoadBalancer", "make"]
+__all__ = ["DEFAULT", "POLICIES", "Feedback", "LoadBalancer", "discover", "make"]
+
+
+def discover() -> dict[str, type[LoadBalancer]]:
+    """Every policy: the built-in four, then one from each other module of this folder
+    (in name order). Two policies of one name are an error that names both modules."""
+    found = {p.name: p for p in BUILT_IN}
+    known = {"base", *(p.__module__.rsplit(".", 1)[1] for p in BUILT_IN)}
+    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        if mod in known:
+            continue
+        module = importlib.import_module(f"{__name__}.{mod}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (issubclass(cls, LoadBalancer) and cls.__module__ == module.__name__
+                    and cls.name):
+                if cls.name in found:
+                    raise MrcemuError(
+                        f"load-balancing policy {cls.name!r} is defined twice: in "
+                        f"{found[cls.name].__module__} and {cls.__module__}; rename one")
+                found[cls.name] = cls
+    POLICIES.clear()
+    POLICIES.update(found)
+    return POLICIES
 
 
 def make(name: str, cfg: Settings, rng: random.Random) -> LoadBalancer:
@@ -28,3 +56,6 @@ def make(name: str, cfg: Settings, rng: random.Random) -> LoadBalancer:
     except KeyError:
         raise ValueError(f"unknown load-balancing policy {name!r}: use one of "
                          f"{', '.join(POLICIES)}") from None
+
+
+discover()

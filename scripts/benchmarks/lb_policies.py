@@ -1,0 +1,75 @@
+"""`make bench`, section "Load-balancing policies" (issue 42): each policy on the
+degraded-spine permutation, clean and degraded, beside uet-htsim's figures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import fid, run_report
+from benchmarks.nscc_reference import CLEAN, SLOWDOWN, SLOWED, slowed_share
+
+TITLE = "Load-balancing policies on a degraded spine (issue 42)"
+
+POLICIES = ("mrc", "bitmap", "reps", "oblivious")
+# uet-htsim at 40ccb05, NSCC with trimming, 8 hosts, 2 leaves, 4 spines, one spine at
+# 25 %, a cross-leaf permutation: job degraded / clean (issue 42). It has no MRC profile.
+HTSIM = {"bitmap": 1.30, "reps": 1.93, "oblivious": 2.65}
+BOUND = 4 / (3 + 0.25)  # four spines a plane, one at a quarter
+
+
+def _spec(base: dict) -> dict:
+    return {**base, "transport": {"load_balancing": list(POLICIES)}}
+
+
+def _raw(folder: Path, name: str) -> dict:
+    with gzip.open(folder / "logs" / f"raw-mrc-{name}.json.gz") as f:
+        return json.load(f)
+
+
+def lb_policies() -> str:
+    if os.geteuid() != 0:
+        return "_skipped: needs root_\n"
+    import yaml
+
+    got: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for state, base in (("clean", CLEAN), ("degraded", SLOWED)):
+            path = Path(d) / f"{state}.yaml"
+            path.write_text(yaml.safe_dump(_spec(base)))
+            out = Path(d) / state
+            rep = run_report(str(path), str(out), SLOWDOWN)
+            (folder,) = out.iterdir()
+            got[state] = {p: (rep["transports"][f"mrc-{p}"], slowed_share(_raw(folder, p)))
+                          for p in POLICIES}
+    rows = []
+    for p in POLICIES:
+        (mc, sc), (md, sd) = got["clean"][p], got["degraded"][p]
+        ratio = mc["goodput_mbps"] / md["goodput_mbps"]
+        ref = HTSIM.get(p)
+        rows.append(
+            f"| `{p}` | {mc['goodput_mbps']:.1f} | {md['goodput_mbps']:.1f} | "
+            f"**{ratio:.2f}** | {f'{ref:.2f}' if ref else '-'} | "
+            f"{f'{ratio / ref:.2f}' if ref else '-'} | {sc:.3f} | **{sd:.3f}** | "
+            f"{md['trims']:,} | {md['rtos']} | {fid(mc.get('fidelity'))} / "
+            f"{fid(md.get('fidelity'))} |")
+    return (f"Command: `make bench` (section load balancing). Two `mrcemu run`s at "
+            f"`--slowdown {SLOWDOWN}` of the cross-leaf permutation of the NSCC section "
+            "(h0-h3 and h4-h7 pair off across the leaves and stream 1 MiB writes, four in "
+            "flight, both ways for 3 s), clean and with the 16 leaf-spine links of spine 1 "
+            "of every plane at a quarter of their rate; each run lists the four policies "
+            "(`transport: {load_balancing: [...]}`), which run one after the other on one "
+            "fabric and seed. Degraded / clean is the job's slowdown: clean goodput over "
+            "degraded goodput (the same bytes a pair). uet-htsim's figures (issue 42: NSCC "
+            "with trimming, 8 hosts, 2 leaves, 4 spines, one at 25 %) have no MRC "
+            f"profile; the capacity bound is {BOUND:.2f}.\n\n"
+            "| policy | clean, Mb/s | degraded, Mb/s | degraded / clean | htsim | ours / "
+            "htsim | share on spine 1, clean | degraded | trims (degraded) | RTOs | "
+            "fidelity (clean / degraded) |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+
+
+run = lb_policies
