@@ -163,7 +163,7 @@ TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
                       "ev_min_active", "ce_skip_rotations", "trim_skip_rotations",
                       "probes_to_restore", "stop_deviations", "overdue_deviations",
                       "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
-                      "roce_ack_every", "roce_retry_count", "load_balancing")
+                      "roce_ack_every", "roce_retry_count", "load_balancing", "ev_per_path")
 _WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
              "duration", "depth", "pair_transport", "qps")
 _FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",

@@ -16,6 +16,8 @@ from mrcemu.topology import latency
 from mrcemu.transport.lb import POLICIES
 from mrcemu.wire.layout import mrc_data_overhead
 
+EV_VARIANTS = 16  # EVs a path can have (topology/paths.py: ev_variant, 4 bits)
+
 
 class _Fabric(Protocol):
     mtu: int
@@ -122,6 +124,11 @@ class TransportConfig:
     probes_to_restore: int = 2  # answered probes that bring an ASSUMED_BAD EV back
     ev_min_active: int = 1  # per destination: never fall below this many usable EVs
     ev_backups_per_path: int = 1  # EV variants per path held in the backup set
+    # Active EVs a path: each an EV variant of it (the same route, another EV number), as
+    # uet-htsim's 64 EVs hash onto its 4 spines, 16 a spine. One here: a plane's EV set
+    # is its 4 paths. More make a policy's sweep of the set span a round trip, as the
+    # reference's does (docs/load-balancing.md); variants are 16 a path in all.
+    ev_per_path: int = 1
     # Active EVs a plane (0: one per path). PAPER.md E7 restricts a connection to 2 a
     # plane, as real NICs' EV profiles can (mrc_ctl.h).
     ev_set_per_plane: int = 0
@@ -155,7 +162,8 @@ class TransportConfig:
 
     def __post_init__(self) -> None:
         for name, least in (("ce_skip_rotations", 1), ("trim_skip_rotations", 1),
-                            ("probes_to_restore", 1), ("ev_set_per_plane", 0)):
+                            ("probes_to_restore", 1), ("ev_set_per_plane", 0),
+                            ("ev_per_path", 1), ("ev_backups_per_path", 0)):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= least):
                 raise MrcemuError(f"transport config: {name} must be a whole number "
                                   f">= {least}, not {getattr(self, name)!r}")
@@ -170,6 +178,10 @@ class TransportConfig:
                               f"({self.stop_deviations}) must not exceed overdue_deviations "
                               f"({self.overdue_deviations}): an EV is stopped no later "
                               "than its packet goes again")
+        if self.ev_per_path + self.ev_backups_per_path > EV_VARIANTS:
+            raise MrcemuError(f"transport config: ev_per_path ({self.ev_per_path}) plus "
+                              f"ev_backups_per_path ({self.ev_backups_per_path}) must be at "
+                              f"most {EV_VARIANTS}: the EV variants a path has")
         if self.load_balancing not in POLICIES:
             raise MrcemuError(f"transport config: load_balancing must be one of "
                               f"{', '.join(POLICIES)}, not {self.load_balancing!r}")

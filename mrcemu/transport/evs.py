@@ -113,6 +113,8 @@ class EvProfile:
     # then comes from a path the set did not use, and the EV, once its probes are
     # answered, waits as a backup while the set is full.
     per_plane: int = 0
+    # Active EVs a path (TransportConfig.ev_per_path): its variants 0 to per_path - 1.
+    per_path: int = 1
     # The owner's last clock reading. A SKIP ends at a rotation, and the compiled sender
     # starts rotations without the time; its owner sets this before it sends, so the
     # "skip over" change carries when it happened (without it the report never saw a
@@ -160,23 +162,25 @@ class EvProfile:
     @classmethod
     def build(cls, paths: list[PathInfo], backups_per_path: int = 1, min_active: int = 1,
               seed: int = 1, per_plane: int = 0,
-              cfg: TransportConfig | None = None) -> EvProfile:
+              cfg: TransportConfig | None = None, per_path: int = 1) -> EvProfile:
         """`per_plane`: the first that many paths of each plane (in path order: the lowest
-        spines) are active, the rest backups; 0, every path. `cfg` names the
-        load-balancing policy (and MRC's SKIP lengths); none, MRC's with defaults."""
+        spines) are active, the rest backups; 0, every path. `per_path`: active EVs on
+        each active path (its first variants). `cfg` names the load-balancing policy
+        (and MRC's SKIP lengths); none, MRC's with defaults."""
         evs: dict[int, Ev] = {}
         in_plane: Counter[int] = Counter()
         for p in paths:
             in_plane[p.plane] += 1
-            evs[p.ev] = Ev(p, active=not per_plane or in_plane[p.plane] <= per_plane)
-            for v in range(1, backups_per_path + 1):
+            used = not per_plane or in_plane[p.plane] <= per_plane
+            evs[p.ev] = Ev(p, active=used)
+            for v in range(1, per_path + backups_per_path):
                 b = PathInfo(ev_variant(p.ev, v), p.plane, p.spine, p.src, p.container,
                              p.delivered)
-                evs[b.ev] = Ev(b, active=False)
+                evs[b.ev] = Ev(b, active=used and v < per_path)
         planes = sorted({p.plane for p in paths})
         rng = random.Random(seed)  # one generator: MRC's spraying order is the seed's
         cfg = cfg or TransportConfig()
-        return cls(evs, planes, min_active, per_plane=per_plane, _rng=rng,
+        return cls(evs, planes, min_active, per_plane=per_plane, per_path=per_path, _rng=rng,
                    lb=make(cfg.load_balancing, cfg, rng))
 
     def usable(self, e: Ev) -> bool:
@@ -378,10 +382,11 @@ class EvProfile:
                    and b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in self.evs.values()
                 if b.path.plane == plane and not b.active and b.state is EvState.GOOD]
-        # Then a path no active EV sprays over yet (a restricted set's unused paths)
-        # before a second EV on one that does.
-        busy = {b.path.spine for b in self.evs.values() if b.path.plane == plane and b.active}
-        pool.sort(key=lambda b: (b.path.spine in suspect, b.path.spine in busy))
+        # Then a path short of its active EVs (a restricted set's unused paths) before
+        # one more EV on a path that has its share.
+        used = Counter(b.path.spine for b in self.evs.values()
+                       if b.path.plane == plane and b.active)
+        pool.sort(key=lambda b: (b.path.spine in suspect, used[b.path.spine] >= self.per_path))
         if pool:
             pool[0].active = True
             self._sync(pool[0])
@@ -408,13 +413,14 @@ class EvProfile:
         # it did, an EV restored after its path's backup left the path with no active EV
         # at all: a host port that came back carried nothing (PAPER.md E2).
         others = [x for x in plane if x is not e]
-        full = self.per_plane and sum(x.active for x in others) >= self.per_plane
-        e.active = not full and not any(x.active for x in others
-                                        if x.path.spine == e.path.spine)
+        used = Counter(x.path.spine for x in others if x.active)
+        full = (self.per_plane and e.path.spine not in used
+                and len(used) >= self.per_plane)
+        e.active = not full and used[e.path.spine] < self.per_path
         self._sync(e)
         if e.active:
             per_path = Counter(x.path.spine for x in plane if x.active)
-            doubled = [x for x in plane if x.active and per_path[x.path.spine] > 1]
+            doubled = [x for x in plane if x.active and per_path[x.path.spine] > self.per_path]
             doubled.sort(key=lambda x: x.ev == ev_variant(x.ev, 0))  # a variant first
             if doubled:
                 doubled[0].active = False

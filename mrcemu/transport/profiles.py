@@ -26,7 +26,7 @@ def profile(topo: Topology, a: int, b: int, cfg: TransportConfig) -> EvProfile:
         infos = [p for p in infos if p.plane in cfg.ev_planes]
     return EvProfile.build(infos, cfg.ev_backups_per_path, cfg.ev_min_active,
                            seed=cfg.seed * 1_000_003 + a * 1024 + b,
-                           per_plane=cfg.ev_set_per_plane, cfg=cfg)
+                           per_plane=cfg.ev_set_per_plane, cfg=cfg, per_path=cfg.ev_per_path)
 
 
 def ecmp_profile(topo: Topology, a: int, b: int, entropies: list[int]) -> EvProfile:

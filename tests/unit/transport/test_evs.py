@@ -215,3 +215,23 @@ def test_with_one_ev_a_plane_a_rotation_repeats_the_order_untold(tmp_path):
     # So does a new listener (a sender attached after the profile rotated).
     fast.on_rotation = lambda _o: told.__setitem__("new", 1)
     assert fast.new_rotation() and told.get("new") == 1
+
+
+def test_several_evs_a_path_are_its_first_variants_and_a_restore_keeps_the_count():
+    from mrcemu.topology.paths import ev_fields
+
+    cfg = TransportConfig(ev_per_path=3, ev_backups_per_path=1)
+    prof = profile(load("default"), 0, 7, cfg)
+    active = Counter(ev_fields(e.ev) for e in prof.evs.values() if e.active)
+    assert set(active.values()) == {3} and len(active) == 32
+    assert sum(not e.active for e in prof.evs.values()) == 32  # one backup a path
+    assert all((e.ev >> 12) & 0xF < 3 for e in prof.evs.values() if e.active)
+    plane = [e for e in prof.evs.values() if e.path.plane == 4]
+    victim = next(e for e in plane if e.active and e.path.spine == 2)
+    prof.assume_bad(victim.ev, 1.0, "test")
+    assert sum(e.active for e in plane) == 12  # a backup took its place
+    prof.restore(victim.ev, 2.0, marked=False)
+    per = Counter(e.path.spine for e in plane if e.active)
+    assert victim.active and per == {0: 3, 1: 3, 2: 3, 3: 3}
+    with pytest.raises(MrcemuError, match="ev_per_path \\(16\\) plus ev_backups_per_path"):
+        TransportConfig(ev_per_path=16)
