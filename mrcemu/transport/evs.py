@@ -152,6 +152,11 @@ class EvProfile:
         if self.lb is None:
             self.lb = make(DEFAULT, TransportConfig(), self._rng)
         self.lb.bind(self)
+        # Each plane's EVs (an EV never changes plane): what a mark compares the EV with,
+        # without a scan of the whole profile (hundreds of EVs with several a path).
+        self._in_plane: dict[int, list[Ev]] = {}
+        for e in self.evs.values():
+            self._in_plane.setdefault(e.path.plane, []).append(e)
         self._sync_all()
 
     @property
@@ -279,6 +284,16 @@ class EvProfile:
     def count_usable(self) -> int:
         return sum(1 for e in self.evs.values() if self.usable(e))
 
+    def _at_minimum(self) -> bool:
+        """Whether no more than `min_active` EVs are usable (counting no further)."""
+        n = 0
+        for e in self.evs.values():
+            if self.usable(e):
+                n += 1
+                if n > self.min_active:
+                    return False
+        return True
+
     def _set(self, e: Ev, state: EvState, now: float, why: str,
              lost_sent: float | None = None) -> None:
         if e.state is not state:
@@ -300,13 +315,13 @@ class EvProfile:
         if e is None:
             return
         e.last_mark = now
-        if e.state is not EvState.GOOD or self.count_usable() <= self.min_active:
+        if e.state is not EvState.GOOD or self._at_minimum():
             return
+        plane = self._in_plane[e.path.plane]
         # A SKIP moves load between the paths of a plane; the plane's last usable path
         # keeps it, or the host's port on that plane sits idle for the SKIP's round
         # trips (its share cannot move to another plane's port, already at line rate).
-        if not any(x is not e and x.path.plane == e.path.plane and self.usable(x)
-                   for x in self.evs.values()):
+        if not any(x is not e and self.usable(x) for x in plane):
             return
         # `rotations` for an occasional mark; an EV marked again as soon as it is back
         # skips twice as long (up to MAX_SKIP rotations), so a path that stays hot
@@ -330,9 +345,11 @@ class EvProfile:
         # Only a path hotter than the others of its plane is shed for round trips: when
         # they were marked too within the last round trip, the plane is loaded
         # throughout (the window's business, not the spraying's), and rotations decide.
+        # The other paths, not the other EVs: with several EVs a path (ev_per_path) its
+        # other EVs are marked by the same queue, and the path would never be hotter.
         hotter = sampled and not any(
-            x is not e and x.path.plane == e.path.plane and x.active
-            and now - x.last_mark < rtt for x in self.evs.values())
+            x.path.spine != e.path.spine and x.active and now - x.last_mark < rtt
+            for x in plane)
         n = min(rotations * e.skip_len, MAX_SKIP)
         e.skip_until_rotation = self.rotation + n
         e.skip_until = now + n * rtt if hotter else 0.0

@@ -235,3 +235,20 @@ def test_several_evs_a_path_are_its_first_variants_and_a_restore_keeps_the_count
     assert victim.active and per == {0: 3, 1: 3, 2: 3, 3: 3}
     with pytest.raises(MrcemuError, match="ev_per_path \\(16\\) plus ev_backups_per_path"):
         TransportConfig(ev_per_path=16)
+
+
+def test_a_marked_path_with_several_evs_is_hotter_than_its_planes_other_paths():
+    # Every EV of the hot path is marked within a round trip (one queue marks them all):
+    # the path is still hotter than the plane's other paths, and each EV is shed for
+    # round trips. A mark on another path of the plane makes the plane loaded throughout.
+    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
+    plane = [e for e in prof.evs.values() if e.path.plane == 2 and e.active]
+    for e in plane:
+        e.fb.rtt_sample(0.010, 0.001)
+    hot = [e for e in plane if e.path.spine == 1]
+    for i, e in enumerate(hot):
+        prof.skip(e.ev, 1.0 + i * 1e-3, "test")
+        assert e.state is EvState.SKIP and e.skip_until > 1.0 + i * 1e-3, i
+    other = next(e for e in plane if e.path.spine == 3)
+    prof.skip(other.ev, 1.004, "test")
+    assert other.state is EvState.SKIP and other.skip_until == 0.0
