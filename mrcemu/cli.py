@@ -20,7 +20,12 @@ from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
 from mrcemu.topology import Layout, Topology, latency, load
 from mrcemu.topology.faults import KINDS as FAULT_KINDS
 from mrcemu.topology.model import TOPOLOGY_DIR
-from mrcemu.transport.lb import POLICIES as LB_POLICIES
+
+try:  # every policy module in transport/lb/, found at import: one may be broken
+    from mrcemu.transport.lb import POLICIES as LB_POLICIES
+except MrcemuError as _e:
+    Console(stderr=True).print(f"[bold red]mrcemu:[/] {_e}", highlight=False, soft_wrap=True)
+    sys.exit(_e.exit_code)
 
 console = Console()
 err = Console(stderr=True)

@@ -24,6 +24,12 @@ BUILT_IN: tuple[type[LoadBalancer], ...] = (MrcProfile, Oblivious, Reps, Bitmap)
 POLICIES: dict[str, type[LoadBalancer]] = {}
 DEFAULT = "mrc"
 
+
+class PolicyModuleError(MrcemuError):
+    """A module in this folder that does not make a policy: named, with the fix."""
+
+    exit_code = 2
+
 __all__ = ["DEFAULT", "POLICIES", "Feedback", "LoadBalancer", "discover", "make"]
 
 
@@ -35,12 +41,17 @@ def discover() -> dict[str, type[LoadBalancer]]:
     for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         if mod in known:
             continue
-        module = importlib.import_module(f"{__name__}.{mod}")
+        try:
+            module = importlib.import_module(f"{__name__}.{mod}")
+        except Exception as e:  # noqa: BLE001 - a researcher's module: say which, and why
+            raise PolicyModuleError(f"{__path__[0]}/{mod}.py does not import "
+                                    f"({type(e).__name__}: {e}): fix it, or move it out of "
+                                    "the folder") from e
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if (issubclass(cls, LoadBalancer) and cls.__module__ == module.__name__
                     and cls.name):
                 if cls.name in found:
-                    raise MrcemuError(
+                    raise PolicyModuleError(
                         f"load-balancing policy {cls.name!r} is defined twice: in "
                         f"{found[cls.name].__module__} and {cls.__module__}; rename one")
                 found[cls.name] = cls

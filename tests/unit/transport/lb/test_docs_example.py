@@ -74,3 +74,25 @@ def test_the_worked_example_delivers_a_write_in_the_simulated_network(saved):
     others = [on[s] for s in (0, 1, 3)]
     # the marked path sheds a good part of its quarter; the plane's others share it
     assert on[2] < 0.75 * min(others), on
+
+
+def test_a_policy_module_that_does_not_import_is_one_line_naming_it(tmp_path):
+    import subprocess
+
+    broken = MODULE.with_name("broken_policy.py")
+    assert not broken.exists()
+    broken.write_text("raise RuntimeError('half written')\n")
+    try:
+        with pytest.raises(lb.PolicyModuleError, match="broken_policy.py does not import "
+                           r"\(RuntimeError: half written\): fix it, or move it out"):
+            lb.discover()
+        r = subprocess.run([sys.executable, "-m", "mrcemu", "send", "h0", "h1"],
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert r.returncode == 2 and "broken_policy.py does not import" in r.stderr
+        assert "Traceback" not in r.stderr
+    finally:
+        broken.unlink()
+        sys.modules.pop("mrcemu.transport.lb.broken_policy", None)
+        importlib.invalidate_caches()
+        lb.discover()
+    assert list(lb.POLICIES) == ["mrc", "oblivious", "reps", "bitmap"]
