@@ -357,8 +357,9 @@ static int32_t rtx_ev(struct mrc_sender *s, const struct mrc_out *o, double now,
 			return e;
 		if (first < 0)
 			first = e;
-		else if (e == first)
-			break;
+		else if (e == first && i >= s->norder)
+			break; /* a whole order's worth drawn: every EV in it was seen (an order may
+				* name an EV twice, oblivious spraying's draws) */
 		const struct mrc_evslot *fb = s->paths[e].fb;
 		int silent = !isnan(fb->silent_since) && now - fb->silent_since >= silent_window;
 		if (e != o->slot && e != o->first_slot && !silent)

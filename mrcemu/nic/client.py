@@ -75,23 +75,22 @@ class NicClient:
         """The same request to every host."""
         return self.ask([(h, {"op": op, **args}) for h in self.hosts])
 
-    def match_settings(self, writes: list[dict]) -> None:
+    def match_settings(self, writes: list[dict], stats: list[dict]) -> bool:
         """Make each write's connection again where it was made with other settings
         than the write's (a write's settings, such as its load-balancing policy, are its
         connection's for life): at the source with the write's, at the destination with
-        its own, so both ends start their PSNs afresh. An error if either is busy."""
-        pairs = {(w["src"], w["dst"], w["transport"], w.get("qp", 0)): w.get("settings") or {}
-                 for w in writes}
-        keys = list(pairs)
-        now = self.ask([(a, {"op": "stats", "peer": b, "transport": t, "qp": q,
-                             "missing_ok": True}) for a, b, t, q in keys])
-        stale = [k for k, r in zip(keys, now, strict=True)
-                 if r["stats"] is not None and r.get("settings", {}) != pairs[k]]
+        its own, so both ends start their PSNs afresh. An error if either is busy.
+        `stats`: each write's connection's stats reply, as the caller already asked for
+        them. True if any connection was made again (its counters start afresh)."""
+        stale = {(w["src"], w["dst"], w["transport"], w.get("qp", 0)): w.get("settings") or {}
+                 for w, r in zip(writes, stats, strict=True)
+                 if r["stats"] is not None and r.get("settings", {}) != (w.get("settings") or {})}
         if stale:
             self.ask([(a, {"op": "reconnect", "peer": b, "transport": t, "qp": q,
-                           "settings": pairs[(a, b, t, q)]}) for a, b, t, q in stale]
+                           "settings": settings}) for (a, b, t, q), settings in stale.items()]
                      + [(b, {"op": "reconnect", "peer": a, "transport": t, "qp": q})
                         for a, b, t, q in stale])
+        return bool(stale)
 
     def post(self, writes: list[dict]) -> list[dict]:
         """Register each write's region at its destination, then post it at its source.

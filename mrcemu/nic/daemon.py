@@ -85,6 +85,11 @@ def announcers(keys: Iterable[tuple[int, str, int]]) -> set[tuple[int, str, int]
     return {(peer, "mrc", qp) for peer, qp in first.items()}
 
 
+def _busy(c: Connection) -> bool:
+    """Writes unfinished or packets unacknowledged: a connection not to be made again."""
+    return not c.idle or next(iter(c.unfinished()), None) is not None
+
+
 def mac_bytes(mac: str) -> bytes:
     return bytes(int(x, 16) for x in mac.split(":"))
 
@@ -198,7 +203,7 @@ class Nic:
         writes unfinished or packets unacknowledged."""
         c = self.conns.get(key)
         if c is not None:
-            if not c.idle or next(iter(c.unfinished()), None) is not None:
+            if _busy(c):
                 return (f"h{self.host}'s {key[1]} connection to h{key[0]} is busy: wait for "
                         "its writes to finish")
             if settings is None:
@@ -491,8 +496,7 @@ class Nic:
                 cfg = TransportConfig.from_json({**self.cfg.to_json(), **req["transport"]})
             except MrcemuError as e:
                 return {"ok": False, "error": str(e)}
-            busy = [k for k, c in self.conns.items()
-                    if not c.idle or next(iter(c.unfinished()), None) is not None]
+            busy = [k for k, c in self.conns.items() if _busy(c)]
             if busy:
                 return {"ok": False, "error": f"h{self.host} has connections busy: "
                         + ", ".join(f"{t} to h{p}" for p, t, _q in busy)}

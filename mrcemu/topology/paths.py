@@ -26,6 +26,11 @@ EV_FIELDS: tuple[tuple[str, int, int], ...] = (
     ("plane", 26, 4), ("spine", 16, 10), ("variant", 12, 4), ("index", 0, 12))
 
 
+_VARIANT_SHIFT, _VARIANT_BITS = next((at, width) for name, at, width in EV_FIELDS
+                                    if name == "variant")
+EV_VARIANTS = 1 << _VARIANT_BITS  # the EVs a path can have: its base EV and the others
+
+
 def make_ev(plane: int, spine: int | None, index: int) -> int:
     s = SAME_LEAF if spine is None else spine
     return ((0xC000 | (plane << 10) | s) << 16) | (index & 0xFFFF)
@@ -33,7 +38,8 @@ def make_ev(plane: int, spine: int | None, index: int) -> int:
 
 def ev_variant(ev: int, variant: int) -> int:
     """The same path's EV with another variant number (0 is the base EV)."""
-    return (ev & ~0xF000) | ((variant & 0xF) << 12)
+    mask = (EV_VARIANTS - 1) << _VARIANT_SHIFT
+    return (ev & ~mask) | ((variant % EV_VARIANTS) << _VARIANT_SHIFT)
 
 
 def ev_fields(ev: int) -> tuple[int, int | None]:

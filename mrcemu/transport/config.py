@@ -13,10 +13,9 @@ from typing import Any, Protocol
 from mrcemu.datapath import MAX_DEVIATIONS
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import latency
+from mrcemu.topology.paths import EV_VARIANTS
 from mrcemu.transport.lb import POLICIES
 from mrcemu.wire.layout import mrc_data_overhead
-
-EV_VARIANTS = 16  # EVs a path can have (topology/paths.py: ev_variant, 4 bits)
 
 
 class _Fabric(Protocol):

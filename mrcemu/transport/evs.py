@@ -281,18 +281,15 @@ class EvProfile:
             self.new_rotation()
         return None
 
-    def count_usable(self) -> int:
-        return sum(1 for e in self.evs.values() if self.usable(e))
-
-    def _at_minimum(self) -> bool:
-        """Whether no more than `min_active` EVs are usable (counting no further)."""
+    def count_usable(self, limit: int | None = None) -> int:
+        """The usable EVs, counted no further than `limit` (None: all of them)."""
         n = 0
         for e in self.evs.values():
             if self.usable(e):
                 n += 1
-                if n > self.min_active:
-                    return False
-        return True
+                if n == limit:
+                    break
+        return n
 
     def _set(self, e: Ev, state: EvState, now: float, why: str,
              lost_sent: float | None = None) -> None:
@@ -315,7 +312,8 @@ class EvProfile:
         if e is None:
             return
         e.last_mark = now
-        if e.state is not EvState.GOOD or self._at_minimum():
+        floor = self.min_active
+        if e.state is not EvState.GOOD or self.count_usable(floor + 1) <= floor:
             return
         plane = self._in_plane[e.path.plane]
         # A SKIP moves load between the paths of a plane; the plane's last usable path
@@ -364,7 +362,8 @@ class EvProfile:
         usable one."""
         e = self.evs.get(ev)
         if (e is None or e.state not in (EvState.GOOD, EvState.SKIP)
-                or (self.usable(e) and self.count_usable() <= self.min_active)):
+                or (self.usable(e)
+                    and self.count_usable(self.min_active + 1) <= self.min_active)):
             if e is not None:
                 self._sync(e)  # the sender marked it stopped: not so
             return False
@@ -383,7 +382,7 @@ class EvProfile:
         e = self.evs.get(ev)
         if e is None or e.state in (EvState.ASSUMED_BAD, EvState.DENIED):
             return
-        if self.usable(e) and self.count_usable() <= self.min_active:
+        if self.usable(e) and self.count_usable(self.min_active + 1) <= self.min_active:
             return
         self._set(e, EvState.ASSUMED_BAD, now, why, lost_sent)
         if e.active:
@@ -395,14 +394,13 @@ class EvProfile:
         """A GOOD backup of the same plane, on a path with no EV under suspicion: a backup
         on the accused EV's own path would only fail in turn (and take new data with it).
         A wrongly accused path gets its share back when its probe is answered."""
-        suspect = {b.path.spine for b in self.evs.values() if b.path.plane == plane
-                   and b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
-        pool = [b for b in self.evs.values()
-                if b.path.plane == plane and not b.active and b.state is EvState.GOOD]
+        evs = self._in_plane[plane]
+        suspect = {b.path.spine for b in evs
+                   if b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
+        pool = [b for b in evs if not b.active and b.state is EvState.GOOD]
         # Then a path short of its active EVs (a restricted set's unused paths) before
         # one more EV on a path that has its share.
-        used = Counter(b.path.spine for b in self.evs.values()
-                       if b.path.plane == plane and b.active)
+        used = Counter(b.path.spine for b in evs if b.active)
         pool.sort(key=lambda b: (b.path.spine in suspect, used[b.path.spine] >= self.per_path))
         if pool:
             pool[0].active = True
@@ -424,7 +422,7 @@ class EvProfile:
         # backup promoted in its place on another path (_promote_backup) steps back, or
         # the wrongly accused path would carry nothing for the rest of the connection
         # while another carried two shares.
-        plane = [x for x in self.evs.values() if x.path.plane == e.path.plane]
+        plane = self._in_plane[e.path.plane]
         # Counting the others only: an EV judged while it stayed active (its plane came
         # back, an admin allow) is on its own path, and must not crowd itself out. When
         # it did, an EV restored after its path's backup left the path with no active EV

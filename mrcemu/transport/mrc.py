@@ -140,6 +140,7 @@ class MrcConnection(ConnectionBase):
              SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, EV_HIGH_HALF_IN_SPORT,
              RCVD_BYTES_UNIT))
         self._paths_dirty = True  # the control EVs the responder uses are stale
+        self._control_down: set[int] = set()  # the planes down when they were last set
         # output
         self.control: deque[tuple[int, bytes]] = deque()
         self.endpoint_seq = 0
@@ -358,7 +359,8 @@ class MrcConnection(ConnectionBase):
         self._events.append(ev)
         # A suspect path is no place for our acks either (B9).
         if ev.new in (EvState.STOPPED.value, EvState.ASSUMED_BAD.value, EvState.DENIED.value):
-            self.reverse.retired(ev.ev)
+            if self.reverse.retired(ev.ev):
+                self._paths_dirty = True
         # A path that forwards nothing (its probe unanswered, its plane down or denied):
         # its packets went where nothing arrives, and go again now, not each at its
         # overdue age (which held the window a round trip longer). Not for one proven
@@ -373,7 +375,10 @@ class MrcConnection(ConnectionBase):
             for i, e in enumerate(self._evs):
                 if e.path.plane in down:
                     self.tx.lose_path(i)
-        self._paths_dirty = True
+        # The control EVs are the reverse set's (or any EV's) in the planes that are up:
+        # a SKIP, the commonest change, moves neither.
+        if self.profile.planes_down != self._control_down:
+            self._paths_dirty = True
 
     def _control_paths(self) -> None:
         """Hand the responder the EVs its SACK/NACK/ACKs go on, taken in turn: the
@@ -382,6 +387,7 @@ class MrcConnection(ConnectionBase):
         prof = self.profile
         evs = self.reverse.evs() or [
             e for e in prof.evs.values() if e.path.plane not in prof.planes_down]
+        self._control_down = set(prof.planes_down)
         self.rx.set_paths([(e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
                             e.path.container) for e in evs])
         self._paths_dirty = False

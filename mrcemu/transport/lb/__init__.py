@@ -62,11 +62,11 @@ def discover() -> dict[str, type[LoadBalancer]]:
 
 def make(name: str, cfg: Settings, rng: random.Random) -> LoadBalancer:
     """The policy `name`, for one connection's profile; ValueError for an unknown one."""
-    try:
-        return POLICIES[name](cfg, rng)
-    except KeyError:
+    cls = POLICIES.get(name)
+    if cls is None:
         raise ValueError(f"unknown load-balancing policy {name!r}: use one of "
-                         f"{', '.join(POLICIES)}") from None
+                         f"{', '.join(POLICIES)}")
+    return cls(cfg, rng)  # a KeyError in a policy's own constructor is its own
 
 
 discover()

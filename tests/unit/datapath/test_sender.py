@@ -27,9 +27,12 @@ def addr(n: int) -> bytes:
 
 
 class Rig:
-    """A Sender over four EVs sprayed in turn, each rotation the same order."""
+    """A Sender over four EVs sprayed in turn, each rotation the same order (`order`, or
+    each EV once)."""
 
-    def __init__(self, window: int = 64, npaths: int = 4) -> None:
+    def __init__(self, window: int = 64, npaths: int = 4,
+                 order: list[int] | None = None) -> None:
+        self.order = order
         templates = tuple(codec.data_body(
             opcode=op, dqpn=DQPN, psn=0, msn=0, va=0, rkey=0, dmalen=0, timestamp=0,
             imm=0 if op in (Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST_IMM) else None)
@@ -48,7 +51,7 @@ class Rig:
 
     def rotate(self) -> None:
         self.rotations += 1
-        self.tx.set_order(range(len(self.slots)))
+        self.tx.set_order(self.order or range(len(self.slots)))
 
     def send(self, now: float, budget: int = 1 << 20, cwnd: float = 1e12,
              silent: float = 1.0) -> list[tuple[int, bytes]]:
@@ -357,6 +360,16 @@ def test_a_trim_nack_puts_its_packet_first_in_line():
     assert rig.tx.take_losses() == []
     # The NACK names EV 1: it is heard from.
     assert rig.slots[1].last_feedback == 0.001 and rig.slots[1].unanswered == 0
+
+
+def test_a_resend_looks_past_an_ev_named_twice_in_an_order():
+    """Oblivious spraying draws with replacement, so an order can name the EV that lost
+    a packet twice in a row; the resend still goes on the next other EV in the order."""
+    rig = Rig(order=[0, 0, 0, 1])
+    rig.tx.post(0, 0, 1, bytes(PMTU), None)
+    assert [ev for ev, _ in rig.send(0.0)] == [rig.evs[0]]
+    assert rig.tx.nack(0, 0, 0.001, False) == PMTU  # lost, not trimmed: resend elsewhere
+    assert [(ev, decode(p).psn) for ev, p in rig.send(0.002)] == [(rig.evs[1], 0)]
 
 
 def test_rto_fires_old_packets_and_reports_each_with_its_ev():
