@@ -151,6 +151,32 @@ int mrc_tx_template(struct mrc_sender *s, int kind, const uint8_t *body, size_t 
 	return 0;
 }
 
+/* Several EVs of a path (its variants: transport `ev_per_path`) name one route, the
+ * same source, SRv6 container and destination, and so cross the same queues. Each
+ * path is linked to the next on its route, in a ring, so that they share one round-trip
+ * estimate: with fifteen EVs a path, each EV's own samples came a fifteenth as often,
+ * and an estimate that lagged a queue growing on the path stopped its EVs, wrongly,
+ * seven times as often as one EV a path (issue 42's degraded spine). Quadratic, once
+ * per connection, over at most a few hundred paths. */
+static void link_routes(struct mrc_txpath *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i].same_route = (int32_t)i;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].same_route != (int32_t)i)
+			continue; /* already in an earlier path's ring */
+		size_t last = i;
+		for (size_t j = i + 1; j < n; j++)
+			if (!memcmp(p[j].src, p[i].src, 16) &&
+			    !memcmp(p[j].container, p[i].container, 16) &&
+			    !memcmp(p[j].delivered, p[i].delivered, 16)) {
+				p[last].same_route = (int32_t)j;
+				p[j].same_route = (int32_t)i;
+				last = j;
+			}
+	}
+}
+
 int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_t n)
 {
 	struct mrc_txpath *p = malloc((n ? n : 1) * sizeof(*p));
@@ -189,6 +215,7 @@ int mrc_tx_set_paths(struct mrc_sender *s, const struct mrc_txpath *paths, size_
 	s->by_ev = by_ev;
 	s->by_ev_mask = cap - 1;
 	memcpy(p, paths, n * sizeof(*p));
+	link_routes(p, n);
 	free(s->paths);
 	s->paths = p;
 	s->npaths = n;
@@ -952,16 +979,22 @@ void mrc_rtt_sample(double *srtt, double *rttvar, double rtt, double var0)
 	}
 }
 
-/* A sample of an EV's own round trip. One from a stopped EV longer than its estimate
+/* A sample of an EV's own round trip, which is its route's. One from a stopped EV longer than its estimate
  * (a packet arrived after all, later than the path's round trips allowed) starts the
  * estimate again from it, as a first sample does: the stop said the path changed, and
  * folded in at an eighth the estimate stays short for round trips after, so each
  * packet sent once it is back in use stops it again. */
-static void ev_sample(const struct mrc_sender *s, struct mrc_evslot *fb, double rtt)
+static void ev_sample(const struct mrc_sender *s, int32_t path, double rtt)
 {
+	struct mrc_evslot *fb = s->paths[path].fb;
 	if (fb->stopped && !isnan(fb->rtt) && rtt > fb->rtt)
 		fb->rtt = NAN;
 	mrc_rtt_sample(&fb->rtt, &fb->rttvar, rtt, s->rttvar);
+	/* the route's estimate (link_routes): every EV on it has it */
+	for (int32_t j = s->paths[path].same_route; j != path; j = s->paths[j].same_route) {
+		s->paths[j].fb->rtt = fb->rtt;
+		s->paths[j].fb->rttvar = fb->rttvar;
+	}
 }
 
 int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
@@ -990,7 +1023,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		mrc_rtt_sample(&s->srtt, &s->rttvar, r.rtt, r.rtt / 2);
 		/* the EV's own, starting from the connection's deviation: a path's first
 		 * sample says nothing yet of how much it varies */
-		ev_sample(s, s->paths[r.rtt_path].fb, r.rtt);
+		ev_sample(s, r.rtt_path, r.rtt);
 	}
 	if (r.newly)
 		s->backoff = 1;
@@ -1006,7 +1039,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 			    : path == t->first_slot ? t->first_sent : NAN;
 		if (!isnan(sent) && now >= sent) {
 			struct mrc_evslot *fb = s->paths[path].fb;
-			ev_sample(s, fb, now - sent);
+			ev_sample(s, path, now - sent);
 			/* that copy arrived: what a stopped EV's resumption asks (pathmon.py) */
 			if (sent > fb->heard_sent)
 				fb->heard_sent = sent;

@@ -47,6 +47,8 @@ struct mrc_txpath {
 	uint32_t flow_label;
 	uint8_t src[16], delivered[16], container[16];
 	struct mrc_evslot *fb;
+	/* The next path on the same route (its own index if alone): set by set_paths. */
+	int32_t same_route;
 };
 
 /* One posted WRITE. */

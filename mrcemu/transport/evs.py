@@ -349,11 +349,27 @@ class EvProfile:
             x.path.spine != e.path.spine and x.active and now - x.last_mark < rtt
             for x in plane)
         n = min(rotations * e.skip_len, MAX_SKIP)
-        e.skip_until_rotation = self.rotation + n
-        e.skip_until = now + n * rtt if hotter else 0.0
+        group = [e]
         if hotter:
             e.skip_len = min(e.skip_len * 2, MAX_SKIP)
-        self._set(e, EvState.SKIP, now, why)
+            # The path, not only the EV, is shed: its other EVs (ev_per_path) cross the
+            # same queues (an EV names its route: SRv6), and a mark on one of fifteen
+            # shed a fifteenth of the path's share while each EV's memory faded between
+            # its own marks (PAPER.md section 4's degraded spine: 0.151 of the packets on
+            # the slowed spines with 15 EVs a path, 0.081 with one). They share the
+            # SKIP and its memory, as one EV a path has them alone. The plane keeps a
+            # path: a plane whose other paths are all out of use keeps this one.
+            siblings = [x for x in plane if x is not e and x.path.spine == e.path.spine
+                        and x.active and x.state in (EvState.GOOD, EvState.SKIP)]
+            if siblings and any(x.path.spine != e.path.spine and self.usable(x)
+                                for x in plane):
+                group += siblings
+        until_rotation, until = self.rotation + n, now + n * rtt if hotter else 0.0
+        for x in group:
+            x.skip_until_rotation = max(until_rotation, x.skip_until_rotation)
+            x.skip_until = max(until, x.skip_until)
+            x.skip_len, x.last_mark = e.skip_len, now
+            self._set(x, EvState.SKIP, now, why)
 
     def stop(self, ev: int, now: float, why: str, lost_sent: float | None = None) -> bool:
         """Take a GOOD or SKIP EV out of use until a verdict: it stays in the active set

@@ -31,7 +31,8 @@ class Rig:
     each EV once)."""
 
     def __init__(self, window: int = 64, npaths: int = 4,
-                 order: list[int] | None = None) -> None:
+                 order: list[int] | None = None, routes: list[int] | None = None) -> None:
+        """`routes`: each path's route number (its SRv6 container); none, one each."""
         self.order = order
         templates = tuple(codec.data_body(
             opcode=op, dqpn=DQPN, psn=0, msn=0, va=0, rkey=0, dmalen=0, timestamp=0,
@@ -46,7 +47,9 @@ class Rig:
         for s in self.slots:
             s.usable = True
         self.evs = [0x1000 + i for i in range(npaths)]
-        self.tx.set_paths([(s, ev, 0xC000 | i, 0x100 + i, addr(1), addr(2), addr(0x10 + i))
+        routes = routes or list(range(npaths))
+        self.tx.set_paths([(s, ev, 0xC000 | i, 0x100 + i, addr(1), addr(2),
+                            addr(0x10 + routes[i]))
                            for i, (s, ev) in enumerate(zip(self.slots, self.evs, strict=True))])
 
     def rotate(self) -> None:
@@ -196,6 +199,25 @@ def ev_1_slow(**cc) -> Rig:
     for psn in (4, 6, 7):
         sack(rig, 5, 1 + psn - 6, 1, psn, rig.evs[psn % 4], psn * 0.001 + 0.01)
     return rig
+
+
+def test_evs_on_one_route_share_its_round_trip_estimate():
+    """EVs 0 and 2 name one route (ev_per_path's variants): a sample on either is the
+    route's, so the other, with no packet acked of its own, has it too."""
+    rig = Rig(routes=[0, 1, 0, 3])
+    with_cc(rig)
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    for i in range(4):
+        rig.send(i * 0.001, budget=1)  # PSN i on EV i at i ms
+    sack(rig, 1, 0, 0, 0, rig.evs[0], 0.030)  # PSN 0 (EV 0): 30 ms
+    sack(rig, 2, 0, 0, 1, rig.evs[1], 0.011)  # PSN 1 (EV 1): 10 ms
+    rtt = [s.rtt_raw for s in rig.slots]
+    assert rtt[0] == rtt[2] == 0.030 and rtt[1] == pytest.approx(0.010)
+    assert rtt[3] != rtt[3]  # NaN: no sample on its route
+    sack(rig, 3, 0, 0, 2, rig.evs[2], 0.012)  # PSN 2 (EV 2): 10 ms, the route's second
+    assert rig.slots[0].rtt_raw == rig.slots[2].rtt_raw
+    assert rig.slots[0].rtt_raw == pytest.approx(0.030 * 0.875 + 0.010 * 0.125)
+    assert rig.slots[0].rttvar == rig.slots[2].rttvar
 
 
 def test_an_ev_overdue_against_its_own_round_trips_is_stopped_and_its_packets_go_elsewhere():

@@ -237,6 +237,52 @@ def test_several_evs_a_path_are_its_first_variants_and_a_restore_keeps_the_count
         TransportConfig(ev_per_path=16)
 
 
+def test_a_hot_path_is_shed_whole_with_several_evs_and_its_evs_share_the_skip():
+    # One mark on a path hotter than its plane's others sheds every EV of the path for
+    # the same round trips (they cross the same queues), not the one marked EV: with
+    # 15 EVs a path, shedding one left the path 14/15 of its share.
+    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
+    plane = [e for e in prof.evs.values() if e.path.plane == 2 and e.active]
+    for e in plane:
+        e.fb.rtt_sample(0.010, 0.001)
+    hot = [e for e in plane if e.path.spine == 1]
+    assert len(hot) == 3
+    prof.skip(hot[1].ev, 1.0, "test")
+    assert {e.state for e in hot} == {EvState.SKIP}
+    assert len({(e.skip_until, e.skip_until_rotation, e.skip_len) for e in hot}) == 1
+    assert hot[0].skip_until > 1.0
+    assert all(e.state is EvState.GOOD for e in plane if e.path.spine != 1)
+    # An occasional mark (the plane loaded throughout: not hotter) skips its EV alone.
+    cool = [e for e in plane if e.path.spine == 2]
+    prof.skip(cool[0].ev, 1.001, "test")
+    assert [e.state for e in cool] == [EvState.SKIP, EvState.GOOD, EvState.GOOD]
+
+
+def test_a_plane_keeps_its_last_path_whole():
+    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
+    plane = [e for e in prof.evs.values() if e.path.plane == 5 and e.active]
+    for e in plane:
+        e.fb.rtt_sample(0.010, 0.001)
+    last = [e for e in plane if e.path.spine == 0]
+    for e in plane:
+        if e.path.spine != 0:
+            assert prof.stop(e.ev, 0.5, "test")
+    prof.skip(last[0].ev, 1.0, "test")
+    # The marked EV sits out, its path's others carry the plane.
+    assert [e.state for e in last] == [EvState.SKIP, EvState.GOOD, EvState.GOOD]
+
+
+def test_one_ev_a_path_sheds_only_it_and_never_wakes_its_backup():
+    prof = profile(load("default"), 0, 7, TransportConfig())
+    plane = [e for e in prof.evs.values() if e.path.plane == 2]
+    for e in plane:
+        e.fb.rtt_sample(0.010, 0.001)
+    hot = [e for e in plane if e.path.spine == 1]
+    assert [e.active for e in hot] == [True, False]  # the path's EV and its backup
+    prof.skip(hot[0].ev, 1.0, "test")
+    assert [e.state for e in hot] == [EvState.SKIP, EvState.GOOD]
+
+
 def test_a_marked_path_with_several_evs_is_hotter_than_its_planes_other_paths():
     # Every EV of the hot path is marked within a round trip (one queue marks them all):
     # the path is still hotter than the plane's other paths, and each EV is shed for

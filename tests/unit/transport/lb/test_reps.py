@@ -71,3 +71,17 @@ def test_a_marked_path_is_not_counted_good():
     marked = [e for e in ca.profile.evs.values()
               if e.path.plane == 2 and e.path.spine == 3 and e.fb.sent]
     assert marked and all(e.fb.acks == 0 for e in marked)
+
+
+def test_the_ring_holds_a_rotation_of_a_large_ev_set():
+    """With 60 EVs a plane a rotation asks for 60 packets at once: the acks heard since
+    the last are all recycled, not the newest eight."""
+    prof = profile_with("reps", ev_per_path=15)
+    reps, usable = prof.policy, plane_evs(prof, 3)
+    assert len(usable) == 60
+    reps.choose(3, usable, 1.0)
+    for i, e in enumerate(usable[:50]):
+        reps.hear(e, Feedback.ACK, 1.1 + i * 1e-3)
+    picks = reps.choose(3, usable, 1.2)
+    assert picks[:50] == [e.ev for e in usable[:50]]
+    assert reps.recycled == 50 and reps.explored == 60 + 10
