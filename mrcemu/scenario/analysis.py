@@ -473,6 +473,8 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         for k, v in c["stats"].items():
             if isinstance(v, int):
                 counters[k] += v - b.get(k, 0)
+        for k, v in c["stats"].get("lb", {}).items():  # a policy's own (REPS: recycled)
+            counters[f"lb_{k}"] += v - b.get("lb", {}).get(k, 0)
         for k, name in (("retransmits", "retransmits"), ("trims_nacked", "trims"),
                         ("nacks_rx", "nacks"), ("rtos", "rtos"), ("probes_tx", "probes")):
             totals[name] += c["stats"][k] - b.get(k, 0)

@@ -119,10 +119,12 @@ class Stats:
     rx_ce: int = 0
     cnps_tx: int = 0
     cnps_rx: int = 0
+    lb: Counter = field(default_factory=Counter)  # the load balancer's own counters
 
     def to_json(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if not isinstance(v, Counter)}
         d["dropped"] = dict(self.dropped)
+        d["lb"] = dict(self.lb)
         d["per_ev"] = {f"0x{k:08x}": v for k, v in self.per_ev.items()}
         return d
 

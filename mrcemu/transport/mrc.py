@@ -471,6 +471,7 @@ class MrcConnection(ConnectionBase):
         s.probe_timeouts, s.probe_proofs = h.probe_timeouts, h.probe_proofs
         s.cc_quick_adapts, s.cc_decreases = self.cc.quick_adapts, self.cc.decreases
         s.per_ev = Counter({e.ev: e.fb.sent for e in self._evs if e.fb.sent})
+        s.lb = Counter(self.profile.policy.counters())
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.rx_ce = c["rx_ce"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]

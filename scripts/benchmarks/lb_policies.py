@@ -14,10 +14,12 @@ from benchmarks.nscc_reference import CLEAN, SLOWDOWN, SLOWED, slowed_share
 
 TITLE = "Load-balancing policies on a degraded spine (issue 42)"
 
-POLICIES = ("mrc", "bitmap", "reps", "oblivious")
+POLICIES = ("mrc", "bitmap", "reps", "reps_ack", "oblivious")
 # uet-htsim at 40ccb05, NSCC with trimming, 8 hosts, 2 leaves, 4 spines, one spine at
 # 25 %, a cross-leaf permutation: job degraded / clean (issue 42). It has no MRC profile.
-HTSIM = {"bitmap": 1.30, "reps": 1.93, "oblivious": 2.65}
+# Its REPS recycles one EV an ACK, an ACK every 16 KiB (4 packets): `reps_ack` is that;
+# `reps` recycles every packet's.
+HTSIM = {"bitmap": 1.30, "reps_ack": 1.93, "oblivious": 2.65}
 BOUND = 4 / (3 + 0.25)  # four spines a plane, one at a quarter
 # Active EVs a path: mrcemu's default, one (a plane's set is its 4 paths); and 15, about
 # uet-htsim's 64 EVs over its 4 spines, so that a sweep of a plane's set spans about a
@@ -67,12 +69,20 @@ def _table(per_path: int, yaml) -> str:  # noqa: ANN001 - the module
             f"| `{p}` | {mc['goodput_mbps']:.1f} | {md['goodput_mbps']:.1f} | "
             f"**{ratio:.2f}** | {f'{ref:.2f}' if ref else '-'} | "
             f"{f'{ratio / ref:.2f}' if ref else '-'} | {sc:.3f} | **{sd:.3f}** | "
-            f"{md['trims']:,} | {md['rtos']} | {fid(mc.get('fidelity'))} / "
+            f"{md['trims']:,} | {md['rtos']} | {_recycled(md)} | {fid(mc.get('fidelity'))} / "
             f"{fid(md.get('fidelity'))} |")
     return ("| policy | clean, Mb/s | degraded, Mb/s | degraded / clean | htsim | ours / "
             "htsim | share on spine 1, clean | degraded | trims (degraded) | RTOs | "
-            "fidelity (clean / degraded) |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+            "recycled (degraded) | fidelity (clean / degraded) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
+
+
+def _recycled(run: dict) -> str:
+    """A REPS policy's share of choices that reused a good EV (the rest explored)."""
+    c = run.get("counters", {})
+    n = c.get("lb_recycled", 0) + c.get("lb_explored", 0)
+    return f"{c.get('lb_recycled', 0) / n:.2f}" if n else "-"
 
 
 def _intro() -> str:
@@ -80,14 +90,16 @@ def _intro() -> str:
             f"`--slowdown {SLOWDOWN}` of the cross-leaf permutation of the NSCC section "
             "(h0-h3 and h4-h7 pair off across the leaves and stream 1 MiB writes, four in "
             "flight, both ways for 3 s), clean and with the 16 leaf-spine links of spine 1 "
-            "of every plane at a quarter of their rate; each run lists the four policies "
+            "of every plane at a quarter of their rate; each run lists the five policies "
             "(`transport: {load_balancing: [...]}`), which run one after the other on one "
             "fabric and seed. Degraded / clean is the job's slowdown: clean goodput over "
             "degraded goodput (the same bytes a pair). uet-htsim's figures (issue 42: NSCC "
             "with trimming, 8 hosts, 2 leaves, 4 spines, one at 25 %) have no MRC "
-            f"profile; the capacity bound is {BOUND:.2f}, and the slowed spines' share of "
-            "the capacity 0.077. Twice: with mrcemu's EV set, and with one as large as "
-            "the reference's.\n\n")
+            "profile, and its REPS recycles one EV for each ACK of 16 KiB (four packets), "
+            "as `reps_ack` does, where `reps` recycles every packet's; the capacity bound "
+            f"is {BOUND:.2f}, and the slowed spines' share of the capacity 0.077. Twice: "
+            "with mrcemu's EV set, and with one as large as the reference's. Recycled: of a "
+            "REPS policy's choices, the share that reused an EV a good ack returned.\n\n")
 
 
 run = lb_policies

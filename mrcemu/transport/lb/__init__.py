@@ -1,7 +1,7 @@
 """Load-balancing policies, by name: which EV each packet takes (docs/load-balancing.md).
 
 `mrc` is MRC's own EV profile and the default; the others are the baselines a
-researcher compares it with. A fifth is one module in this folder holding a subclass of
+researcher compares it with. One more is one module in this folder holding a subclass of
 LoadBalancer with a `name`: it is found at import, so every part of mrcemu (the NIC
 daemons, `mrcemu send --lb`, a scenario's `load_balancing`) knows it by that name.
 """
@@ -19,8 +19,9 @@ from mrcemu.transport.lb.bitmap import Bitmap
 from mrcemu.transport.lb.mrc import MrcProfile
 from mrcemu.transport.lb.oblivious import Oblivious
 from mrcemu.transport.lb.reps import Reps
+from mrcemu.transport.lb.reps_ack import RepsPerAck
 
-BUILT_IN: tuple[type[LoadBalancer], ...] = (MrcProfile, Oblivious, Reps, Bitmap)
+BUILT_IN: tuple[type[LoadBalancer], ...] = (MrcProfile, Oblivious, Reps, RepsPerAck, Bitmap)
 POLICIES: dict[str, type[LoadBalancer]] = {}
 DEFAULT = "mrc"
 
@@ -34,7 +35,7 @@ __all__ = ["DEFAULT", "POLICIES", "Feedback", "LoadBalancer", "discover", "make"
 
 
 def discover() -> dict[str, type[LoadBalancer]]:
-    """Every policy: the built-in four, then one from each other module of this folder
+    """Every policy: the built-in ones, then one from each other module of this folder
     (in name order). Two policies of one name are an error that names both modules."""
     found = {p.name: p for p in BUILT_IN}
     known = {"base", *(p.__module__.rsplit(".", 1)[1] for p in BUILT_IN)}

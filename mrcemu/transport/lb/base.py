@@ -38,6 +38,7 @@ class Settings(Protocol):
 
     ce_skip_rotations: int
     trim_skip_rotations: int
+    sack_every: int
 
 
 class Ev(Protocol):
@@ -89,6 +90,11 @@ class LoadBalancer:
 
     def hear(self, e: Ev, what: Feedback, now: float, count: int = 1) -> None:
         """Feedback on EV `e`; `count` of them (ACKs are heard in bulk)."""
+
+    def counters(self) -> dict[str, int]:
+        """What the policy counts of its own choices, for the connection's stats (and a
+        run's report, summed as `lb_<name>`); none by default."""
+        return {}
 
     def repeats(self, usable: dict[int, list[Ev]]) -> bool:
         """Whether every rotation from this usable set is the same order, so that the

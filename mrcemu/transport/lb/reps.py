@@ -42,6 +42,9 @@ class Reps(LoadBalancer):
         self.explored = 0  # packets sent on an EV drawn at random
         self.recycled = 0  # packets sent on an EV an unmarked ack returned
 
+    def counters(self) -> dict[str, int]:
+        return {"recycled": self.recycled, "explored": self.explored}
+
     def hear(self, e: Ev, what: Feedback, now: float, count: int = 1) -> None:
         if what is not Feedback.ACK:
             return

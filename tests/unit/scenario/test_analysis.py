@@ -76,6 +76,15 @@ def test_summary_counts_and_failover_times():
     assert s["goodput_series"]["per_plane_mbps"][3][0] == 100.0
 
 
+def test_a_policys_own_counters_are_summed_over_the_run():
+    raw = raw_record()
+    (conn,) = raw["traces"]["0"]["conns"]
+    conn["stats"]["lb"] = {"recycled": 90, "explored": 30}
+    raw["stats_before"]["0"]["7:mrc"]["lb"] = {"recycled": 10}
+    counters = analysis.summarize(raw, LAYOUT, window_packets=64)["counters"]
+    assert (counters["lb_recycled"], counters["lb_explored"]) == (80, 30)
+
+
 def test_a_stop_cleared_before_the_one_that_retired_the_path_is_not_the_paths_stop():
     # DEAD is stopped 5 ms after the fault for a packet queued before it, back in use
     # 1 ms later (that packet arrived), takes the new packets at 1.1 and 1.2 s, is

@@ -206,7 +206,7 @@ def test_a_bad_load_balancing_policy_names_the_field_and_the_policies(tmp_path, 
                                                                        field):
     with pytest.raises(ConfigError) as e:
         load(write(tmp_path, {**BASE, "transport": transport}))
-    assert e.value.field == field and "mrc, oblivious, reps, bitmap" in e.value.fix
+    assert e.value.field == field and "mrc, oblivious, reps, reps_ack, bitmap" in e.value.fix
 
 
 def test_a_pair_takes_one_policy_not_a_list(tmp_path):

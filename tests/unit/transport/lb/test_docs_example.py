@@ -42,7 +42,8 @@ def saved():
 
 
 def test_the_worked_example_is_found_by_name_and_does_what_the_page_says(saved):
-    assert list(saved) == ["mrc", "oblivious", "reps", "bitmap", "least-marked"]
+    assert list(saved) == ["mrc", "oblivious", "reps", "reps_ack", "bitmap",
+                           "least-marked"]
     assert TransportConfig(load_balancing="least-marked").load_balancing == "least-marked"
     prof = profile_with("least-marked")
     pol, usable = prof.policy, plane_evs(prof, 3)
@@ -95,4 +96,4 @@ def test_a_policy_module_that_does_not_import_is_one_line_naming_it(tmp_path):
         sys.modules.pop("mrcemu.transport.lb.broken_policy", None)
         importlib.invalidate_caches()
         lb.discover()
-    assert list(lb.POLICIES) == ["mrc", "oblivious", "reps", "bitmap"]
+    assert list(lb.POLICIES) == ["mrc", "oblivious", "reps", "reps_ack", "bitmap"]

@@ -17,13 +17,13 @@ from tests.unit.transport.lb.helpers import profile_with
 NAMES = sorted(POLICIES)
 
 
-def test_the_four_policies_are_selectable_by_name_and_an_unknown_one_is_refused():
-    assert NAMES == ["bitmap", "mrc", "oblivious", "reps"]
+def test_the_built_in_policies_are_selectable_by_name_and_an_unknown_one_is_refused():
+    assert NAMES == ["bitmap", "mrc", "oblivious", "reps", "reps_ack"]
     for name in NAMES:
         prof = profile_with(name)
         assert type(prof.policy).name == name and prof.policy.profile is prof
     with pytest.raises(MrcemuError, match="load_balancing must be one of mrc, oblivious, "
-                                          "reps, bitmap, not 'ecmp'"):
+                                          "reps, reps_ack, bitmap, not 'ecmp'"):
         TransportConfig(load_balancing="ecmp")
 
 

@@ -61,6 +61,8 @@ def test_the_compiled_sender_counts_each_evs_unmarked_acks_and_reps_hears_them_a
     # After the first window (64 packets, all explored), most packets recycle.
     reps = ca.profile.policy
     assert reps.recycled > 3 * reps.explored > 0
+    # ... and the connection's stats say so (a run's report sums them as lb_*).
+    assert ca.stats.to_json()["lb"] == {"recycled": reps.recycled, "explored": reps.explored}
 
 
 def test_a_marked_path_is_not_counted_good():
