@@ -60,8 +60,12 @@ def _table(per_path: int, yaml) -> str:  # noqa: ANN001 - the module
             (folder,) = out.iterdir()
             got[state] = {p: (rep["transports"][f"mrc-{p}"], slowed_share(_raw(folder, p)))
                           for p in POLICIES}
-    rows = []
+    rows, why = [], []
     for p in POLICIES:
+        for state in ("clean", "degraded"):
+            v = got[state][p][0].get("fidelity") or {}
+            if v and not v["ok"]:
+                why.append(f"- `{p}`, {state}: not faithful: {'; '.join(v['reasons'])}\n")
         (mc, sc), (md, sd) = got["clean"][p], got["degraded"][p]
         ratio = mc["goodput_mbps"] / md["goodput_mbps"]
         ref = HTSIM.get(p)
@@ -75,7 +79,7 @@ def _table(per_path: int, yaml) -> str:  # noqa: ANN001 - the module
             "htsim | share on spine 1, clean | degraded | trims (degraded) | RTOs | "
             "recycled (degraded) | fidelity (clean / degraded) |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-            + "\n".join(rows) + "\n")
+            + "\n".join(rows) + "\n" + ("\n" + "".join(why) if why else ""))
 
 
 def _recycled(run: dict) -> str:
