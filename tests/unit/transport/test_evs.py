@@ -237,14 +237,21 @@ def test_several_evs_a_path_are_its_first_variants_and_a_restore_keeps_the_count
         TransportConfig(ev_per_path=16)
 
 
+def sampled_plane(plane: int, per_path: int = 1, active: bool = True):
+    """h0's profile toward h7 on `default` and one plane's EVs (the active ones, or all),
+    each with a 10 ms round trip sampled."""
+    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=per_path))
+    evs = [e for e in prof.evs.values() if e.path.plane == plane and (e.active or not active)]
+    for e in evs:
+        e.fb.rtt_sample(0.010, 0.001)
+    return prof, evs
+
+
 def test_a_hot_path_is_shed_whole_with_several_evs_and_its_evs_share_the_skip():
     # One mark on a path hotter than its plane's others sheds every EV of the path for
     # the same round trips (they cross the same queues), not the one marked EV: with
     # 15 EVs a path, shedding one left the path 14/15 of its share.
-    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
-    plane = [e for e in prof.evs.values() if e.path.plane == 2 and e.active]
-    for e in plane:
-        e.fb.rtt_sample(0.010, 0.001)
+    prof, plane = sampled_plane(2, per_path=3)
     hot = [e for e in plane if e.path.spine == 1]
     assert len(hot) == 3
     prof.skip(hot[1].ev, 1.0, "test")
@@ -259,10 +266,7 @@ def test_a_hot_path_is_shed_whole_with_several_evs_and_its_evs_share_the_skip():
 
 
 def test_a_plane_keeps_its_last_path_whole():
-    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
-    plane = [e for e in prof.evs.values() if e.path.plane == 5 and e.active]
-    for e in plane:
-        e.fb.rtt_sample(0.010, 0.001)
+    prof, plane = sampled_plane(5, per_path=3)
     last = [e for e in plane if e.path.spine == 0]
     for e in plane:
         if e.path.spine != 0:
@@ -273,10 +277,7 @@ def test_a_plane_keeps_its_last_path_whole():
 
 
 def test_one_ev_a_path_sheds_only_it_and_never_wakes_its_backup():
-    prof = profile(load("default"), 0, 7, TransportConfig())
-    plane = [e for e in prof.evs.values() if e.path.plane == 2]
-    for e in plane:
-        e.fb.rtt_sample(0.010, 0.001)
+    prof, plane = sampled_plane(2, active=False)
     hot = [e for e in plane if e.path.spine == 1]
     assert [e.active for e in hot] == [True, False]  # the path's EV and its backup
     prof.skip(hot[0].ev, 1.0, "test")
@@ -287,10 +288,7 @@ def test_a_marked_path_with_several_evs_is_hotter_than_its_planes_other_paths():
     # Every EV of the hot path is marked within a round trip (one queue marks them all):
     # the path is still hotter than the plane's other paths, and each EV is shed for
     # round trips. A mark on another path of the plane makes the plane loaded throughout.
-    prof = profile(load("default"), 0, 7, TransportConfig(ev_per_path=3))
-    plane = [e for e in prof.evs.values() if e.path.plane == 2 and e.active]
-    for e in plane:
-        e.fb.rtt_sample(0.010, 0.001)
+    prof, plane = sampled_plane(2, per_path=3)
     hot = [e for e in plane if e.path.spine == 1]
     for i, e in enumerate(hot):
         prof.skip(e.ev, 1.0 + i * 1e-3, "test")
