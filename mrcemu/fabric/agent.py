@@ -67,6 +67,30 @@ def program(topology: dict, nodes: dict[str, int]) -> dict[str, float]:
 
 
 @op
+def sysctls(nodes: dict[str, dict[str, str]]) -> None:
+    """Each node's sysctls ({shell PID: {key: value}}), written from inside its
+    namespace on this server."""
+    from mrcemu.fabric.netns import write_sysctls
+
+    for pid, values in nodes.items():
+        write_sysctls(int(pid), values)
+
+
+@op
+def make_links(lines: list[str]) -> int:
+    """This server's share of a fabric's links (`remote.LinkPlan`): `ip` commands, run
+    in one `ip -batch` in this server's root namespace; the first failure stops it and
+    is the error. Returns how many lines ran."""
+    import subprocess
+
+    r = subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError((r.stderr or r.stdout).strip()[-300:])
+    return len(lines)
+
+
+@op
 def counters() -> dict[str, Any]:
     """This server's switch counters and port configs (per port MAC), and its path
     losses with their own counters; empty if it runs no switch program."""

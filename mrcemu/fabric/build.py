@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from mininet.link import Intf
@@ -18,7 +19,7 @@ from mininet.net import Mininet
 from mininet.node import Node
 
 from mrcemu.fabric.netns import write_sysctls
-from mrcemu.fabric.remote import RemoteNode, VxlanLink
+from mrcemu.fabric.remote import LinkPlan, PlannedLink, RemoteNode
 from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
@@ -54,6 +55,11 @@ ECMP_SYSCTLS = {
 }
 
 
+# Node shells started at once on a split fabric: well under a local server's sshd
+# MaxSessions (64, fabric/cluster_local.py) and OpenSSH's default of 10.
+PARALLEL_SHELLS = 8
+
+
 class BareIntf(Intf):
     """Mininet's Intf reconfigures MACs with ifconfig; ours are set at creation."""
 
@@ -84,33 +90,29 @@ class Fabric:
         say = progress or (lambda *_: None)
         layout, t0 = self.layout, time.monotonic()
         nodes = list(layout.nodes.values())
-        for n, node in enumerate(nodes, 1):
-            if self.cluster:
-                on = self.cluster.server(self.placement[node.name])
-                mn = self.net.addHost(node.name, cls=RemoteNode, cluster=self.cluster, on=on,
-                                      ip=None, inNamespace=True)
-            else:
+        if self.cluster:
+            self._remote_nodes(say)
+        else:
+            for n, node in enumerate(nodes, 1):
                 mn = self.net.addHost(node.name, cls=Node, ip=None, inNamespace=True)
-            self.pids[node.name] = mn.pid
-            if self.on_node:
-                self.on_node(node.name, mn.pid)
-            sysctls = DEFAULT_SYSCTLS
-            if node.kind is not Kind.HOST:
-                sysctls = sysctls | SWITCH_SYSCTLS | (ECMP_SYSCTLS if self.topo.ecmp else {})
-            if getattr(mn, "isRemote", False):
-                # its namespace is on another server: write them from its own shell
-                mn.cmd("sysctl -q -w " + " ".join(f"{k}={v}" for k, v in sysctls.items()))
-            else:
-                write_sysctls(mn.pid, sysctls)
-            say("nodes", n, len(nodes))
+                self._started(node.name, mn.pid)
+                write_sysctls(mn.pid, self._sysctls(node.kind))
+                say("nodes", n, len(nodes))
         self.timings["nodes_s"] = time.monotonic() - t0
         t1 = time.monotonic()
+        # Split over servers, links are planned as Mininet's cluster classes add them,
+        # then made a server at a time by its agent (fabric/remote.py); on one machine
+        # Mininet makes each as it is added.
+        plan = LinkPlan() if self.cluster else None
         for n, link in enumerate(layout.links, 1):
             self.net.addLink(link.a.node, link.b.node, intfName1=link.a.name,
                              intfName2=link.b.name, addr1=link.a.mac, addr2=link.b.mac,
-                             intf=BareIntf, **({"cls": VxlanLink, "vni": n}
-                                               if self.cluster else {}))
-            say("links", n, len(layout.links))
+                             intf=BareIntf, **({"cls": PlannedLink, "vni": n, "plan": plan}
+                                               if plan else {}))
+            if not plan:
+                say("links", n, len(layout.links))
+        if plan:
+            plan.make(self.servers, lambda done, total: say("links", done, total))
         self.timings["links_s"] = time.monotonic() - t1
         # Each server's agent programs its own nodes (fabric/agent.py): in-process
         # here, over the shared ssh connection on another server.
@@ -122,6 +124,50 @@ class Fabric:
                 self.timings[k] = self.timings.get(k, 0.0) + v
             done += len(names)
             say("routes", done, len(nodes))
+
+    def _sysctls(self, kind: Kind) -> dict[str, str]:
+        if kind is Kind.HOST:
+            return DEFAULT_SYSCTLS
+        return DEFAULT_SYSCTLS | SWITCH_SYSCTLS | (ECMP_SYSCTLS if self.topo.ecmp else {})
+
+    def _started(self, name: str, pid: int) -> None:
+        self.pids[name] = pid
+        if self.on_node:
+            self.on_node(name, pid)
+
+    def _remote_nodes(self, say: Progress) -> None:
+        """Each node's shell on its server, over the server's shared connection, several
+        at once: a shell is an ssh session there, and starting one is mostly waiting
+        (0.2 s a session on a local server). Mininet's `addHost` is only the node's
+        constructor and two entries, which are made here in the topology's order. Then
+        each server's agent writes its nodes' sysctls in one request."""
+        assert self.cluster is not None
+        cluster, nodes = self.cluster, list(self.layout.nodes.values())
+
+        def start(name: str) -> RemoteNode:
+            return RemoteNode(name, cluster=cluster, on=cluster.server(self.placement[name]),
+                              ip=None, inNamespace=True)
+
+        with ThreadPoolExecutor(max_workers=PARALLEL_SHELLS) as pool:
+            futures = [pool.submit(start, node.name) for node in nodes]
+            try:
+                for n, (node, fut) in enumerate(zip(nodes, futures, strict=True), 1):
+                    mn = fut.result()
+                    self.net.hosts.append(mn)
+                    self.net.nameToNode[node.name] = mn
+                    self._started(node.name, mn.pid)
+                    say("nodes", n, len(nodes))
+            except BaseException:
+                # the shells that did start are the net's, for stop() to end
+                for node, fut in zip(nodes, futures, strict=True):
+                    fut.cancel()
+                    if fut.done() and not fut.cancelled() and fut.exception() is None \
+                            and node.name not in self.net.nameToNode:
+                        self.net.hosts.append(fut.result())
+                raise
+        for server, names in self.servers.group(n.name for n in nodes).items():
+            self.servers.call(server, "sysctls", nodes={
+                str(self.pids[n]): self._sysctls(self.layout.nodes[n].kind) for n in names})
 
     def stop(self) -> None:
         """Kill every node shell: each namespace, with its veths, goes with it."""
@@ -135,6 +181,7 @@ class Fabric:
                 node.terminate()
             except Exception:  # noqa: BLE001 - keep tearing down the rest
                 pass
+        self.servers.close()
         for pid in self.pids.values():
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -17,6 +17,10 @@ tunnels. What it assumes that does not hold here, and what this module changes:
   ssh comes first and lingers a second after the last. Here the manager opens each
   server's master for the fabric's life (`servers.start_masters`) and every ssh,
   node shells included, rides on it.
+- It makes each link as it is added: three shell round trips for a veth pair, ssh
+  sessions for a tunnel. `PlannedLink` only writes down each end's `ip` commands in a
+  `LinkPlan`, one list a server; `LinkPlan.make` hands each server's list to its agent,
+  which runs it in one `ip -batch` there (0.18 s a link over two servers before).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import shlex
 import signal
 import socket
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from mininet.examples.cluster import RemoteLink, RemoteMixin
@@ -144,6 +149,70 @@ class VxlanLink(RemoteLink):  # type: ignore[misc]
         # Deleting one end in its node is enough: the VXLAN device goes with it.
         self.intf1.delete()
         self.intf2.delete()
+
+
+class LinkPlan:
+    """The `ip -batch` lines that make a fabric's links, by the server that runs them."""
+
+    def __init__(self) -> None:
+        self.lines: dict[Server, list[str]] = {}
+        self._underlay: dict[tuple[str, str], str] = {}
+
+    def add(self, server: Server, *lines: str) -> None:
+        self.lines.setdefault(server, []).extend(lines)
+
+    def underlay_ip(self, me: RemoteNode, toward: RemoteNode) -> str:
+        """`me`'s server's underlay address toward `toward`'s, asked once a pair."""
+        key = (me.on.name, toward.on.name)
+        if key not in self._underlay:
+            self._underlay[key] = me.underlay_ip(toward)
+        return self._underlay[key]
+
+    def make(self, servers: servers.Servers,
+             progress: Callable[[int, int], None] | None = None) -> None:
+        """Each server's links, made there by its agent in one request."""
+        done, total = 0, sum(len(x) for x in self.lines.values())
+        for server, lines in self.lines.items():
+            servers.call(server, "make_links", lines=lines)
+            done += len(lines)
+            if progress:
+                progress(done, total)
+
+
+class PlannedLink(VxlanLink):
+    """A `VxlanLink` made later, with the others of its server (`LinkPlan.make`): a veth
+    pair when both ends are on one server, else a VXLAN port on each."""
+
+    def __init__(self, node1: RemoteNode, node2: RemoteNode, vni: int, plan: LinkPlan,
+                 **kwargs: Any) -> None:
+        self.plan = plan
+        super().__init__(node1, node2, vni, **kwargs)
+
+    def makeIntfPair(self, intfname1: str, intfname2: str, addr1: str | None = None,  # noqa: N802
+                     addr2: str | None = None, node1: RemoteNode | None = None,
+                     node2: RemoteNode | None = None, deleteIntfs: bool = True) -> bool:
+        a = self.node1 if node1 is None else node1
+        b = self.node2 if node2 is None else node2
+        if a.on == b.on:
+            self.plan.add(a.on, shlex.join(
+                ["link", "add", "name", intfname1, *(["address", addr1] if addr1 else []),
+                 "netns", str(a.pid), "type", "veth", "peer", "name", intfname2,
+                 *(["address", addr2] if addr2 else []), "netns", str(b.pid)]))
+            return True
+        for me, peer, intf, addr in ((a, b, intfname1, addr1), (b, a, intfname2, addr2)):
+            # Made in its node at once (`netns`), bound to the server's underlay in the
+            # namespace that runs the batch: a device moved after it is made costs the
+            # kernel a namespace change each, 17 ms here.
+            make = ["link", "add", intf, *(["address", addr] if addr else []), "mtu",
+                    str(LINK_MTU), "netns", str(me.pid), "type", "vxlan", "id", str(self.vni),
+                    "remote", self.plan.underlay_ip(peer, me),
+                    "local", self.plan.underlay_ip(me, peer), "dstport", str(VXLAN_PORT),
+                    "nolearning"]
+            if me.on.underlay:
+                make += ["dev", me.on.underlay]
+            self.plan.add(me.on, shlex.join(make))
+        self.tunnel = None
+        return True
 
 
 def _ip(address: str) -> str:

@@ -9,10 +9,14 @@ cluster file; a remote server's agent runs over that server's shared ssh connect
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import shlex
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -104,6 +108,87 @@ def exec_argv(servers: Servers, server: Server, cmd: list[str], tty: bool = Fals
             shlex.join(cmd)]
 
 
+class Channel:
+    """One long-lived agent session on a remote server: requests go one at a time (a
+    lock), each a JSON line in and a JSON line out. When this process ends, ssh's stdin
+    closes and the agent there ends with it."""
+
+    def __init__(self, cluster: Cluster, server: Server) -> None:
+        self.server = server
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.cmd = [*ssh_base(cluster), dest(server), shlex.join(agent_command(server))]
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            # its errors into a file, not a pipe nobody reads while it works
+            self.err = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self.err, bufsize=0)
+            self.buf = b""
+        return self.proc
+
+    def ask(self, request: dict, timeout: float) -> dict:
+        name, op = self.server.name, request["op"]
+        with self.lock:
+            p = self._start()
+            assert p.stdin is not None and p.stdout is not None
+            try:
+                p.stdin.write(json.dumps(request).encode() + b"\n")
+            except OSError:
+                pass  # the session is gone: reported below with its error output
+            deadline = time.monotonic() + timeout
+            while b"\n" not in self.buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.close(kill=True)  # a stuck agent: its session ends with ssh
+                    raise MrcemuError(f"server {name}: {op} took over {timeout:g} s")
+                ready, _, _ = select.select([p.stdout], [], [], left)
+                chunk = os.read(p.stdout.fileno(), 1 << 20) if ready else b""
+                if ready and not chunk:
+                    err = self._error_text()
+                    self.close()
+                    raise MrcemuError(f"server {name}: the agent gave no answer to {op} "
+                                      f"(exit {p.poll()}): {err}")
+                self.buf += chunk
+            line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise MrcemuError(f"server {name}: the agent's answer to {op} is not JSON: "
+                              f"{line[:200]!r}")
+        return answer
+
+    def _error_text(self) -> str:
+        p = self.proc
+        if p is None:
+            return ""
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace").strip()[-300:]
+
+    def close(self, kill: bool = False) -> None:
+        """End the session: the agent ends at its end of input (or at once: `kill`)."""
+        p, self.proc = self.proc, None
+        if p is None:
+            return
+        if kill:
+            p.kill()
+        for f in (p.stdin, p.stdout, self.err):
+            if f is not None:
+                f.close()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 class Servers:
     """The servers of a fabric, each node's, and a call to each one's agent."""
 
@@ -111,6 +196,11 @@ class Servers:
                  placement: dict[str, str] | None = None) -> None:
         self.cluster = cluster
         self.placement = placement or {}
+        # One agent session a remote server, opened at its first call and kept: a call
+        # is then one JSON line each way over the shared connection, not an ssh session
+        # and a Python start (a NIC request relayed there takes milliseconds).
+        self._channels: dict[str, Channel] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def of_state(cls, st: Any) -> Servers:
@@ -136,30 +226,31 @@ class Servers:
             out.setdefault(self.of(n), []).append(n)
         return out
 
-    def call(self, server: Server, op: str, **args: Any) -> Any:
+    def call(self, server: Server, op: str, within: float = TIMEOUT, **args: Any) -> Any:
         """Run one agent op on a server; its result, or an error naming the server."""
         request = {"op": op, "args": args}
         if server.local:
             answer = agent.handle(request)
         else:
-            assert self.cluster is not None
-            cmd = [*ssh_base(self.cluster), dest(server), shlex.join(agent_command(server))]
-            try:
-                r = subprocess.run(cmd, input=json.dumps(request) + "\n", capture_output=True,
-                                   text=True, timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise MrcemuError(f"server {server.name}: {op} took over {TIMEOUT} s") from None
-            lines = r.stdout.strip().splitlines()
-            try:
-                answer = json.loads(lines[-1]) if lines else None
-            except ValueError:
-                answer = None
-            if not isinstance(answer, dict):
-                raise MrcemuError(f"server {server.name}: the agent gave no answer to {op} "
-                                  f"(exit {r.returncode}): {(r.stderr or r.stdout).strip()[-300:]}")
+            answer = self._channel(server).ask(request, within)
         if not answer.get("ok"):
             raise MrcemuError(f"server {server.name}: {op}: {answer.get('error')}")
         return answer.get("result")
+
+    def _channel(self, server: Server) -> Channel:
+        with self._lock:
+            ch = self._channels.get(server.name)
+            if ch is None:
+                assert self.cluster is not None
+                ch = self._channels[server.name] = Channel(self.cluster, server)
+            return ch
+
+    def close(self) -> None:
+        """End every agent session this object opened (they end with this process too)."""
+        with self._lock:
+            for ch in self._channels.values():
+                ch.close()
+            self._channels.clear()
 
     def fetch(self, server: Server, path: str, to: Path) -> None:
         """Move a file the server wrote (a capture) here: copied over the shared

@@ -67,3 +67,59 @@ def test_counters_merge_every_servers_ports(monkeypatch):
     out = Servers(CLUSTER, {}).counters()
     assert out["state"] == {"m1": {"packets": 1}, "m2": {"packets": 2}}
     assert out["path_loss"] == [["m2", "aa", "bb", 1, {"dropped": 3}]]
+
+
+def fake_ssh(tmp_path, monkeypatch) -> tuple[list, object]:
+    """An `ssh` that runs its last word (the remote command) here and notes each start."""
+    starts = tmp_path / "starts"
+    fake = tmp_path / "ssh"
+    fake.write_text(f'#!/bin/bash\necho start >> {starts}\neval "${{@: -1}}"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    return starts
+
+
+def test_a_remote_servers_agent_is_one_session_kept_for_every_call(monkeypatch, tmp_path):
+    starts = fake_ssh(tmp_path, monkeypatch)
+    s = Servers(CLUSTER, {})
+    srv1 = CLUSTER.servers[1]
+    try:
+        assert [s.call(srv1, "ping") for _ in range(5)] == ["pong"] * 5
+        with pytest.raises(MrcemuError, match="server srv1: nope: unknown op"):
+            s.call(srv1, "nope")
+        assert s.call(srv1, "ping") == "pong"  # an op's error leaves the session as it was
+        assert starts.read_text().count("start") == 1
+        # a session that died is started again at the next call
+        s._channel(srv1).proc.kill()
+        s._channel(srv1).proc.wait()
+        assert s.call(srv1, "ping") == "pong"
+        assert starts.read_text().count("start") == 2
+    finally:
+        s.close()
+    assert s._channels == {}
+
+
+def test_an_agent_that_dies_mid_session_is_one_error_with_what_it_said(monkeypatch, tmp_path):
+    fake_ssh(tmp_path, monkeypatch)
+    monkeypatch.setattr(servers, "agent_command",
+                        lambda _s: ["sh", "-c", "read x; echo 'agent: out of memory' >&2; exit 3"])
+    s = Servers(CLUSTER, {})
+    try:
+        with pytest.raises(MrcemuError, match=r"server srv1: the agent gave no answer to "
+                                              r"ping \(exit 3\): agent: out of memory"):
+            s.call(CLUSTER.servers[1], "ping")
+    finally:
+        s.close()
+
+
+def test_an_agent_that_does_not_answer_in_time_is_an_error_naming_the_server_and_op(
+        monkeypatch, tmp_path):
+    fake_ssh(tmp_path, monkeypatch)
+    monkeypatch.setattr(servers, "agent_command", lambda _s: ["sleep", "30"])
+    s = Servers(CLUSTER, {})
+    try:
+        with pytest.raises(MrcemuError, match=r"server srv1: ping took over 0.2 s"):
+            s.call(CLUSTER.servers[1], "ping", within=0.2)
+        assert s._channel(CLUSTER.servers[1]).proc is None  # ended, not left behind
+    finally:
+        s.close()
