@@ -110,15 +110,18 @@ class Fabric:
               progress: Callable[[int, int], None] | None = None) -> CheckResult:
         """Probe every path between every ordered host pair; `.ok` if all arrived."""
         from mrcemu.fabric.check import run_check
+        from mrcemu.fabric.servers import split_servers
 
-        return run_check(self.topology, self.nodes, timeout, progress)
+        return run_check(self.topology, self.nodes, timeout, progress, split_servers())
 
     def map(self, duration: float = 2.0, interval: float = 0.05) -> dict:
         """Clustermapper: self-probe every link for `duration` seconds; returns every link
         with its loss and RTT, and the links judged bad (as `mrcemu map --json`)."""
         from mrcemu.fabric.mapper import Mapper
+        from mrcemu.fabric.servers import split_servers
 
-        with Mapper(self.layout, self.nodes, interval, window=duration) as m:
+        with Mapper(self.layout, self.nodes, interval, window=duration,
+                    servers=split_servers()) as m:
             m.run(duration)
             return m.report()
 
@@ -130,6 +133,7 @@ class Fabric:
         `load_balancing` (MRC): the policy that chooses each packet's EV, one of
         transport.lb.POLICIES; None, the fabric's (`mrc` unless its scenario says).
         The pair's connection is made again if it was made with another."""
+        from mrcemu.fabric.servers import split_servers
         from mrcemu.nic import transfer
         from mrcemu.nic.client import NicClient
         from mrcemu.units import parse_size
@@ -149,7 +153,7 @@ class Fabric:
                 raise MrcemuError(f"load_balancing {load_balancing!r}: use one of "
                                   f"{', '.join(POLICIES)}")
             settings = {"load_balancing": load_balancing}
-        with NicClient(range(self.topology.hosts)) as client:
+        with NicClient(range(self.topology.hosts), split_servers()) as client:
             r = transfer.send(client, self.topology, a, b, parse_size(size), transport, seed,
                               progress, timeout, settings)
         return SendResult(r["src"], r["dst"], transport, r["size"], r["completed"],

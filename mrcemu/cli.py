@@ -162,10 +162,13 @@ def cluster() -> None:
 @click.option("--down", is_flag=True, help="Remove the local servers, leaving nothing.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Where to write the cluster file [default: /run/mrcemu/cluster/local.yaml].")
+@click.option("--placement", type=click.Choice(["plane", "rack"]), default="plane",
+              show_default=True, help="plane: hosts here, each plane's switches on a server;"
+              " rack: each leaf with its hosts, NIC daemons included, on a server.")
 @friendly
-def cluster_local(n: int | None, down: bool, out: str | None) -> None:
+def cluster_local(n: int | None, down: bool, out: str | None, placement: str) -> None:
     """N-1 extra "servers" on this machine: network namespaces running sshd on a private
-    underlay (MTU 9100), and a cluster file for them (plane placement)."""
+    underlay (MTU 9100), and a cluster file for them."""
     need_root("cluster local")
     from pathlib import Path
 
@@ -180,7 +183,7 @@ def cluster_local(n: int | None, down: bool, out: str | None) -> None:
         raise click.UsageError("give N, the number of servers (this machine included), "
                                "or --down")
     with console.status(f"making {n - 1} local server(s)"):
-        path, c = local.up(n, Path(out) if out else None)
+        path, c = local.up(n, Path(out) if out else None, placement)
     t = Table("server", "address", "underlay")
     for srv in c.servers:
         t.add_row(srv.name, srv.address, srv.underlay)
@@ -223,7 +226,14 @@ def status(as_json: bool) -> None:
                                "mbps": i.mbps, "state": links.get(i.name, "MISSING")})
         nodes.append({"name": name, "pid": pid, "alive": alive, "interfaces": ifaces,
                       **({"server": st.placement[name]} if st.placement else {})})
-    nics = {h: {"pid": pid, "alive": state.pid_alive(pid)} for h, pid in st.nics.items()}
+    # each NIC daemon as its host's server sees it
+    nic_alive: dict[str, bool] = {}
+    for server, names in servers.group(st.nics).items():
+        up_ = servers.call(server, "alive", pids=[st.nics[n] for n in names])
+        nic_alive.update({n: up_[str(st.nics[n])] for n in names})
+    nics = {h: {"pid": pid, "alive": nic_alive[h],
+                **({"server": st.placement[h]} if st.placement else {})}
+            for h, pid in st.nics.items()}
     out = {"running": state.pid_alive(st.manager_pid), "phase": st.phase,
            "manager_pid": st.manager_pid, "topology": st.topology, "summary": st.summary,
            "nodes": nodes, "nics": nics}
@@ -349,11 +359,12 @@ def map_(interval_ms: float, duration: float | None, as_json: bool) -> None:
     from rich.live import Live
 
     from mrcemu.fabric.mapper import Mapper
+    from mrcemu.fabric.servers import split_servers
 
-    with Mapper(fab.layout, fab.nodes, interval_ms / 1e3) as m, \
+    with Mapper(fab.layout, fab.nodes, interval_ms / 1e3, servers=split_servers()) as m, \
             Live(console=console, auto_refresh=False) as live:
         def show(now: float) -> None:
-            live.update(map_table(m.map.links(now), m.map.window, m.sent), refresh=True)
+            live.update(map_table(m.links(now), m.window, m.sent), refresh=True)
 
         m.run(duration, on_tick=show)
         show(time.monotonic())

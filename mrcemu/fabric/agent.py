@@ -247,6 +247,172 @@ def capture_stop(pid: int, timeout: float = 10.0) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+# -- NIC daemons: each runs on the server of its host, started, asked and ended here --
+
+@op
+def nic_start(hosts: dict[str, list[int]], topology: str, transport: str) -> dict[str, int]:
+    """A NIC daemon in each host's namespace on this server ({host: [index, shell PID]}),
+    handed the topology and transport snapshots; detached from this agent (they live
+    until `nic_stop`, or `clean`). Their output goes to this server's manager log.
+    Returns each daemon's PID here."""
+    import subprocess
+
+    from mrcemu import rundir
+
+    out = {}
+    rundir.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    with open(rundir.MANAGER_LOG, "a") as log:  # each daemon has its own copy
+        for name, (index, pid) in hosts.items():
+            p = subprocess.Popen(["mnexec", "-a", str(pid), sys.executable, "-m",
+                                  "mrcemu.nic.daemon", "--host", str(index), "--topology-json",
+                                  topology, "--transport-json", transport],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                 start_new_session=True)
+            out[name] = p.pid
+    return out
+
+
+@op
+def nic_ready(nics: dict[str, int], timeout: float = 30.0) -> None:
+    """Return once every daemon ({host: PID}) answers on its socket; an error naming the
+    first that exited or stayed silent."""
+    from mrcemu import rundir
+    from mrcemu.errors import MrcemuError
+    from mrcemu.fabric import state
+    from mrcemu.nic.control import request
+
+    deadline = time.monotonic() + timeout
+    for name, pid in nics.items():
+        while True:
+            if not state.pid_alive(pid):
+                raise RuntimeError(f"the NIC daemon of {name} exited at start; see "
+                                   f"{rundir.MANAGER_LOG}")
+            try:
+                request(name, "ping", timeout=1)
+                break
+            except MrcemuError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the NIC daemon of {name} did not start") from None
+                time.sleep(0.05)
+
+
+@op
+def nic(batches: dict[str, list[dict]], timeout: float) -> dict[str, dict]:
+    """Each host's batch of requests to its daemon here, the hosts at once: {host: its
+    batch reply}, or {"ok": false, "error": ...} for a daemon that did not answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mrcemu.errors import MrcemuError
+    from mrcemu.nic.control import request
+
+    def one(host: str) -> dict:
+        try:
+            return request(host, "batch", timeout, requests=batches[host])
+        except MrcemuError as e:
+            return {"ok": False, "error": str(e)}
+
+    with ThreadPoolExecutor(max_workers=max(1, len(batches))) as pool:
+        return dict(zip(batches, pool.map(one, batches), strict=True))
+
+
+@op
+def nic_stop(pids: list[int], timeout: float = 5.0) -> None:
+    """End these daemons: SIGTERM, and SIGKILL for any still running after `timeout`."""
+    from mrcemu.fabric.sweep import kill
+
+    kill(set(pids), grace=timeout)
+
+
+@op
+def alive(pids: list[int]) -> dict[str, bool]:
+    """Whether each process runs here (keys are the PIDs as text: JSON's keys are)."""
+    from mrcemu.fabric import state
+
+    return {str(p): state.pid_alive(p) for p in pids}
+
+
+# -- a split fabric's check and Clustermapper: this server's hosts probed here --
+
+_CHECK: dict[str, Any] = {}
+_MAP: dict[str, Any] = {}
+
+
+@op
+def check_open(topology: dict, pids: dict[str, int], hosts: list[int]) -> None:
+    """Open these hosts' sockets for a check (fabric/check.Probes), kept until
+    `check_collect` or `check_close`."""
+    from mrcemu.fabric.path_probes import Probes
+
+    check_close()
+    _CHECK["probes"] = Probes(Topology(**topology), pids, hosts)
+
+
+@op
+def check_send(nonce: int) -> list[list[Any]]:
+    """Send the open check's probes; [src, dst, ev, why] for each not sent."""
+    return [[*key, why] for key, why in _CHECK["probes"].send(nonce).items()]
+
+
+@op
+def check_collect(nonce: int, expect: int, timeout: float) -> list[list[Any]]:
+    """What arrived at these hosts (fabric/check.Arrival each); closes the check."""
+    try:
+        return [list(a) for a in _CHECK["probes"].collect(nonce, expect, timeout)]
+    finally:
+        check_close()
+
+
+@op
+def check_close() -> None:
+    probes = _CHECK.pop("probes", None)
+    if probes is not None:
+        probes.close()
+
+
+@op
+def map_open(topology: dict, pids: dict[str, int], hosts: list[int], interval: float,
+             window: float, timeout: float) -> None:
+    """Clustermapper's probes from these hosts, in the background until `map_close`."""
+    import threading
+
+    from mrcemu.fabric.link_probes import LinkProbes
+
+    map_close()
+    m = LinkProbes(_layout(topology), pids, interval, window, timeout, hosts=hosts)
+    lock, halt = threading.Lock(), threading.Event()
+
+    def probe() -> None:
+        while not halt.is_set():
+            with lock:
+                m.step()
+            time.sleep(0.001)  # let a `map_read` take the lock between steps
+
+    thread = threading.Thread(target=probe, name="map", daemon=True)
+    _MAP.update(mapper=m, lock=lock, halt=halt, thread=thread)
+    thread.start()
+
+
+@op
+def map_read() -> dict[str, Any]:
+    """The links these hosts' probes crossed, as of now: [link, probes, lost, RTT ms]
+    each; and the probes sent and answered so far."""
+    m = _MAP["mapper"]
+    with _MAP["lock"]:
+        links = m.map.links(time.monotonic())
+        return {"links": [[h.link, h.probes, h.lost, h.rtt_ms] for h in links.values()],
+                "sent": m.sent, "answered": m.answered}
+
+
+@op
+def map_close() -> None:
+    if not _MAP:
+        return
+    _MAP["halt"].set()
+    _MAP["thread"].join(timeout=5)
+    _MAP["mapper"].close()
+    _MAP.clear()
+
+
 @op
 def clean_server() -> dict[str, int]:
     from mrcemu.fabric.sweep import clean_server as clean

@@ -1,37 +1,23 @@
-"""`mrcemu check`: one Scapy-crafted probe on every path of every ordered host pair.
+"""`mrcemu check`: one Scapy-crafted probe on every path of every ordered host pair,
+sent and caught by `fabric/path_probes.py`, and judged here: delivered at the right
+port, with the right outer DA and hop limit.
 
-Each probe is built as MRC data is, IPv6-in-IPv6: the outer header to the path's
-uSID container, the inner one to the destination port. It is sent from the source
-host's namespace through its kernel routes (a raw IPv6 socket, so the host's /36 plane
-routes pick the port), and caught on the destination by an AF_PACKET socket, which
-tells us the arriving interface, the outer DA and the hop limit as delivered.
+A split fabric checks a server at a time where its hosts are: each server's agent
+opens its hosts' sockets, then each sends its hosts' probes, then each reports what
+arrived at its hosts; this machine judges every path.
 """
 
 from __future__ import annotations
 
-import select
 import socket
-import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
-from scapy.packet import Raw
-
-from mrcemu.fabric.netns import inside
-from mrcemu.nic.sink import protocol_sink
+from mrcemu.fabric.path_probes import HOP_LIMIT, Arrival, Key, Probes, expected_paths
 from mrcemu.topology import Topology
-from mrcemu.topology.addressing import host_address
-from mrcemu.topology.paths import Path, ev_flow_label, ev_udp_sport, paths
-from mrcemu.wire.constants import IPPROTO_IPV6
-
-CHECK_PORT = 47910
-MAGIC = b"MRCEMU-CHECK"
-PROBE = struct.Struct("!12sHHIQ")  # magic, src, dst, ev, nonce
-HOP_LIMIT = 64
-ETH_P_IPV6 = 0x86DD
 
 
 @dataclass
@@ -62,106 +48,87 @@ class CheckResult:
                 "pairs": [p.__dict__ for p in self.pairs]}
 
 
-def probe_bytes(topo: Topology, path: Path, nonce: int) -> bytes:
-    src = str(host_address(path.plane, path.src))
-    pkt = (IPv6(src=src, dst=str(path.container), hlim=HOP_LIMIT, fl=ev_flow_label(path.ev))
-           / IPv6(src=src, dst=str(path.delivered), hlim=HOP_LIMIT, fl=ev_flow_label(path.ev))
-           / UDP(sport=ev_udp_sport(path.ev), dport=CHECK_PORT)
-           / Raw(PROBE.pack(MAGIC, path.src, path.dst, path.ev, nonce)))
-    return bytes(pkt)
-
-
-def parse_arrival(frame: bytes) -> tuple[int, int, int, int, bytes, int] | None:
-    """(src, dst, ev, nonce, delivered outer DA, hop limit) of a probe frame, or None."""
-    if len(frame) < 14 + 80 + 8 + PROBE.size or frame[12:14] != b"\x86\xdd":
-        return None
-    ip = frame[14:]
-    if ip[6] != IPPROTO_IPV6 or ip[46] != 17:
-        return None
-    udp = ip[80:]
-    if struct.unpack("!H", udp[2:4])[0] != CHECK_PORT:
-        return None
-    magic, src, dst, ev, nonce = PROBE.unpack(udp[8:8 + PROBE.size])
-    if magic != MAGIC:
-        return None
-    return src, dst, ev, nonce, ip[24:40], ip[7]
+def judge(topo: Topology, unsendable: dict[Key, str], arrivals: list[Arrival],
+          seconds: float) -> CheckResult:
+    """Each pair's paths: delivered at the right port, with the right DA and hop limit,
+    or what went wrong."""
+    expected = expected_paths(topo, range(topo.hosts))
+    results = {(a, b): PairResult(a, b, 0) for a in range(topo.hosts)
+               for b in range(topo.hosts) if a != b}
+    for a, b, _ in expected:
+        results[(a, b)].total += 1
+    seen: set[Key] = set()
+    for src, dst, ev, h, iface, da, hlim in arrivals:
+        key = (src, dst, ev)
+        path = expected.get(key)
+        if path is None or key in seen:
+            continue
+        seen.add(key)
+        res = results[(src, dst)]
+        problems = []
+        if h != dst or iface != path.dst_port:
+            problems.append(f"arrived at {iface}, expected {path.dst_port}")
+        if bytes.fromhex(da) != path.delivered.packed:
+            problems.append(f"delivered DA {socket.inet_ntop(socket.AF_INET6, bytes.fromhex(da))},"
+                            f" expected {path.delivered}")
+        if hlim != HOP_LIMIT - path.switch_hops:
+            problems.append(f"hop limit {hlim}, expected {HOP_LIMIT - path.switch_hops}")
+        if problems:
+            res.failures.append({"ev": f"0x{ev:08x}", "why": "; ".join(problems)})
+        else:
+            res.ok += 1
+    for key, p in expected.items():
+        if key not in seen:
+            why = unsendable.get(key, f"lost (container {p.container})")
+            results[(key[0], key[1])].failures.append({"ev": f"0x{p.ev:08x}", "why": why})
+    return CheckResult(list(results.values()), seconds)
 
 
 def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
-              progress: Callable[[int, int], None] | None = None) -> CheckResult:
+              progress: Callable[[int, int], None] | None = None,
+              servers: Any = None) -> CheckResult:
+    """Every path checked. `servers` (a split fabric's `fabric.servers.Servers`): the
+    hosts on another server are probed there, by its agent."""
     t0 = time.monotonic()
-    hosts = range(topo.hosts)
-    senders, listeners, sinks = {}, {}, []
-    try:
-        for h in hosts:
-            with inside(pids[f"h{h}"]):
-                senders[h] = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
-                rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
-                rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-                rx.setblocking(False)
-                listeners[h] = rx
-                sinks.append(protocol_sink(IPPROTO_IPV6))  # no ICMP parameter problem
-        expected: dict[tuple[int, int, int], Path] = {}
-        results: dict[tuple[int, int], PairResult] = {}
-        for a in hosts:
-            for b in hosts:
-                if a != b:
-                    ps = paths(topo, a, b)
-                    results[(a, b)] = PairResult(a, b, len(ps))
-                    for p in ps:
-                        expected[(a, b, p.ev)] = p
-        nonce = time.monotonic_ns() & 0xFFFFFFFF
-        total, sent = len(expected), 0
-        unsendable: dict[tuple[int, int, int], str] = {}
-        for key, p in expected.items():
-            try:
-                senders[key[0]].sendto(probe_bytes(topo, p, nonce), (str(p.container), 0))
-            except OSError as e:  # e.g. the plane's port is down: the kernel has no route
-                unsendable[key] = f"not sent: {e.strerror}"
-            sent += 1
-            if progress and (sent % 64 == 0 or sent == total):
-                progress(sent, total)
-        seen: set[tuple[int, int, int]] = set()
-        deadline = time.monotonic() + timeout
-        fd_host = {s.fileno(): h for h, s in listeners.items()}
-        while len(seen) < total and time.monotonic() < deadline:
-            ready, _, _ = select.select(list(listeners.values()), [], [], 0.1)
-            for s in ready:
-                h = fd_host[s.fileno()]
-                while True:
-                    try:
-                        frame, addr = s.recvfrom(65535)
-                    except BlockingIOError:
-                        break
-                    got = parse_arrival(frame)
-                    if got is None or got[3] != nonce:
-                        continue
-                    src, dst, ev, _, da, hlim = got
-                    key = (src, dst, ev)
-                    path = expected.get(key)
-                    if path is None or key in seen:
-                        continue
-                    seen.add(key)
-                    res = results[(src, dst)]
-                    iface = addr[0]
-                    problems = []
-                    if h != dst or iface != path.dst_port:
-                        problems.append(f"arrived at {iface}, expected {path.dst_port}")
-                    if da != path.delivered.packed:
-                        problems.append(f"delivered DA {socket.inet_ntop(socket.AF_INET6, da)},"
-                                        f" expected {path.delivered}")
-                    if hlim != HOP_LIMIT - path.switch_hops:
-                        problems.append(f"hop limit {hlim}, expected "
-                                        f"{HOP_LIMIT - path.switch_hops}")
-                    if problems:
-                        res.failures.append({"ev": f"0x{ev:08x}", "why": "; ".join(problems)})
-                    else:
-                        res.ok += 1
-        for key, p in expected.items():
-            if key not in seen:
-                why = unsendable.get(key, f"lost (container {p.container})")
-                results[(key[0], key[1])].failures.append({"ev": f"0x{p.ev:08x}", "why": why})
-        return CheckResult(list(results.values()), time.monotonic() - t0)
-    finally:
-        for s in [*senders.values(), *listeners.values(), *sinks]:
-            s.close()
+    nonce = time.monotonic_ns() & 0xFFFFFFFF
+    groups = (servers.group(f"h{h}" for h in range(topo.hosts)) if servers is not None
+              else {None: [f"h{h}" for h in range(topo.hosts)]})
+    local = [int(n[1:]) for srv, names in groups.items()
+             if srv is None or srv.local for n in names]
+    remote = {srv: [int(n[1:]) for n in names] for srv, names in groups.items()
+              if srv is not None and not srv.local}
+    topology = asdict(topo) if remote else {}
+    opened = []
+    with Probes(topo, pids, local) as here:
+        try:
+            for srv, hosts in remote.items():
+                servers.call(srv, "check_open", topology=topology,
+                             pids={f"h{h}": pids[f"h{h}"] for h in hosts}, hosts=hosts)
+                opened.append(srv)
+            unsendable = here.send(nonce, progress)
+            for srv in remote:
+                unsendable.update({(a, b, ev): why for a, b, ev, why in
+                                   servers.call(srv, "check_send", nonce=nonce)})
+            expect = expected_paths(topo, range(topo.hosts))
+
+            def arriving(hosts: list[int]) -> int:
+                mine = set(hosts)
+                return sum(1 for k in expect if k[1] in mine and k not in unsendable)
+
+            with ThreadPoolExecutor(max_workers=1 + len(remote)) as pool:
+                futs = [pool.submit(servers.call, srv, "check_collect",
+                                    within=timeout + 60, nonce=nonce,
+                                    expect=arriving(hosts), timeout=timeout)
+                        for srv, hosts in remote.items()]
+                arrivals = here.collect(nonce, arriving(local), timeout)
+                for f in futs:
+                    arrivals += [tuple(a) for a in f.result()]
+            opened.clear()  # each agent closed its share as it answered
+        finally:
+            for srv in opened:
+                try:
+                    servers.call(srv, "check_close")
+                except Exception:  # noqa: BLE001 - the check's own error is the one to see
+                    pass
+    return judge(topo, unsendable, arrivals, time.monotonic() - t0)
+

@@ -5,7 +5,7 @@ a veth whose root end sits on the bridge `mrcemu-ul` with this machine's own und
 address, MTU 9100 (a VXLAN over IPv6 adds 70 bytes to a 9000-byte frame). Each sshd has
 its own host key, config, PID file and authorized key, all under
 /run/mrcemu/cluster/srvK/, and answers only the key this command made. A cluster file
-for them (`plane` placement) is written for `--cluster`.
+for them (`plane` placement, or `rack`) is written for `--cluster`.
 
 Everything made is recorded in /run/mrcemu/cluster/servers.json as it is made, and
 `down` also finds what a kill -9 left unrecorded by its names, so `--down` always leaves
@@ -180,8 +180,9 @@ def _wait_ssh(k: int, timeout: float = 15) -> None:
     raise MrcemuError(f"ssh to local server {k} ({address(k)}) failed: {last[-300:]}")
 
 
-def up(n: int, out: Path | None = None) -> tuple[Path, Cluster]:
-    """N-1 local servers, each answering ssh; the cluster file (`plane` placement)."""
+def up(n: int, out: Path | None = None, placement: str = "plane") -> tuple[Path, Cluster]:
+    """N-1 local servers, each answering ssh; the cluster file (`placement`: plane or
+    rack)."""
     if n < 2:
         raise MrcemuError("a local cluster needs at least 2 servers (this machine and one "
                           "more): e.g. 'mrcemu cluster local 2'")
@@ -213,7 +214,7 @@ def up(n: int, out: Path | None = None) -> tuple[Path, Cluster]:
             str(out or CLUSTER_FILE),
             (Server("local", LOCAL, "root", BRIDGE),
              *(Server(f"srv{k}", address(k), "root", INNER) for k in range(1, n))),
-            "plane", str(KEY), str(KNOWN_HOSTS))
+            placement, str(KEY), str(KNOWN_HOSTS))
         path = Path(out) if out else CLUSTER_FILE
         path.write_text(f"{HEADER} {n}: this machine and {n - 1} server(s) "
                         "in namespaces; remove with 'sudo mrcemu cluster local --down'\n"

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import bpf, children
-from mrcemu.fabric.servers import Servers
+from mrcemu.fabric.servers import Servers, of_running
 from mrcemu.topology import Layout
 from mrcemu.topology.addressing import Kind, host_address
 from mrcemu.topology.faults import (
@@ -65,7 +65,7 @@ def _servers() -> Servers:
     from mrcemu.fabric import state
 
     st = state.load_state()
-    return Servers.of_state(st) if st else Servers()
+    return of_running(st) if st else Servers()
 
 
 def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],

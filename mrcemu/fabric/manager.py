@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -22,6 +21,7 @@ from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import children, servers, state
 from mrcemu.fabric.build import Fabric
+from mrcemu.fabric.servers import Servers
 from mrcemu.topology import Topology
 from mrcemu.topology.cluster import load as load_cluster
 from mrcemu.transport.config import TransportConfig
@@ -69,39 +69,31 @@ def serve(st: state.FabricState) -> None:
         srv.close()
 
 
-def start_nics(st: state.FabricState, hosts: int) -> list[subprocess.Popen]:
-    """One NIC daemon per host, inside the host's namespace; returns once all answer.
-    Each is handed the topology and transport snapshots, not a path to re-read."""
-    from mrcemu.nic.control import request
-
-    procs = []
+def start_nics(st: state.FabricState, hosts: int, servers: Servers) -> None:
+    """One NIC daemon per host, inside the host's namespace, started by the agent of the
+    server the host is on; returns once all answer. Each is handed the topology and
+    transport snapshots, not a path to re-read."""
     snapshot = json.dumps(st.topology_snapshot)
     transport = json.dumps(st.transport_snapshot)
-    with open(state.LOG, "a") as log:  # each daemon has its own copy
-        for h in range(hosts):
-            name = f"h{h}"
-            p = subprocess.Popen(["mnexec", "-a", str(st.nodes[name]), sys.executable, "-m",
-                                  "mrcemu.nic.daemon", "--host", str(h), "--topology-json",
-                                  snapshot, "--transport-json", transport],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                 start_new_session=True)
-            procs.append(p)
-            st.nics[name] = p.pid
-            st.save()
-    deadline = time.monotonic() + 30
-    for h, p in enumerate(procs):
-        while True:
-            if p.poll() is not None:
-                raise RuntimeError(f"the NIC daemon of h{h} exited at start; see {state.LOG}")
-            try:
-                request(f"h{h}", "ping", timeout=1)
-                break
-            except MrcemuError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the NIC daemon of h{h} did not start") from None
-                time.sleep(0.05)
-        emit("progress", stage="nics", n=h + 1, total=hosts)
-    return procs
+    done = 0
+    for server, names in servers.group(f"h{h}" for h in range(hosts)).items():
+        started = servers.call(server, "nic_start", topology=snapshot, transport=transport,
+                               hosts={n: [int(n[1:]), st.nodes[n]] for n in names})
+        st.nics.update(started)
+        st.save()  # before they answer: `clean` finds them from here on
+        servers.call(server, "nic_ready", nics=started)
+        done += len(names)
+        emit("progress", stage="nics", n=done, total=hosts)
+
+
+def stop_nics(st: state.FabricState, servers: Servers) -> None:
+    """End every NIC daemon, each by the agent of its server (a server that cannot be
+    reached is left to `clean`)."""
+    for server, names in servers.group(n for n in st.nics).items():
+        try:
+            servers.call(server, "nic_stop", pids=[st.nics[n] for n in names])
+        except MrcemuError as e:
+            print(f"manager: {e}", file=sys.stderr)
 
 
 def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
@@ -141,7 +133,6 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
         st.save()
         # Before anything is made there: `clean` then knows which servers to clean.
         rundir.LAST_CLUSTER.write_text(cluster.source + "\n")
-    nics: list[subprocess.Popen] = []
     code = 0
     try:
         t0 = time.monotonic()
@@ -151,7 +142,7 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
             fabric.timings["ssh_s"] = time.monotonic() - t
         fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
                      if n == total or n % max(1, total // 50) == 0 else None)
-        nics = start_nics(st, topo.hosts)
+        start_nics(st, topo.hosts, fabric.servers)
         st.phase = "up"
         st.summary = {
             "topology": topo.name, "planes": topo.planes, "switches": topo.switch_count,
@@ -179,14 +170,7 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
         st.phase = "stopping"
         st.save()
         children.stop_all()  # flappers, captures: whatever the fabric ran beside it
-        for p in nics:
-            if p.poll() is None:
-                p.terminate()
-        for p in nics:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_nics(st, fabric.servers)
         fabric.stop()
         if cluster:
             servers.stop_masters(cluster)

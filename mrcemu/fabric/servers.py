@@ -32,6 +32,7 @@ from mrcemu.topology.cluster import Cluster, Server
 CONTROL_DIR = rundir.SSH_CONTROL
 THIS = "local"  # the name of this machine's server when there is no cluster
 TIMEOUT = 300
+RELAY_SLACK = 30.0  # seconds a relayed NIC batch may take beyond the daemons' own limit
 
 
 def control_path() -> str:
@@ -106,6 +107,32 @@ def exec_argv(servers: Servers, server: Server, cmd: list[str], tty: bool = Fals
     assert servers.cluster is not None
     return [*ssh_base(servers.cluster), *(["-t"] if tty else []), dest(server),
             shlex.join(cmd)]
+
+
+_RUNNING: dict[str, Any] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def of_running(st: Any) -> Servers:
+    """The servers of the running fabric `st` (its state), one object a process for the
+    fabric's life: its agent sessions are shared by every caller here, and closed when
+    another fabric's state is asked for."""
+    key = (st.manager_pid, st.cluster, tuple(sorted(st.placement.items())))
+    with _RUNNING_LOCK:
+        if _RUNNING.get("key") != key:
+            old = _RUNNING.get("servers")
+            if old is not None:
+                old.close()
+            _RUNNING.update(key=key, servers=Servers.of_state(st))
+        return _RUNNING["servers"]
+
+
+def split_servers() -> Servers | None:
+    """The running fabric's servers when it is split: their agents relay requests to the
+    NIC daemons there (`nic/control.Relay`) and probe their hosts for `check` and
+    Clustermapper. None when the fabric is on this machine alone."""
+    st = state.load_state()
+    return of_running(st) if st is not None and st.cluster else None
 
 
 class Channel:
@@ -251,6 +278,20 @@ class Servers:
             for ch in self._channels.values():
                 ch.close()
             self._channels.clear()
+
+    # -- the NIC side's relay (nic/control.Relay): daemons on other servers are asked
+    # through their server's agent, one batch a server --
+
+    def via(self, host: str) -> Server | None:
+        server = self.of(host)
+        return None if server.local else server
+
+    def relay(self, via: Server, batches: dict[str, list[dict]], timeout: float
+              ) -> dict[str, dict]:
+        replies = self.call(via, "nic", within=timeout + RELAY_SLACK, batches=batches,
+                            timeout=timeout)
+        return {h: r if r.get("ok") else {**r, "error": f"server {via.name}: {r['error']}"}
+                for h, r in replies.items()}
 
     def fetch(self, server: Server, path: str, to: Path) -> None:
         """Move a file the server wrote (a capture) here: copied over the shared

@@ -50,14 +50,15 @@ def our_processes() -> list[int]:
     return out
 
 
-def kill(pids: set[int]) -> None:
+def kill(pids: set[int], grace: float = 3.0) -> None:
+    """SIGTERM, then SIGKILL for what still runs `grace` seconds later."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + grace
         while any(state.pid_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
 

@@ -16,11 +16,11 @@ npkts; after `verify` sha_dst and ok.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from mrcemu.errors import MrcemuError
-from mrcemu.nic.control import request
+from mrcemu.nic.control import Relay, request
 from mrcemu.transport.config import clock_scale
 
 POLL = 0.02  # seconds between polls while waiting for completions, on 20 Mb/s links
@@ -43,8 +43,12 @@ def qp_arg(w: dict) -> dict:
 
 
 class NicClient:
-    def __init__(self, hosts: Iterable[int]) -> None:
+    """Requests to the NIC daemons of `hosts`: by their sockets here, or through
+    `relay` for those on other servers (the fabric's agents)."""
+
+    def __init__(self, hosts: Iterable[int], relay: Relay | None = None) -> None:
         self.hosts = list(hosts)
+        self.relay = relay
         self.pool = ThreadPoolExecutor(max_workers=max(1, len(self.hosts)),
                                        thread_name_prefix="nic-client")
 
@@ -58,13 +62,29 @@ class NicClient:
         self.pool.shutdown(wait=True)
 
     def ask(self, calls: list[tuple[int, dict]]) -> list[dict]:
-        """Each (host, request): the replies in the order of `calls`."""
+        """Each (host, request): the replies in the order of `calls`. One batch a host,
+        the hosts at once; those another server runs, one relayed batch a server."""
         per_host: dict[int, list[dict]] = {}
         for h, req in calls:
             per_host.setdefault(h, []).append(req)
-        futs = {h: self.pool.submit(request, f"h{h}", "batch", TIMEOUT, requests=rs)
-                for h, rs in per_host.items()}
-        replies = {h: iter(f.result()["replies"]) for h, f in futs.items()}
+        relayed: dict[Hashable, dict[str, list[dict]]] = {}
+        futs: dict[int, Future] = {}
+        for h, rs in per_host.items():
+            via = self.relay.via(f"h{h}") if self.relay else None
+            if via is None:
+                futs[h] = self.pool.submit(request, f"h{h}", "batch", TIMEOUT, requests=rs)
+            else:
+                relayed.setdefault(via, {})[f"h{h}"] = rs
+        assert self.relay is not None or not relayed
+        groups = {via: self.pool.submit(self.relay.relay, via, batches, TIMEOUT)
+                  for via, batches in relayed.items()} if self.relay else {}
+        replies: dict[int, Iterator[dict]] = {h: iter(f.result()["replies"])
+                                              for h, f in futs.items()}
+        for fut in groups.values():
+            for host, reply in fut.result().items():
+                if not reply.get("ok"):
+                    raise MrcemuError(reply.get("error") or f"{host}: request failed")
+                replies[int(host[1:])] = iter(reply["replies"])
         out = [next(replies[h]) for h, _ in calls]
         for (h, _), r in zip(calls, out, strict=True):
             if not r.get("ok"):

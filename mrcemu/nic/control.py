@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import select
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import Protocol
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
@@ -19,6 +20,19 @@ def socket_path(host: str) -> Path:
 
 def log_path(host: str) -> Path:
     return rundir.nic_log(host)
+
+
+class Relay(Protocol):
+    """How this process reaches the NIC daemons that run on other servers: the fabric
+    gives one (its servers' agents); the NIC side never imports the fabric."""
+
+    def via(self, host: str) -> Hashable | None:
+        """What relays requests to `host`'s daemon; None: reach its socket here."""
+
+    def relay(self, via: Hashable, batches: dict[str, list[dict]], timeout: float
+              ) -> dict[str, dict]:
+        """Each host's batch, through `via`: {host: its batch reply, or
+        {"ok": false, "error": ...}}."""
 
 
 def request(host: str, op: str, timeout: float = 10.0, **args: object) -> dict:

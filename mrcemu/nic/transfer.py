@@ -14,6 +14,7 @@ from collections.abc import Callable
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.nic.client import NicClient, poll_interval, qp_arg
+from mrcemu.nic.control import Relay
 from mrcemu.topology import Topology, latency
 from mrcemu.topology.paths import ev_fields, path_label
 
@@ -76,10 +77,11 @@ def send(client: NicClient, topo: Topology, src: int, dst: int, size: int,
                       settings)[0][0]
 
 
-def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0
-             ) -> tuple[list[dict], float]:
-    """Every write at once, on a client of its own; an error if any did not complete."""
-    with NicClient(range(topo.hosts)) as client:
+def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0,
+             relay: Relay | None = None) -> tuple[list[dict], float]:
+    """Every write at once, on a client of its own (`relay`: to daemons on other
+    servers); an error if any did not complete."""
+    with NicClient(range(topo.hosts), relay) as client:
         results, elapsed = run_writes(client, topo, specs, timeout)
     late = [r for r in results if not r["completed"]]
     if late:

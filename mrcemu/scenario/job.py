@@ -23,7 +23,7 @@ from mrcemu import fidelity
 from mrcemu.capture import Capture, merge
 from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
-from mrcemu.fabric.servers import Servers
+from mrcemu.fabric.servers import of_running
 from mrcemu.scenario import analysis, fullspeed, plots, report
 from mrcemu.scenario.model import Scenario, single_policy
 from mrcemu.scenario.runner import run_transport
@@ -78,9 +78,10 @@ def _named(ui: Ui, name: str) -> Ui:
 def _set_policy(sc: Scenario, lb: str) -> None:
     """Every NIC's connections made again with load-balancing policy `lb` (the runs
     before have finished: none is busy)."""
+    from mrcemu.fabric.servers import split_servers
     from mrcemu.nic.client import NicClient
 
-    with NicClient(range(sc.topology.hosts)) as client:
+    with NicClient(range(sc.topology.hosts), split_servers()) as client:
         client.ask_each("configure", transport={"load_balancing": lb})
 
 
@@ -122,11 +123,14 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
             placed: dict[str, int] = {}
             for server in st.placement.values():
                 placed[server] = placed.get(server, 0) + 1
-            config_cluster = {"file": st.cluster, "nodes_per_server": placed}
+            # where each host, and so its NIC daemon, ran
+            hosts_on = {f"h{h}": st.placement[f"h{h}"] for h in range(sc.topology.hosts)}
+            config_cluster = {"file": st.cluster, "nodes_per_server": placed,
+                              "hosts": hosts_on}
         pids, cfg = st.nodes, st.transport()
         window, config = cfg.init_cwnd // cfg.pmtu, cfg.to_json()
         capture = Capture(layout, pids, sc.capture.interfaces, folder / "pcap",
-                          sc.capture.snaplen, sc.capture.max_mb, Servers.of_state(st))
+                          sc.capture.snaplen, sc.capture.max_mb, of_running(st))
         runs = sc.runs()
         for k, (name, transport, lb) in enumerate(runs):
             if halt.is_set():

@@ -17,6 +17,7 @@ from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
+from mrcemu.fabric.servers import split_servers
 from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.scenario.analysis import conn_label
 from mrcemu.scenario.model import Scenario, TimedFault
@@ -108,7 +109,7 @@ class MapRecorder(threading.Thread):
         self.t0, self.every = t0, every * slowdown
         # On a slowed run a probe queues k times longer: the map's clocks slow with it.
         self.mapper = Mapper(layout, pids, interval, window=WINDOW_S * slowdown,
-                             timeout=TIMEOUT_S * slowdown)
+                             timeout=TIMEOUT_S * slowdown, servers=split_servers())
         self.samples: list[tuple[float, list[str]]] = []
         self.halt = threading.Event()
         self.error: str | None = None
@@ -120,7 +121,7 @@ class MapRecorder(threading.Thread):
                 now = self.mapper.step()
                 if now - last >= self.every:
                     last = now
-                    self.samples.append((round(now - self.t0, 4), self.mapper.map.bad(now)))
+                    self.samples.append((round(now - self.t0, 4), self.mapper.bad(now)))
         except Exception as e:  # noqa: BLE001 - the map is a witness: it never ends a run
             self.error = f"{type(e).__name__}: {e}"
         finally:
@@ -130,7 +131,7 @@ class MapRecorder(threading.Thread):
         self.halt.set()
         self.join(timeout=10)
         return {"interval_ms": round(self.mapper.interval * 1e3, 3),
-                "window_s": self.mapper.map.window, "probes_sent": self.mapper.sent,
+                "window_s": self.mapper.window, "probes_sent": self.mapper.sent,
                 "probes_answered": self.mapper.answered, "error": self.error,
                 "samples": self.samples}
 
@@ -152,7 +153,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
     raw: dict = {"transport": transport, "iterations": [], "completed": False,
                  "interrupted": False, "timed_out": False, "failed": False,
                  "failed_flows": [], "cpus": fidelity.cpus(), "slowdown": sc.slowdown}
-    with NicClient(hosts) as client:
+    with NicClient(hosts, split_servers()) as client:
         client.ask_each("trace_reset")
         before = client.ask_each("trace")
         raw["stats_before"] = {

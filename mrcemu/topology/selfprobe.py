@@ -157,3 +157,22 @@ class LinkMap:
 
     def bad(self, now: float) -> list[str]:
         return sorted(name for name, h in self.links(now).items() if h.bad)
+
+
+def merge(parts: list[dict[str, LinkHealth]]) -> dict[str, LinkHealth]:
+    """Several mappers' judgements as one (a split fabric's servers, each probing from
+    its own hosts): a link more than one judged is judged on all their probes."""
+    out: dict[str, LinkHealth] = {}
+    for part in parts:
+        for name, h in part.items():
+            if name not in out:
+                out[name] = h
+                continue
+            o = out[name]
+            answered = (o.probes - o.lost, h.probes - h.lost)
+            rtt = None
+            if sum(answered):
+                rtt = sum(n * r for n, r in zip(answered, (o.rtt_ms, h.rtt_ms), strict=True)
+                          if n and r is not None) / sum(answered)
+            out[name] = LinkHealth(name, o.probes + h.probes, o.lost + h.lost, rtt)
+    return out

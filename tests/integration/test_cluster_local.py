@@ -215,7 +215,8 @@ def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy,
     for f in ("report.json", "report.md", "goodput.png", "ev-states.png", "capture.pcapng"):
         assert (folder / f).stat().st_size > 0, f
     assert list((folder / "logs").glob("nic-h*.jsonl"))
-    assert rep["cluster"] == {"file": str(path), "nodes_per_server": {"local": 4, "srv1": 8}}
+    assert rep["cluster"] == {"file": str(path), "nodes_per_server": {"local": 4, "srv1": 8},
+                              "hosts": {f"h{h}": "local" for h in range(4)}}
     assert set(rep["transports"]) == {"mrc", "roce"} and not rep["partial"]
     for t in rep["transports"].values():
         assert t["faults"] and all(f["error"] is None for f in t["faults"]), t["faults"]
@@ -226,3 +227,58 @@ def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy,
     got = tshark(folder / "capture.pcapng", "frame.interface_name")
     assert set(got) == {"h0-p0", "p0l1-h3"}, set(got)
     assert not list(rundir.REMOTE_CAPTURES.glob("*"))  # fetched, then removed there
+
+
+def test_rack_placement_runs_each_hosts_nic_daemon_on_its_own_server(servers, tidy):
+    """`rack` over two local servers: leaf 1 and its hosts (h2, h3) on srv1, their NIC
+    daemons started there by srv1's agent; every path checks, a write between hosts on
+    the two servers is intact, and a kill -9 of the manager then `clean` leaves nothing
+    of ours on either server."""
+    from mrcemu.fabric.servers import Servers
+
+    path, _ = local.up(2, placement="rack")
+    r = mrcemu("up", "small", "--cluster", str(path), timeout=180)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    st = state.load_state()
+    assert st is not None
+    assert {h: st.placement[h] for h in ("h0", "h1", "h2", "h3")} == {
+        "h0": "local", "h1": "local", "h2": "srv1", "h3": "srv1"}
+    srv1 = load(path).server("srv1")
+    daemon, shell = st.nics["h2"], st.nodes["h2"]
+    # Read on srv1 itself: the daemon runs in h2's namespace, a child of srv1's agent.
+    there = ssh(1, "readlink", f"/proc/{daemon}/ns/net", f"/proc/{shell}/ns/net", ";",
+                "cat", f"/proc/{daemon}/status", ";", "ps", "-o", "args=", "-p",
+                f"$(awk '/^PPid/{{print $2}}' /proc/{daemon}/status)")
+    assert there.returncode == 0, there.stderr
+    ns_daemon, ns_shell, *rest = there.stdout.splitlines()
+    assert ns_daemon == ns_shell and ns_daemon.startswith("net:[")
+    assert "mrcemu.fabric.agent" in rest[-1], rest[-1]
+    s = Servers.of_state(st)
+    try:
+        assert s.call(srv1, "alive", pids=[daemon]) == {str(daemon): True}
+    finally:
+        s.close()
+    nics = json.loads(mrcemu("status", "--json").stdout)["nics"]
+    assert nics["h2"] == {"pid": daemon, "alive": True, "server": "srv1"}
+    r = mrcemu("check", timeout=120)
+    assert r.returncode == 0 and "40/40 paths delivered" in r.stdout, r.stdout + r.stderr
+    # h0 here to h3 there, and back: both ends' daemons asked through their servers
+    for a, b in (("h0", "h3"), ("h3", "h0")):
+        r = mrcemu("send", a, b, "--size", "1MiB", "--json", timeout=120)
+        assert r.returncode == 0, r.stderr
+        sent = json.loads(r.stdout)
+        assert sent["integrity_ok"] and sent["completed"], sent
+        assert set(sent["packets_per_plane"]) == {"0", "1"}
+    remote = [st.nodes[n] for n, where in st.placement.items() if where == "srv1"]
+    remote += [st.nics[h] for h in ("h2", "h3")]
+    os.kill(st.manager_pid, signal.SIGKILL)
+    wait_for(lambda: not alive(st.manager_pid))
+    r = mrcemu("clean", timeout=120)
+    assert r.returncode == 0 and "not cleaned" not in r.stdout, r.stdout + r.stderr
+    wait_for(lambda: not [p for p in remote if alive(p)])
+    assert masters() == []
+    left = ssh(1, "ps", "-eo", "args=").stdout
+    assert "mrcemu.nic.daemon" not in left and "mininet:" not in left, left
+    links = ssh(1, "ip", "-o", "link", "show").stdout
+    assert not [x for x in links.splitlines() if IFNAME.match(x.split(":")[1].strip()
+                                                               .split("@")[0])], links

@@ -58,11 +58,11 @@ def test_a_stalled_mapper_blames_no_link(fabric):
     import time
 
     from mrcemu.fabric import state
-    from mrcemu.fabric.mapper import Mapper
+    from mrcemu.fabric.link_probes import LinkProbes
     from mrcemu.topology import Layout
 
     st = state.load_state()
-    with Mapper(Layout(st.topo()), st.nodes, interval=0.05) as m:
+    with LinkProbes(Layout(st.topo()), st.nodes, interval=0.05) as m:
         for _ in range(8):
             m._round(time.monotonic())  # a round, then a stall longer than the timeout
             time.sleep(m.map.timeout + 0.1)

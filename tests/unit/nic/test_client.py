@@ -104,3 +104,46 @@ def test_the_poll_interval_follows_slower_links_only():
     assert poll_interval(20) == POLL
     assert poll_interval(1) == pytest.approx(20 * POLL)  # a fabric slowed 20 times
     assert poll_interval(10_000) == POLL  # never more often than on 20 Mb/s links
+
+
+class FakeRelay:
+    """Hosts 4-7 on a server "srv1", reached through it: one call a server a batch."""
+
+    def __init__(self, daemons: FakeDaemons, down: str | None = None) -> None:
+        self.daemons, self.down = daemons, down
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def via(self, host: str) -> str | None:
+        return "srv1" if int(host[1:]) >= 4 else None
+
+    def relay(self, via, batches, timeout):
+        self.calls.append((via, sorted(batches)))
+        return {h: ({"ok": False, "error": f"server {via}: the NIC daemon of {h} does not "
+                                           "answer"} if h == self.down
+                    else self.daemons(h, "batch", timeout, requests=rs))
+                for h, rs in batches.items()}
+
+
+def test_hosts_on_another_server_are_asked_through_its_relay_one_call_a_batch(monkeypatch):
+    fake = FakeDaemons()
+    monkeypatch.setattr(client_mod, "request", fake)
+    relay = FakeRelay(fake)
+    with NicClient(range(8), relay) as c:
+        ws = c.post([{"src": s, "dst": d, "size": 4096, "transport": "mrc", "seed": s}
+                     for s, d in ((0, 5), (6, 1), (7, 4))])
+        # registrations at h5, h1 and h4; writes at h0, h6 and h7: those on srv1 in one
+        # relayed call each time, the rest by their sockets here
+        assert relay.calls == [("srv1", ["h4", "h5"]), ("srv1", ["h6", "h7"])]
+        assert sorted(h for h, _ in fake.batches if int(h[1:]) < 4) == ["h0", "h1"]
+        assert [w["msn"] for w in ws] == [7, 7, 7]
+        # replies come back in the order asked, whichever way they went
+        c.poll(ws)
+        assert all(w["done_at"] == 2.0 for w in ws)
+
+
+def test_a_daemon_the_relay_cannot_reach_is_one_error_naming_server_and_host(monkeypatch):
+    fake = FakeDaemons()
+    monkeypatch.setattr(client_mod, "request", fake)
+    with NicClient(range(8), FakeRelay(fake, down="h6")) as c, \
+            pytest.raises(MrcemuError, match="server srv1: the NIC daemon of h6 does not"):
+        c.ask_each("msg")

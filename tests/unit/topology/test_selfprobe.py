@@ -79,3 +79,18 @@ def test_too_few_probes_judge_nothing():
     t = run(m, {"p1l0-p1s1"}, 1)
     h = m.links(t + 0.4)["p1l0-p1s1"]
     assert 0 < h.probes < MIN_PROBES and h.loss == 1.0 > BAD_LOSS and not h.bad
+
+
+def test_judgements_of_several_servers_merge_into_one_map():
+    from mrcemu.topology.selfprobe import LinkHealth, merge
+
+    a = {"h0-p0l0": LinkHealth("h0-p0l0", 10, 0, 2.0),
+         "p0l0-p0s0": LinkHealth("p0l0-p0s0", 10, 10, None)}
+    b = {"h2-p0l1": LinkHealth("h2-p0l1", 8, 0, 4.0),
+         "p0l0-p0s0": LinkHealth("p0l0-p0s0", 10, 0, 6.0)}
+    got = merge([a, b])
+    assert set(got) == {"h0-p0l0", "p0l0-p0s0", "h2-p0l1"}
+    assert got["h0-p0l0"] == a["h0-p0l0"] and got["h2-p0l1"] == b["h2-p0l1"]
+    # a link both judged: all 20 probes, 10 lost, the RTT of the 10 answered
+    assert got["p0l0-p0s0"] == LinkHealth("p0l0-p0s0", 20, 10, 6.0)
+    assert got["p0l0-p0s0"].bad and not merge([b])["p0l0-p0s0"].bad
