@@ -40,3 +40,53 @@ def test_the_module_answers_one_line_per_request_line_in_order():
     assert [a["ok"] for a in answers] == [True, False, False]
     assert answers[0]["result"] == "pong" and "not JSON" in answers[1]["error"]
     assert "unknown op 'nope'" in answers[2]["error"]
+
+
+def test_a_relayed_batch_answers_for_every_host_even_one_whose_daemon_is_gone(tmp_path,
+                                                                              monkeypatch):
+    """The NIC relay: each host's batch to its daemon's socket here, the answers by host;
+    a daemon that does not answer is that host's error, not the whole call's."""
+    import socket
+    import threading
+
+    from mrcemu import rundir
+
+    monkeypatch.setattr(rundir, "RUN_DIR", tmp_path)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(rundir.nic_socket("h1")))
+    srv.listen(1)
+
+    def daemon() -> None:  # one batch, answered as a NIC daemon answers it
+        conn, _ = srv.accept()
+        with conn:
+            req = json.loads(conn.makefile().readline())
+            conn.sendall(json.dumps({"ok": True, "replies": [
+                {"ok": True, "op": r["op"]} for r in req["requests"]]}).encode() + b"\n")
+
+    t = threading.Thread(target=daemon)
+    t.start()
+    try:
+        answer = agent.handle({"op": "nic", "args": {"timeout": 5, "batches": {
+            "h1": [{"op": "stats"}, {"op": "msg"}], "h2": [{"op": "stats"}]}}})
+    finally:
+        t.join(timeout=10)
+        srv.close()
+    assert answer["ok"], answer
+    got = answer["result"]
+    assert got["h1"] == {"ok": True, "replies": [{"ok": True, "op": "stats"},
+                                                 {"ok": True, "op": "msg"}]}
+    assert got["h2"]["ok"] is False and "the NIC daemon of h2 does not answer" in \
+        got["h2"]["error"]
+
+
+def test_the_agent_says_which_processes_run_and_names_a_daemon_that_died_at_start():
+    import os
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    answer = agent.handle({"op": "alive", "args": {"pids": [os.getpid(), dead.pid]}})
+    assert answer == {"ok": True, "result": {str(os.getpid()): True, str(dead.pid): False}}
+    answer = agent.handle({"op": "nic_ready", "args": {"nics": {"h4": dead.pid},
+                                                       "timeout": 5}})
+    assert answer["ok"] is False and "the NIC daemon of h4 exited at start" in \
+        answer["error"], answer
