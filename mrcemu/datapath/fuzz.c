@@ -93,7 +93,7 @@ static void sender_setup(void)
 					       .skip_len = 4, .usable = 1,
 					       .good = 1};
 	mrc_tx_set_paths(&snd, p, 2);
-	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3, 4e-3, 16 * 256, 2e-3);
+	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3, 4e-3, 16 * 256, 2e-3, 0);
 	mrc_tx_use_cc(&snd, &cc, 1e-3, 1.0, 1e-3);
 	mrc_tx_ages(&snd, 1, 6); /* the stop age before the overdue age, as configured */
 	snd.rotate = rotate;

@@ -7,17 +7,17 @@
 #define REFERENCE_BDP (100e9 / 8 * 12e-6)
 #define DELAY_WEIGHT 0.0125
 #define GAMMA 0.8
-#define QA_GATE 8
+#define QA_SHARE (1.5 / 8 / 1.75)
 #define ADJUST_PACKETS 8
 
 void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwnd,
 		   double max_cwnd, double target_delay, double network_rtt, double bdp,
-		   double nack_delay)
+		   double nack_delay, int rtt_known)
 {
 	*c = (struct mrc_nscc){.cwnd = cwnd, .mss = mss, .min_cwnd = min_cwnd,
 			       .max_cwnd = max_cwnd, .target_delay = target_delay,
 			       .network_rtt = network_rtt, .bdp = bdp, .nack_delay = nack_delay,
-			       .qa_end = -1.0, .last_decrease = -1.0};
+			       .rtt_known = rtt_known != 0, .qa_end = -1.0, .last_decrease = -1.0};
 	double a = bdp / REFERENCE_BDP;
 	double b = target_delay / network_rtt;
 	c->alpha = 4.0 * mss * a * b / target_delay;
@@ -43,6 +43,11 @@ static void average(struct mrc_nscc *c, double delay, int ecn)
 	c->avg_delay = DELAY_WEIGHT * sample + (1.0 - DELAY_WEIGHT) * c->avg_delay;
 }
 
+double mrc_nscc_qa_gate(const struct mrc_nscc *c)
+{
+	return QA_SHARE * c->bdp * (c->base_rtt + c->target_delay) / c->network_rtt;
+}
+
 static int quick_adapt(struct mrc_nscc *c, int loss, int ecn, double delay, double now,
 		       double inflight)
 {
@@ -51,7 +56,7 @@ static int quick_adapt(struct mrc_nscc *c, int loss, int ecn, double delay, doub
 		done = 1;
 	} else if (now > c->qa_end) {
 		if (c->qa_end >= 0 && (c->qa_flag || loss || delay > c->qa_threshold) &&
-		    c->achieved < c->max_cwnd / QA_GATE) {
+		    c->achieved < mrc_nscc_qa_gate(c)) {
 			c->cwnd = max2(c->achieved, c->min_cwnd);
 			c->to_ignore = inflight;
 			c->ignored = 0.0;
@@ -116,7 +121,8 @@ void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int e
 	c->ignored += (double)acked_bytes;
 	double delay;
 	if (rtt >= 0) {
-		c->base_rtt = c->sampled ? min2(c->base_rtt, rtt) : rtt; /* nscc.py says why */
+		/* nscc.py says why */
+		c->base_rtt = c->rtt_known || c->sampled ? min2(c->base_rtt, rtt) : rtt;
 		c->sampled = 1;
 		delay = rtt - c->base_rtt;
 		average(c, delay, ecn);

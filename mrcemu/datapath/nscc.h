@@ -16,6 +16,7 @@ struct mrc_nscc {
 	double network_rtt;  /* the fabric's longest base RTT: the adjustment period */
 	double bdp;          /* bytes in flight over the network RTT at line rate */
 	double nack_delay;   /* the queueing delay a trim stands for */
+	int rtt_known;       /* an unloaded sample reads network_rtt: the base starts there */
 	/* derived at init */
 	double alpha, fair, eta, fast_scale, fast_delay, qa_threshold;
 	/* state */
@@ -30,7 +31,9 @@ struct mrc_nscc {
 
 void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwnd,
 		   double max_cwnd, double target_delay, double network_rtt, double bdp,
-		   double nack_delay);
+		   double nack_delay, int rtt_known);
+/* The bytes under which a period's acks call for quick adapt (nscc.py: qa_gate). */
+double mrc_nscc_qa_gate(const struct mrc_nscc *c);
 /* `rtt` < 0: no sample with this ack. `inflight`: the bytes in flight now. */
 void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int ecn, double now,
 		     double inflight);

@@ -6,16 +6,17 @@
 
 #include "nscc_type.h"
 
-/* Nscc(cwnd, mss, min_cwnd, max_cwnd, target_delay, network_rtt, bdp, nack_delay), as
- * the Python dataclass */
+/* Nscc(cwnd, mss, min_cwnd, max_cwnd, target_delay, network_rtt, bdp, nack_delay,
+ * rtt_known=False), as the Python dataclass */
 static int nscc_init(NsccObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"cwnd",	"mss", "min_cwnd",   "max_cwnd", "target_delay",
-				 "network_rtt", "bdp", "nack_delay", NULL};
+				 "network_rtt", "bdp", "nack_delay", "rtt_known", NULL};
 	double cwnd, lo, hi, target, rtt, bdp, nack;
 	unsigned long mss;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "dkdddddd", kwlist, &cwnd, &mss, &lo, &hi,
-					 &target, &rtt, &bdp, &nack))
+	int known = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "dkdddddd|p", kwlist, &cwnd, &mss, &lo, &hi,
+					 &target, &rtt, &bdp, &nack, &known))
 		return -1;
 	if (!(target > 0 && rtt > 0 && bdp > 0 && nack >= 0 && mss > 0 && lo <= hi)) {
 		PyErr_SetString(PyExc_ValueError,
@@ -23,7 +24,7 @@ static int nscc_init(NsccObject *self, PyObject *args, PyObject *kw)
 				"nack_delay >= 0 and min_cwnd <= max_cwnd");
 		return -1;
 	}
-	mrc_nscc_init(&self->c, cwnd, (uint32_t)mss, lo, hi, target, rtt, bdp, nack);
+	mrc_nscc_init(&self->c, cwnd, (uint32_t)mss, lo, hi, target, rtt, bdp, nack, known);
 	return 0;
 }
 
@@ -83,7 +84,14 @@ static PyObject *nscc_on_rto(NsccObject *self, PyObject *Py_UNUSED(ignored))
 	Py_RETURN_NONE;
 }
 
+static PyObject *nscc_qa_gate(NsccObject *self, PyObject *unused)
+{
+	return PyFloat_FromDouble(mrc_nscc_qa_gate(&self->c));
+}
+
 static PyMethodDef nscc_methods[] = {
+	{"qa_gate", (PyCFunction)nscc_qa_gate, METH_NOARGS,
+	 "the bytes under which a period's acks call for quick adapt"},
 	{"on_ack", (PyCFunction)nscc_on_ack, METH_VARARGS,
 	 "on_ack(acked_bytes, rtt or None, ecn, now, inflight)"},
 	{"on_nack", (PyCFunction)nscc_on_nack, METH_VARARGS,
@@ -112,6 +120,7 @@ static PyMemberDef nscc_members[] = {
 	RO(qa_threshold, T_DOUBLE, "an averaged delay past it flags quick adapt"),
 	RO(base_rtt, T_DOUBLE, "the lowest RTT sampled (the network RTT until the first)"),
 	RO(sampled, T_INT, "an RTT sample has set base_rtt"),
+	RO(rtt_known, T_INT, "an unloaded sample reads network_rtt: the base starts there"),
 	RO(avg_delay, T_DOUBLE, "the averaged queueing delay"),
 	RO(inc_bytes, T_DOUBLE, "increase accumulated for the next fulfill adjustment"),
 	RO(received, T_DOUBLE, "bytes acked since the last fulfill adjustment"),

@@ -548,7 +548,7 @@ class Nic:
                     "stats": c.stats.to_json(),
                     "tx": c.tx_trace.to_json(), "ev_changes": h.ev_change_rows(),
                     "path_changes": h.path_change_rows(), "rto": c.rto, "srtt": c.srtt,
-                    "cwnd": c.cwnd,
+                    "cwnd": c.cwnd, "cc": c.cc_counters(),
                     "pmtu": self.cfg.pmtu, "history_dropped": h.dropped})
             return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
                     "rx_bins": {str(p): {str(k): v for k, v in b.items()}

@@ -21,9 +21,10 @@ small `eta` is added too.
 
 Quick adapt: a trim, a loss or an averaged delay past four targets raises a flag. At the
 end of each period (base RTT + target) with the flag up, if what was acknowledged in the
-period is under an eighth of the maximum window, the window becomes just that, and the
-marks on the bytes then in flight are not acted on (they say what the old window did).
-This stops an incast's senders at once and evenly.
+period is under the gate (`qa_gate`: the reference's share of what the period carries at
+line rate, which on its fabric is an eighth of its maximum window), the window becomes
+just that, and the marks on the bytes then in flight are not acted on (they say what the
+old window did). This stops a collapsing flow at once.
 
 A NACK for a trimmed packet takes its bytes off the window (unless quick adapt just set
 it) and flags quick adapt. A packet lost untrimmed (a broken path: per-EV order, or sent
@@ -43,7 +44,10 @@ from dataclasses import dataclass, field
 REFERENCE_BDP = 100e9 / 8 * 12e-6  # bytes: 100 Gb/s over 12 us, the reference's scale
 DELAY_WEIGHT = 0.0125  # the averaged delay's EWMA weight
 GAMMA = 0.8  # how much of the averaged delay's excess a decrease takes off
-QA_GATE = 8  # quick adapt only when less than max_cwnd / QA_GATE was acknowledged
+# Quick adapt only when a period acknowledged less than this share of what the period
+# carries at line rate: the reference's gate, max_cwnd / 8 with its max_cwnd of 1.5 BDPs,
+# over its period of base RTT + 0.75 network RTTs (1.75 BDPs at line rate): 3/28.
+QA_SHARE = 1.5 / 8 / 1.75
 ADJUST_PACKETS = 8  # a fulfill adjustment every this many packets acknowledged
 
 
@@ -57,6 +61,11 @@ class Nscc:
     network_rtt: float  # the fabric's longest base RTT: the adjustment period
     bdp: float  # bytes the host has in flight over the network RTT at line rate
     nack_delay: float  # the queueing delay a trim stands for (the trim threshold's)
+    # The network RTT is what an unloaded sample reads (the scale model's fixed latency
+    # dwarfs what the hosts add): the base RTT starts there and only samples below it
+    # lower it, as the reference's configured RTT does. Without fixed latency the hosts'
+    # processing is most of every round trip, and the first sample sets the base.
+    rtt_known: bool = False
     # derived in __post_init__
     alpha: float = field(init=False)
     fair: float = field(init=False)
@@ -100,13 +109,17 @@ class Nscc:
         self.received += acked_bytes
         self.ignored += acked_bytes
         if rtt is not None:
-            # The base RTT is the lowest round trip this NIC has sampled: the network's
-            # own until the first sample, which replaces it even if higher. Every sample
-            # here also holds what the hosts add (the emulated NICs' own processing), so
-            # the configured network RTT is a floor no sample reaches; keeping it would
-            # count that processing as queueing. UEC's reference has no such floor: its
-            # configured RTT is what its NICs sample unloaded.
-            self.base_rtt = min(self.base_rtt, rtt) if self.sampled else rtt
+            # The base RTT is the lowest round trip sampled, and the network's own
+            # before that. With `rtt_known` (the scale model's latency) the network's is
+            # what an unloaded sample reads, and a first sample above it held a queue:
+            # in an incast a flow whose first packets queue behind the others' would
+            # read the queue as base for the whole run, its delays low, and fall from
+            # fair increase into proportional. Without it every sample also holds what
+            # the hosts add (the emulated NICs' own processing), a floor the configured
+            # RTT is far under; keeping it would count that processing as queueing, so
+            # the first sample replaces it even if higher.
+            known = self.rtt_known or self.sampled
+            self.base_rtt = min(self.base_rtt, rtt) if known else rtt
             self.sampled = True
             delay = rtt - self.base_rtt
             self._average(delay, ecn)
@@ -156,7 +169,7 @@ class Nscc:
             done = True  # a mark on what the window before quick adapt sent
         elif now > self.qa_end:
             if (self.qa_end >= 0 and (self.qa_flag or loss or delay > self.qa_threshold)
-                    and self.achieved < self.max_cwnd / QA_GATE):
+                    and self.achieved < self.qa_gate()):
                 self.cwnd = max(self.achieved, self.min_cwnd)
                 self.to_ignore = inflight
                 self.ignored = 0.0
@@ -169,6 +182,17 @@ class Nscc:
             self.inc_bytes = 0.0
             self.received = 0.0
         return done
+
+    def qa_gate(self) -> float:
+        """The bytes under which a period's acknowledgements call for quick adapt: the
+        reference's share of what the period (base RTT + target) carries at line rate.
+        On the reference's fabric (target 0.75 network RTTs) that is its max_cwnd / 8;
+        where a trim-bounded queue holds less than a round trip (the target a share of
+        it), the period is shorter, and max_cwnd / 8 would call a 7:1 incast's fair
+        share a collapse: every period with a trim would reset the flows under it to
+        what they delivered, and leave a flow that got above it alone to keep its
+        lead."""
+        return QA_SHARE * self.bdp * (self.base_rtt + self.target_delay) / self.network_rtt
 
     def _proportional(self, acked_bytes: int, delay: float) -> None:
         # Fast increase: a whole window acknowledged with no queue at all grows the

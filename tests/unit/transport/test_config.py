@@ -48,6 +48,9 @@ def test_the_scale_models_latency_lengthens_the_timeouts_and_widens_the_windows(
     # The other clocks are the links' as before (target_delay is queueing, above it).
     assert (cfg.ack_slack, cfg.target_delay, cfg.sack_delay) == (
         base.ack_slack, base.target_delay, base.sack_delay)
+    # An unloaded round trip reads the fixed one: NSCC's base RTT starts there (without
+    # latency the hosts' processing is most of a round trip, and it does not).
+    assert cfg.rtt_known and not base.rtt_known
 
 
 def test_a_roce_qps_window_is_its_ports_share_of_the_bdp_on_the_one_plane_ecmp_fabric():
