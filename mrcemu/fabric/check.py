@@ -91,12 +91,8 @@ def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,
     hosts on another server are probed there, by its agent."""
     t0 = time.monotonic()
     nonce = time.monotonic_ns() & 0xFFFFFFFF
-    groups = (servers.group(f"h{h}" for h in range(topo.hosts)) if servers is not None
-              else {None: [f"h{h}" for h in range(topo.hosts)]})
-    local = [int(n[1:]) for srv, names in groups.items()
-             if srv is None or srv.local for n in names]
-    remote = {srv: [int(n[1:]) for n in names] for srv, names in groups.items()
-              if srv is not None and not srv.local}
+    local, remote = (servers.hosts_by_server(topo.hosts) if servers is not None
+                     else (list(range(topo.hosts)), {}))
     topology = asdict(topo) if remote else {}
     opened = []
     with Probes(topo, pids, local) as here:

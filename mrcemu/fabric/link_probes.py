@@ -177,12 +177,3 @@ class LinkProbes:
         end = time.monotonic() + self.map.timeout
         while (now := time.monotonic()) < end:
             self._read(end - now)
-
-    def report(self) -> dict:
-        """Every link with its loss and RTT over the window, and the bad ones."""
-        now = time.monotonic()
-        links = self.map.links(now)
-        return {"interval_ms": round(self.interval * 1e3, 3), "window_s": self.map.window,
-                "probes_sent": self.sent, "probes_answered": self.answered,
-                "links": [h.to_json() for h in links.values()],
-                "bad": sorted(n for n, h in links.items() if h.bad)}

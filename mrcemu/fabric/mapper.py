@@ -30,14 +30,8 @@ class Mapper:
     def __init__(self, layout: Layout, pids: dict[str, int], interval: float = 0.05,
                  window: float = WINDOW_S, timeout: float = TIMEOUT_S,
                  servers: Any = None) -> None:
-        local, self.remote = list(range(layout.topo.hosts)), {}
-        if servers is not None:
-            local = []
-            for srv, names in servers.group(f"h{h}" for h in range(layout.topo.hosts)).items():
-                if srv.local:
-                    local += [int(n[1:]) for n in names]
-                else:
-                    self.remote[srv] = [int(n[1:]) for n in names]
+        local, self.remote = (servers.hosts_by_server(layout.topo.hosts)
+                              if servers is not None else (list(range(layout.topo.hosts)), {}))
         self.servers = servers
         self.here = LinkProbes(layout, pids, interval, window, timeout, hosts=local)
         self._counts: dict[Any, tuple[int, int]] = {}

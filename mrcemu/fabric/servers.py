@@ -253,6 +253,19 @@ class Servers:
             out.setdefault(self.of(n), []).append(n)
         return out
 
+    def hosts_by_server(self, n: int) -> tuple[list[int], dict[Server, list[int]]]:
+        """Hosts 0..n-1 split into this machine's and each other server's (by number):
+        what a prober runs here and what it asks each other server's agent to run."""
+        here: list[int] = []
+        there: dict[Server, list[int]] = {}
+        for srv, names in self.group(f"h{h}" for h in range(n)).items():
+            hosts = [int(name[1:]) for name in names]
+            if srv.local:
+                here += hosts
+            else:
+                there[srv] = hosts
+        return here, there
+
     def call(self, server: Server, op: str, within: float = TIMEOUT, **args: Any) -> Any:
         """Run one agent op on a server; its result, or an error naming the server."""
         request = {"op": op, "args": args}

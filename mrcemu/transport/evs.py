@@ -281,6 +281,10 @@ class EvProfile:
             self.new_rotation()
         return None
 
+    def at_floor(self) -> bool:
+        """No more usable EVs than `min_active`: none may be taken out of use."""
+        return self.count_usable(self.min_active + 1) <= self.min_active
+
     def count_usable(self, limit: int | None = None) -> int:
         """The usable EVs, counted no further than `limit` (None: all of them)."""
         n = 0
@@ -312,8 +316,7 @@ class EvProfile:
         if e is None:
             return
         e.last_mark = now
-        floor = self.min_active
-        if e.state is not EvState.GOOD or self.count_usable(floor + 1) <= floor:
+        if e.state is not EvState.GOOD or self.at_floor():
             return
         plane = self._in_plane[e.path.plane]
         # A SKIP moves load between the paths of a plane; the plane's last usable path
@@ -378,8 +381,7 @@ class EvProfile:
         usable one."""
         e = self.evs.get(ev)
         if (e is None or e.state not in (EvState.GOOD, EvState.SKIP)
-                or (self.usable(e)
-                    and self.count_usable(self.min_active + 1) <= self.min_active)):
+                or (self.usable(e) and self.at_floor())):
             if e is not None:
                 self._sync(e)  # the sender marked it stopped: not so
             return False
@@ -398,7 +400,7 @@ class EvProfile:
         e = self.evs.get(ev)
         if e is None or e.state in (EvState.ASSUMED_BAD, EvState.DENIED):
             return
-        if self.usable(e) and self.count_usable(self.min_active + 1) <= self.min_active:
+        if self.usable(e) and self.at_floor():
             return
         self._set(e, EvState.ASSUMED_BAD, now, why, lost_sent)
         if e.active:

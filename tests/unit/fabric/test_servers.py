@@ -34,6 +34,14 @@ def test_nodes_are_grouped_by_the_server_the_placement_gives_them():
                                                       "srv1": ["p0l0"], "srv2": ["p1s0"]}
 
 
+def test_hosts_split_into_this_machines_and_each_other_servers_for_the_probers():
+    topo = load_topology("small")  # four hosts, two racks
+    rack = Cluster("c.yaml", CLUSTER.servers[:2], "rack", "/k/id", "/k/known")
+    here, there = Servers(rack, place(topo, rack)).hosts_by_server(topo.hosts)
+    assert here == [0, 1] and {k.name: v for k, v in there.items()} == {"srv1": [2, 3]}
+    assert Servers().hosts_by_server(3) == ([0, 1, 2], {})  # one machine: all here
+
+
 def test_remote_commands_ride_the_shared_connection_with_the_files_key_and_known_hosts():
     base = servers.ssh_base(CLUSTER)
     assert f"ControlPath={servers.control_path()}" in base and "ControlMaster=no" in base
