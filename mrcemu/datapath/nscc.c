@@ -17,7 +17,7 @@ void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwn
 	*c = (struct mrc_nscc){.cwnd = cwnd, .mss = mss, .min_cwnd = min_cwnd,
 			       .max_cwnd = max_cwnd, .target_delay = target_delay,
 			       .network_rtt = network_rtt, .bdp = bdp, .nack_delay = nack_delay,
-			       .rtt_known = rtt_known != 0, .qa_end = -1.0, .last_decrease = -1.0};
+			       .sampled = rtt_known != 0, .qa_end = -1.0, .last_decrease = -1.0};
 	double a = bdp / REFERENCE_BDP;
 	double b = target_delay / network_rtt;
 	c->alpha = 4.0 * mss * a * b / target_delay;
@@ -45,7 +45,8 @@ static void average(struct mrc_nscc *c, double delay, int ecn)
 
 double mrc_nscc_qa_gate(const struct mrc_nscc *c)
 {
-	return QA_SHARE * c->bdp * (c->base_rtt + c->target_delay) / c->network_rtt;
+	return QA_SHARE * c->bdp * (min2(c->base_rtt, c->network_rtt) + c->target_delay) /
+	       c->network_rtt;
 }
 
 static int quick_adapt(struct mrc_nscc *c, int loss, int ecn, double delay, double now,
@@ -122,7 +123,7 @@ void mrc_nscc_on_ack(struct mrc_nscc *c, uint64_t acked_bytes, double rtt, int e
 	double delay;
 	if (rtt >= 0) {
 		/* nscc.py says why */
-		c->base_rtt = c->rtt_known || c->sampled ? min2(c->base_rtt, rtt) : rtt;
+		c->base_rtt = c->sampled ? min2(c->base_rtt, rtt) : rtt;
 		c->sampled = 1;
 		delay = rtt - c->base_rtt;
 		average(c, delay, ecn);

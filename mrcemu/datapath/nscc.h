@@ -16,11 +16,12 @@ struct mrc_nscc {
 	double network_rtt;  /* the fabric's longest base RTT: the adjustment period */
 	double bdp;          /* bytes in flight over the network RTT at line rate */
 	double nack_delay;   /* the queueing delay a trim stands for */
-	int rtt_known;       /* an unloaded sample reads network_rtt: the base starts there */
 	/* derived at init */
 	double alpha, fair, eta, fast_scale, fast_delay, qa_threshold;
 	/* state */
-	int sampled; /* an RTT sample has set base_rtt */
+	/* base_rtt is what an unloaded round trip reads: a sample, or network_rtt when
+	 * rtt_known (an unloaded sample reads it); only lower samples replace it then */
+	int sampled;
 	double base_rtt, avg_delay, inc_bytes, received, achieved, to_ignore, ignored;
 	double qa_end; /* -1: no period started */
 	int qa_flag, fast;

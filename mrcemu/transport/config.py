@@ -51,6 +51,13 @@ REFERENCE_TRIM_QUEUE = 60_000 * 8 / (REFERENCE_MBPS * 1e6)
 # a paced send up to the fidelity verdict's p99 limit late (7 ms, the pacer's two-frame
 # bucket) and its SACK held up to `sack_delay` (2 ms). Scaled like the clocks.
 HOST_SLACK = 0.009
+# What the emulated NICs add to a round trip whatever the rate (their Python policy,
+# AF_PACKET and the veths), measured as NSCC's sampled base RTT between two hosts on one
+# leaf at 10 Gb/s: 0.28-0.30 ms where the fixed latency is 0.10 ms. It does not scale.
+HOST_ROUND_TRIP = 0.0003
+# The fixed latency is what an unloaded round trip reads when the hosts' own part is
+# under a tenth of it (the built-ins: 51-65 ms at 20 Mb/s, 8 ms at 160).
+KNOWN_RTT_FLOOR = 10 * HOST_ROUND_TRIP
 
 
 def wire_rtt(pmtu: int, host_link_mbps: float) -> float:
@@ -102,8 +109,9 @@ class TransportConfig:
     nack_delay: float = REFERENCE_TRIM_QUEUE
     bdp_bytes: int = host_bdp(8, REFERENCE_MBPS, wire_rtt(4096, REFERENCE_MBPS))
     # Whether an unloaded round trip reads the network RTT (the scale model's fixed
-    # latency, beside which the hosts' processing is small): NSCC's base RTT then starts
-    # there, as the reference's configured one does; otherwise its first sample sets it.
+    # latency, beside which the hosts' processing is small: KNOWN_RTT_FLOOR): NSCC's base
+    # RTT then starts there, as the reference's configured one does; otherwise its first
+    # sample sets it.
     rtt_known: bool = False
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
@@ -236,7 +244,7 @@ class TransportConfig:
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
                    bdp_bytes=host_bdp(topo.planes, topo.host_link_mbps, clocks["network_rtt"]),
-                   rtt_known=rtt > 0,
+                   rtt_known=rtt >= KNOWN_RTT_FLOOR,
                    roce_window=base.roce_window + port_bdp,
                    **clocks)
 

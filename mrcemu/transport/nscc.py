@@ -39,7 +39,7 @@ own RTT in its units; the scaled fabric has no microseconds of its own).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 REFERENCE_BDP = 100e9 / 8 * 12e-6  # bytes: 100 Gb/s over 12 us, the reference's scale
 DELAY_WEIGHT = 0.0125  # the averaged delay's EWMA weight
@@ -65,7 +65,7 @@ class Nscc:
     # dwarfs what the hosts add): the base RTT starts there and only samples below it
     # lower it, as the reference's configured RTT does. Without fixed latency the hosts'
     # processing is most of every round trip, and the first sample sets the base.
-    rtt_known: bool = False
+    rtt_known: InitVar[bool] = False
     # derived in __post_init__
     alpha: float = field(init=False)
     fair: float = field(init=False)
@@ -75,7 +75,9 @@ class Nscc:
     qa_threshold: float = field(init=False)
     # state
     base_rtt: float = field(init=False)
-    sampled: bool = False  # an RTT sample has set base_rtt
+    # base_rtt is what an unloaded round trip reads (a sample, or the network RTT when
+    # it is known): from then on only lower samples replace it
+    sampled: bool = field(init=False, default=False)
     avg_delay: float = 0.0
     inc_bytes: float = 0.0
     received: float = 0.0
@@ -91,7 +93,7 @@ class Nscc:
     decreases: int = 0
     quick_adapts: int = 0
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, rtt_known: bool) -> None:
         a = self.bdp / REFERENCE_BDP
         b = self.target_delay / self.network_rtt
         self.alpha = 4.0 * self.mss * a * b / self.target_delay  # per byte, per second
@@ -101,6 +103,7 @@ class Nscc:
         self.fast_delay = self.network_rtt / 12.0  # the reference's 1 us of its 12
         self.qa_threshold = 4.0 * self.target_delay
         self.base_rtt = self.network_rtt  # until the first sample
+        self.sampled = rtt_known
 
     # ---- feedback ----------------------------------------------------------
     def on_ack(self, acked_bytes: int, rtt: float | None, ecn: bool, now: float,
@@ -118,8 +121,7 @@ class Nscc:
             # the hosts add (the emulated NICs' own processing), a floor the configured
             # RTT is far under; keeping it would count that processing as queueing, so
             # the first sample replaces it even if higher.
-            known = self.rtt_known or self.sampled
-            self.base_rtt = min(self.base_rtt, rtt) if known else rtt
+            self.base_rtt = min(self.base_rtt, rtt) if self.sampled else rtt
             self.sampled = True
             delay = rtt - self.base_rtt
             self._average(delay, ecn)
@@ -191,8 +193,13 @@ class Nscc:
         it), the period is shorter, and max_cwnd / 8 would call a 7:1 incast's fair
         share a collapse: every period with a trim would reset the flows under it to
         what they delivered, and leave a flow that got above it alone to keep its
-        lead."""
-        return QA_SHARE * self.bdp * (self.base_rtt + self.target_delay) / self.network_rtt
+        lead. Only the network's part of the base RTT counts: without the scale model's
+        latency a sampled base is mostly the hosts' own processing (several network
+        RTTs at 10 Gb/s), time in which the line carries nothing of this flow's, and
+        counting it would raise the gate over what a host that slow delivers in a
+        period, so that every period with a loss would reset the window."""
+        period = min(self.base_rtt, self.network_rtt) + self.target_delay
+        return QA_SHARE * self.bdp * period / self.network_rtt
 
     def _proportional(self, acked_bytes: int, delay: float) -> None:
         # Fast increase: a whole window acknowledged with no queue at all grows the

@@ -230,6 +230,22 @@ def test_the_quick_adapt_gate_is_the_references_share_of_what_a_period_carries()
             assert (c.cwnd == (n + 1) * MSS) == cut
 
 
+def test_the_hosts_processing_in_a_sampled_base_does_not_widen_the_quick_adapt_gate():
+    # Without the scale model's latency the first sample sets the base, and at 10 Gb/s
+    # it is mostly the emulated NICs' own processing (0.28 ms against a 0.10 ms network
+    # RTT), time in which the line carries none of this flow's bytes: the gate stays
+    # what a period of network RTT + target carries (counting the hosts' time raised
+    # it to 0.40 BDPs, over what such a host delivers in a period).
+    for c in pair(target=0.75 * RTT):
+        c.on_ack(MSS, 3 * RTT, False, 0.0, BDP)
+        assert c.base_rtt == pytest.approx(3 * RTT)
+        assert c.qa_gate() == pytest.approx(1.5 * BDP / 8)
+    # A base under the network RTT (a leaf's own flows) shortens the period as before.
+    for c in pair(target=0.75 * RTT):
+        c.on_ack(MSS, 0.5 * RTT, False, 0.0, BDP)
+        assert c.qa_gate() == pytest.approx(1.5 * BDP / 8 * 1.25 / 1.75)
+
+
 def test_with_the_network_rtt_known_a_first_sample_above_it_held_a_queue():
     """On the scale model's fabric an unloaded round trip reads the network RTT. A flow
     whose first packets queued behind an incast's others must not take that queue for

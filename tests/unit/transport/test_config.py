@@ -7,7 +7,12 @@ import pytest
 
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import latency, load
-from mrcemu.transport.config import HOST_SLACK, RATE_CLOCKS, TransportConfig
+from mrcemu.transport.config import (
+    HOST_ROUND_TRIP,
+    HOST_SLACK,
+    RATE_CLOCKS,
+    TransportConfig,
+)
 
 
 @dataclass
@@ -51,6 +56,20 @@ def test_the_scale_models_latency_lengthens_the_timeouts_and_widens_the_windows(
     # An unloaded round trip reads the fixed one: NSCC's base RTT starts there (without
     # latency the hosts' processing is most of a round trip, and it does not).
     assert cfg.rtt_known and not base.rtt_known
+
+
+def test_the_fixed_latency_is_the_base_rtt_only_where_the_hosts_part_is_small_beside_it():
+    # At 10 Gb/s (the model at 1:10) the fixed round trip is 0.10-0.13 ms, under what
+    # the emulated NICs add to every round trip: an unloaded sample reads mostly the
+    # hosts' processing, and NSCC must take its base from the samples (starting at the
+    # fixed 0.10 ms it read 0.18 ms of every sample as queue). At 160 Mb/s (ecmp) the
+    # fixed round trip is 8 ms, 27 of the hosts' round trips.
+    pair = replace(load("default"), host_link_mbps=10_000, fabric_link_mbps=10_000)
+    assert latency.longest_rtt_s(pair) < HOST_ROUND_TRIP
+    assert not TransportConfig.for_topology(pair).rtt_known
+    ecmp = load("ecmp")
+    assert latency.longest_rtt_s(ecmp) > 20 * HOST_ROUND_TRIP
+    assert TransportConfig.for_topology(ecmp).rtt_known
 
 
 def test_a_roce_qps_window_is_its_ports_share_of_the_bdp_on_the_one_plane_ecmp_fabric():
