@@ -482,7 +482,7 @@ class Nic:
                     "ev_states": c.profile.states(), "failed": c.failed,
                     "ev_changes": h.ev_change_rows(), "path_changes": h.path_change_rows(),
                     "planes_down": sorted(c.profile.planes_down), "cwnd": c.cwnd,
-                    "cc": c.cc_counters(), "settings": self.conn_settings.get(key, {}),
+                    "cc": c.cc_state(), "settings": self.conn_settings.get(key, {}),
                     "load_balancing": c.profile.policy.name,
                     "srtt": c.srtt, "history_dropped": h.dropped,
                     "malformed": self.malformed}
@@ -548,7 +548,7 @@ class Nic:
                     "stats": c.stats.to_json(),
                     "tx": c.tx_trace.to_json(), "ev_changes": h.ev_change_rows(),
                     "path_changes": h.path_change_rows(), "rto": c.rto, "srtt": c.srtt,
-                    "cwnd": c.cwnd, "cc": c.cc_counters(),
+                    "cwnd": c.cwnd, "cc": c.cc_state(),
                     "pmtu": self.cfg.pmtu, "history_dropped": h.dropped})
             return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
                     "rx_bins": {str(p): {str(k): v for k, v in b.items()}

@@ -90,10 +90,14 @@ def run_many(topo: Topology, specs: list[Spec], timeout: float = 300.0,
     return results, elapsed
 
 
-def _cc_delta(before: dict, after: dict) -> dict:
-    """Counters as differences over the write, the rest (window, delays) as they ended."""
-    return {k: v - before.get(k, 0) if k in ("quick_adapts", "decreases") else v
-            for k, v in after.items()}
+def _cc_delta(before: dict, after: dict, state: dict) -> dict:
+    """NSCC's reactions over the write (differences of the stats' counters) and where
+    its window and delays ended (`state`, the connection's `cc_state`); none for a
+    transport without it (RoCE: an empty state)."""
+    if not state:
+        return {}
+    return {"quick_adapts": after["cc_quick_adapts"] - before.get("cc_quick_adapts", 0),
+            "decreases": after["cc_decreases"] - before.get("cc_decreases", 0), **state}
 
 
 def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
@@ -128,7 +132,7 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
         "retransmits": delta["retransmits"], "trims": delta["trims_nacked"],
         "nacks": delta["nacks_rx"], "rtos": delta["rtos"],
         # the congestion control's reactions during the write (MRC's NSCC; none for RoCE)
-        "cc": _cc_delta(before.get("cc") or {}, after.get("cc") or {}),
+        "cc": _cc_delta(b, s, after.get("cc") or {}),
         "ev_changes": [c for c in after["ev_changes"] if c[0] >= (w.get("posted_at") or 0)],
         "ev_states": after["ev_states"],
         "path_changes": after["path_changes"],

@@ -157,7 +157,7 @@ class Connection(Protocol):
     def message(self, msn: int) -> Message | None: ...
     def unfinished(self) -> Iterable[Message]: ...
     def snapshot(self, now: float) -> dict: ...
-    def cc_counters(self) -> dict[str, float]: ...
+    def cc_state(self) -> dict[str, float]: ...
     @property
     def plane_mask(self) -> int: ...
     @property
@@ -203,8 +203,9 @@ class ConnectionBase:
         """Let the NIC's ports hand this QP's packets to its compiled data path, if it
         has one (Ports.attach); the rest reach `receive_frame`."""
 
-    def cc_counters(self) -> dict[str, float]:
-        """The congestion control's own counters, for reports (none by default)."""
+    def cc_state(self) -> dict[str, float]:
+        """Where the congestion control's window and delay estimate stand, for reports
+        (none by default; its reactions are counted in `stats`)."""
         return {}
 
     @property

@@ -640,12 +640,12 @@ class MrcConnection(ConnectionBase):
     def cwnd(self) -> int:
         return self.cc.cwnd
 
-    def cc_counters(self) -> dict[str, float]:
-        """NSCC's reactions so far and where its delay estimate stands: what a report
-        needs to say why a window is where it is."""
+    def cc_state(self) -> dict[str, float]:
+        """Where NSCC's window and delay estimate stand (its quick adapts and decreases
+        are `stats.cc_*`): with those, what a report needs to say why a window is where
+        it is."""
         cc = self.cc
-        return {"quick_adapts": cc.quick_adapts, "decreases": cc.decreases,
-                "cwnd": cc.cwnd, "base_rtt": cc.base_rtt, "avg_delay": cc.avg_delay}
+        return {"cwnd": cc.cwnd, "base_rtt": cc.base_rtt, "avg_delay": cc.avg_delay}
 
     def message(self, msn: int) -> Message | None:
         m = self.messages.get(msn)

@@ -286,9 +286,9 @@ def test_every_trim_takes_its_packet_off_the_window_unless_quick_adapt_sets_it()
         if not adapted:
             assert after == max(before - pmtu, floor)
     assert ca.cc.decreases == 0  # nothing was marked
-    # what a report reads (nic/transfer.py) is the window's own count
-    got = ca.cc_counters()
-    assert (got["quick_adapts"], got["decreases"], got["cwnd"]) == (
+    # what a report reads (nic/transfer.py) is the window's own count and state
+    got, st = ca.cc_state(), ca.stats
+    assert (st.cc_quick_adapts, st.cc_decreases, got["cwnd"]) == (
         ca.cc.quick_adapts, ca.cc.decreases, ca.cc.cwnd)
     # A NACK about a packet no longer in flight (here: long since acknowledged) frees
     # nothing, so it changes nothing.
