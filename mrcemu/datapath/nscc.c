@@ -12,12 +12,12 @@
 
 void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwnd,
 		   double max_cwnd, double target_delay, double network_rtt, double bdp,
-		   double nack_delay, int rtt_known)
+		   double nack_delay, double known_rtt)
 {
 	*c = (struct mrc_nscc){.cwnd = cwnd, .mss = mss, .min_cwnd = min_cwnd,
 			       .max_cwnd = max_cwnd, .target_delay = target_delay,
 			       .network_rtt = network_rtt, .bdp = bdp, .nack_delay = nack_delay,
-			       .sampled = rtt_known != 0, .qa_end = -1.0, .last_decrease = -1.0};
+			       .sampled = known_rtt > 0, .qa_end = -1.0, .last_decrease = -1.0};
 	double a = bdp / REFERENCE_BDP;
 	double b = target_delay / network_rtt;
 	c->alpha = 4.0 * mss * a * b / target_delay;
@@ -26,7 +26,7 @@ void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwn
 	c->fast_scale = 0.25 * a;
 	c->fast_delay = network_rtt / 12.0;
 	c->qa_threshold = 4.0 * target_delay;
-	c->base_rtt = network_rtt;
+	c->base_rtt = known_rtt > 0 ? known_rtt : network_rtt; /* Python's `known_rtt or ...` */
 }
 
 static double max2(double a, double b) { return a >= b ? a : b; } /* Python's max(a, b) */

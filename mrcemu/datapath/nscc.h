@@ -19,8 +19,8 @@ struct mrc_nscc {
 	/* derived at init */
 	double alpha, fair, eta, fast_scale, fast_delay, qa_threshold;
 	/* state */
-	/* base_rtt is what an unloaded round trip reads: a sample, or network_rtt when
-	 * rtt_known (an unloaded sample reads it); only lower samples replace it then */
+	/* base_rtt is what an unloaded round trip reads: a sample, or the peer's known
+	 * fixed round trip (known_rtt > 0 at init); only lower samples replace it then */
 	int sampled;
 	double base_rtt, avg_delay, inc_bytes, received, achieved, to_ignore, ignored;
 	double qa_end; /* -1: no period started */
@@ -32,7 +32,7 @@ struct mrc_nscc {
 
 void mrc_nscc_init(struct mrc_nscc *c, double cwnd, uint32_t mss, double min_cwnd,
 		   double max_cwnd, double target_delay, double network_rtt, double bdp,
-		   double nack_delay, int rtt_known);
+		   double nack_delay, double known_rtt);
 /* The bytes under which a period's acks call for quick adapt (nscc.py: qa_gate). */
 double mrc_nscc_qa_gate(const struct mrc_nscc *c);
 /* `rtt` < 0: no sample with this ack. `inflight`: the bytes in flight now. */

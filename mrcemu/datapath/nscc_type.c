@@ -7,21 +7,22 @@
 #include "nscc_type.h"
 
 /* Nscc(cwnd, mss, min_cwnd, max_cwnd, target_delay, network_rtt, bdp, nack_delay,
- * rtt_known=False), as the Python dataclass */
+ * known_rtt=0.0), as the Python dataclass */
 static int nscc_init(NsccObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"cwnd",	"mss", "min_cwnd",   "max_cwnd", "target_delay",
-				 "network_rtt", "bdp", "nack_delay", "rtt_known", NULL};
+				 "network_rtt", "bdp", "nack_delay", "known_rtt", NULL};
 	double cwnd, lo, hi, target, rtt, bdp, nack;
 	unsigned long mss;
-	int known = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "dkdddddd|p", kwlist, &cwnd, &mss, &lo, &hi,
+	double known = 0.0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "dkdddddd|d", kwlist, &cwnd, &mss, &lo, &hi,
 					 &target, &rtt, &bdp, &nack, &known))
 		return -1;
-	if (!(target > 0 && rtt > 0 && bdp > 0 && nack >= 0 && mss > 0 && lo <= hi)) {
+	if (!(target > 0 && rtt > 0 && bdp > 0 && nack >= 0 && known >= 0 && mss > 0 &&
+	      lo <= hi)) {
 		PyErr_SetString(PyExc_ValueError,
 				"Nscc: need target_delay, network_rtt, bdp and mss positive, "
-				"nack_delay >= 0 and min_cwnd <= max_cwnd");
+				"nack_delay and known_rtt >= 0 and min_cwnd <= max_cwnd");
 		return -1;
 	}
 	mrc_nscc_init(&self->c, cwnd, (uint32_t)mss, lo, hi, target, rtt, bdp, nack, known);

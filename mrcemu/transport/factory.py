@@ -6,7 +6,7 @@ import math
 import zlib
 from dataclasses import replace
 
-from mrcemu.topology import Topology
+from mrcemu.topology import Topology, latency
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.memory import MemoryTable
@@ -29,6 +29,10 @@ def make_connection(transport: str, topo: Topology, host: int, peer: int,
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}: use {' or '.join(TRANSPORTS)}")
     local, remote = qpn(peer, transport, qp), qpn(host, transport, qp)
+    if cfg.known_rtt:
+        # NSCC's base RTT starts at this pair's own fixed round trip: a leaf's own flows
+        # are 51 ms where the fabric's longest is 65 (the built-ins at 1:5000).
+        cfg = replace(cfg, known_rtt=latency.base_rtt_s(topo, host, peer))
     if transport == "mrc":
         return MrcConnection(cfg, profile(topo, host, peer, cfg), local, remote, memory)
     key = bytes([host & 0xFF, peer & 0xFF])

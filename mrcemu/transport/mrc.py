@@ -121,7 +121,7 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay, cfg.network_rtt, cfg.bdp_bytes,
-                                cfg.nack_delay, cfg.rtt_known)
+                                cfg.nack_delay, cfg.known_rtt)
         self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations,
                        cfg.overdue_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete

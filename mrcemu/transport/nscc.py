@@ -61,11 +61,11 @@ class Nscc:
     network_rtt: float  # the fabric's longest base RTT: the adjustment period
     bdp: float  # bytes the host has in flight over the network RTT at line rate
     nack_delay: float  # the queueing delay a trim stands for (the trim threshold's)
-    # The network RTT is what an unloaded sample reads (the scale model's fixed latency
-    # dwarfs what the hosts add): the base RTT starts there and only samples below it
-    # lower it, as the reference's configured RTT does. Without fixed latency the hosts'
-    # processing is most of every round trip, and the first sample sets the base.
-    rtt_known: InitVar[bool] = False
+    # The fixed round trip to this peer, where it is what an unloaded sample reads (the
+    # scale model's latency dwarfs what the hosts add): the base RTT starts there and only
+    # samples below it lower it, as the reference's configured RTT does. 0: unknown (the
+    # hosts' processing is most of every round trip), and the first sample sets the base.
+    known_rtt: InitVar[float] = 0.0
     # derived in __post_init__
     alpha: float = field(init=False)
     fair: float = field(init=False)
@@ -93,7 +93,7 @@ class Nscc:
     decreases: int = 0
     quick_adapts: int = 0
 
-    def __post_init__(self, rtt_known: bool) -> None:
+    def __post_init__(self, known_rtt: float) -> None:
         a = self.bdp / REFERENCE_BDP
         b = self.target_delay / self.network_rtt
         self.alpha = 4.0 * self.mss * a * b / self.target_delay  # per byte, per second
@@ -102,8 +102,8 @@ class Nscc:
         self.fast_scale = 0.25 * a
         self.fast_delay = self.network_rtt / 12.0  # the reference's 1 us of its 12
         self.qa_threshold = 4.0 * self.target_delay
-        self.base_rtt = self.network_rtt  # until the first sample
-        self.sampled = rtt_known
+        self.base_rtt = known_rtt or self.network_rtt  # the latter until the first sample
+        self.sampled = known_rtt > 0
 
     # ---- feedback ----------------------------------------------------------
     def on_ack(self, acked_bytes: int, rtt: float | None, ecn: bool, now: float,
@@ -113,8 +113,8 @@ class Nscc:
         self.ignored += acked_bytes
         if rtt is not None:
             # The base RTT is the lowest round trip sampled, and the network's own
-            # before that. With `rtt_known` (the scale model's latency) the network's is
-            # what an unloaded sample reads, and a first sample above it held a queue:
+            # before that. With `known_rtt` (the scale model's latency) that is what an
+            # unloaded sample reads, and a first sample above it held a queue:
             # in an incast a flow whose first packets queue behind the others' would
             # read the queue as base for the whole run, its delays low, and fall from
             # fair increase into proportional. Without it every sample also holds what

@@ -31,17 +31,18 @@ rto = st.tuples(st.just("rto"))
 
 
 def pair(start: float = BDP, target: float = TARGET, rtt: float = RTT, bdp: float = BDP,
-         lo: float = MSS, hi: float = 2 * BDP, rtt_known: bool = False):
-    args = (start, MSS, lo, hi, target, rtt, bdp, NACK_DELAY, rtt_known)
+         lo: float = MSS, hi: float = 2 * BDP, known_rtt: float = 0.0):
+    args = (start, MSS, lo, hi, target, rtt, bdp, NACK_DELAY, known_rtt)
     return Nscc(*args), datapath.Nscc(*args)
 
 
 @settings(max_examples=300, deadline=None)
 @given(start=st.floats(MSS, 640 * MSS), target=st.floats(1e-4, 0.05),
        rtt=st.floats(1e-3, 0.3), bdp=st.floats(MSS, 1024 * MSS),
-       ops=st.lists(st.one_of(ack, nack, lost, rto), max_size=80), known=st.booleans())
+       ops=st.lists(st.one_of(ack, nack, lost, rto), max_size=80),
+       known=st.one_of(st.just(0.0), st.floats(1e-3, 0.3)))
 def test_the_compiled_state_is_the_references(start, target, rtt, bdp, ops, known):
-    ref, c = pair(start, target, rtt, bdp, rtt_known=known)
+    ref, c = pair(start, target, rtt, bdp, known_rtt=known)
     for name in ("alpha", "fair", "eta", "fast_scale", "fast_delay", "qa_threshold"):
         assert getattr(c, name) == getattr(ref, name), name
     now = 0.0
@@ -72,7 +73,9 @@ def test_bad_parameters_and_samples_are_refused():
                 (MSS, MSS, MSS, 2 * MSS, 0.0, RTT, BDP, NACK_DELAY),
                 (MSS, MSS, MSS, 2 * MSS, TARGET, 0.0, BDP, NACK_DELAY),
                 (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, 0.0, NACK_DELAY),
-                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, -1.0)):
+                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, -1.0),
+                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, NACK_DELAY, -RTT),
+                (MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, NACK_DELAY, float("nan"))):
         with pytest.raises(ValueError, match="target_delay, network_rtt, bdp"):
             datapath.Nscc(*bad)
     c = datapath.Nscc(MSS, MSS, MSS, 2 * MSS, TARGET, RTT, BDP, NACK_DELAY)
@@ -89,7 +92,7 @@ def started(c, now: float = 0.0):
 
 
 def test_the_first_rtt_sample_is_the_base_even_above_the_network_rtt():
-    """Without the scale model's latency (`rtt_known` off) the hosts add their
+    """Without the scale model's latency (`known_rtt` 0) the hosts add their
     processing to every sample, so none reaches the configured network RTT; the lowest
     sampled is the base, and only the excess over it is delay.
     (With the configured RTT kept as a floor, a host's 4 ms of processing here read as
@@ -253,7 +256,7 @@ def test_with_the_network_rtt_known_a_first_sample_above_it_held_a_queue():
     grow by proportional increase where the others grow by fair increase."""
     grew = {}
     for known in (True, False):
-        for c in pair(rtt_known=known):
+        for c in pair(known_rtt=RTT if known else 0.0):
             c.on_ack(MSS, RTT + 0.010, False, 0.0, BDP)  # the first sample, queued
             assert c.sampled
             assert c.base_rtt == pytest.approx(RTT if known else RTT + 0.010)
@@ -265,6 +268,12 @@ def test_with_the_network_rtt_known_a_first_sample_above_it_held_a_queue():
                 assert c.base_rtt == pytest.approx(RTT - 0.014)
     assert grew[True] == pytest.approx(pair()[0].fair * MSS)  # over the target: fair
     assert grew[False] < grew[True] / 4  # read as 10 ms under it: proportional
+    # A pair's own fixed round trip, shorter than the fabric's longest (a leaf's own
+    # hosts), is where its base starts: a first sample a queue above it is delay.
+    for c in pair(known_rtt=RTT - 0.014):
+        c.on_ack(MSS, RTT - 0.004, False, 0.0, BDP)
+        assert c.base_rtt == pytest.approx(RTT - 0.014)
+        assert c.avg_delay == pytest.approx(0.0125 * 0.010)
 
 
 def test_a_trim_takes_its_bytes_and_a_failure_loss_nothing_more():

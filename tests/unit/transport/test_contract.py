@@ -66,3 +66,18 @@ def test_the_seed_reaches_the_spraying_order():
     assert order(1) == order(1)
     assert order(1) != order(2)
     assert sorted(order(1)) == sorted(order(2))  # the same paths, in another order
+
+
+def test_nscc_starts_from_its_own_pairs_fixed_round_trip():
+    # default at 1:5000: 50.9 ms within a leaf, 65.4 ms across. A leaf's own flow that
+    # started at the fabric's longest would take its first sample (queued, in an
+    # incast) for its base and read its delays low.
+    topo = load("default")
+    cfg = TransportConfig.for_topology(topo)
+    assert cfg.known_rtt == pytest.approx(0.0654)
+    near, far = (make_connection("mrc", topo, 0, peer, cfg) for peer in (1, 4))
+    assert (near.cc.base_rtt, far.cc.base_rtt) == pytest.approx((0.0509, 0.0654))
+    assert near.cc.sampled and far.cc.sampled
+    # Without the fixed latency the first sample sets it.
+    lone = make_connection("mrc", topo, 0, 1, TransportConfig())
+    assert not lone.cc.sampled
