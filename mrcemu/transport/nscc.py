@@ -75,8 +75,8 @@ class Nscc:
     qa_threshold: float = field(init=False)
     # state
     base_rtt: float = field(init=False)
-    # base_rtt is what an unloaded round trip reads (a sample, or the network RTT when
-    # it is known): from then on only lower samples replace it
+    # base_rtt is what an unloaded round trip reads (a sample, or the pair's known fixed
+    # round trip): from then on only lower samples replace it
     sampled: bool = field(init=False, default=False)
     avg_delay: float = 0.0
     inc_bytes: float = 0.0
