@@ -108,12 +108,12 @@ class TransportConfig:
     network_rtt: float = wire_rtt(4096, REFERENCE_MBPS)
     nack_delay: float = REFERENCE_TRIM_QUEUE
     bdp_bytes: int = host_bdp(8, REFERENCE_MBPS, wire_rtt(4096, REFERENCE_MBPS))
-    # The fixed round trip to the peer, where an unloaded round trip reads it (the scale
-    # model's latency, beside which the hosts' processing is small: KNOWN_RTT_FLOOR):
-    # NSCC's base RTT starts there, as the reference's configured one does. 0: unknown,
-    # and the first sample sets it. `for_topology` gives the fabric's longest; a
-    # connection's (transport/factory.py) is its own pair's.
-    known_rtt: float = 0.0
+    # Whether an unloaded round trip reads the fabric's fixed latency (the scale model's,
+    # beside which the hosts' processing is small: KNOWN_RTT_FLOOR). Where it does, a
+    # connection's NSCC starts its base RTT at its own pair's fixed round trip (the
+    # factory passes it), as the reference's configured one does; where not, the first
+    # sample sets it.
+    rtt_known: bool = False
     sack_every: int = 4  # packets between SACKs
     sack_delay: float = 0.002  # a SACK goes out at most this long after a packet
     # What the hosts may add to an ack (HOST_SLACK): an EV is stopped, and overdue, after
@@ -245,7 +245,7 @@ class TransportConfig:
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
                    bdp_bytes=host_bdp(topo.planes, topo.host_link_mbps, clocks["network_rtt"]),
-                   known_rtt=rtt if rtt >= KNOWN_RTT_FLOOR else 0.0,
+                   rtt_known=rtt >= KNOWN_RTT_FLOOR,
                    roce_window=base.roce_window + port_bdp,
                    **clocks)
 

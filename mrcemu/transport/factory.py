@@ -29,12 +29,12 @@ def make_connection(transport: str, topo: Topology, host: int, peer: int,
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}: use {' or '.join(TRANSPORTS)}")
     local, remote = qpn(peer, transport, qp), qpn(host, transport, qp)
-    if cfg.known_rtt:
+    if transport == "mrc":
         # NSCC's base RTT starts at this pair's own fixed round trip: a leaf's own flows
         # are 51 ms where the fabric's longest is 65 (the built-ins at 1:5000).
-        cfg = replace(cfg, known_rtt=latency.base_rtt_s(topo, host, peer))
-    if transport == "mrc":
-        return MrcConnection(cfg, profile(topo, host, peer, cfg), local, remote, memory)
+        known = latency.base_rtt_s(topo, host, peer) if cfg.rtt_known else 0.0
+        return MrcConnection(cfg, profile(topo, host, peer, cfg), local, remote, memory,
+                             known_rtt=known)
     key = bytes([host & 0xFF, peer & 0xFF])
     if topo.ecmp:
         # Like a RoCEv2 NIC's UDP source port, the flow's entropy is a hash of the QP:

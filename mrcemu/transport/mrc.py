@@ -85,7 +85,10 @@ class _PortUpdate:
 
 class MrcConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
-                 remote_qpn: int, memory: MemoryTable | None = None) -> None:
+                 remote_qpn: int, memory: MemoryTable | None = None,
+                 known_rtt: float = 0.0) -> None:
+        """`known_rtt`: the pair's fixed round trip where an unloaded one reads it
+        (`cfg.rtt_known`; the factory passes it), NSCC's starting base RTT; 0: unknown."""
         self.cfg = cfg
         self.profile = profile
         self.local_qpn, self.remote_qpn = local_qpn, remote_qpn
@@ -121,7 +124,7 @@ class MrcConnection(ConnectionBase):
         # its SACK path moves them without a Python call (sender.c: mrc_tx_sack).
         self.cc = datapath.Nscc(cfg.init_cwnd, cfg.pmtu, cfg.min_cwnd, cfg.max_cwnd,
                                 cfg.target_delay, cfg.network_rtt, cfg.bdp_bytes,
-                                cfg.nack_delay, cfg.known_rtt)
+                                cfg.nack_delay, known_rtt)
         self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations,
                        cfg.overdue_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
