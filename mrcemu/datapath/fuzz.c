@@ -86,12 +86,13 @@ static void sender_setup(void)
 			abort();
 	}
 	struct mrc_txpath p[2] = {{.ev = 5, .fb = &slots[0]}, {.ev = 6, .fb = &slots[1]}};
+	/* EV 6 thinned: a marked SACK takes either side of mrc_tx_sack's rule for marks */
 	for (int i = 0; i < 2; i++)
 		slots[i] = (struct mrc_evslot){.last_feedback = -1.0, .silent_since = NAN,
 					       .heard_sent = -1.0, .rtt = NAN,
 					       .stopped_at = -INFINITY,
 					       .skip_len = 4, .usable = 1,
-					       .good = 1};
+					       .good = 1, .thinned = (uint8_t)i};
 	mrc_tx_set_paths(&snd, p, 2);
 	mrc_nscc_init(&cc, 4 * 256, 256, 256, 32 * 256, 1e-3, 4e-3, 16 * 256, 2e-3, 0);
 	mrc_tx_use_cc(&snd, &cc, 1e-3, 1.0, 1e-3);

@@ -1049,9 +1049,19 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	mrc_tx_heard(s, path, now);
 	if (!s->outstanding)
 		mrc_tx_quiet_all(s);
+	/* A mark from a path the policy already sheds a share of (thinned, evs.py) is the
+	 * load balancer's news: that path's queue, which the thinning drains, not the
+	 * connection's. NSCC hears it as unmarked (its fourth quadrant's rule, that a mark
+	 * moves the path and not the window, whatever the sample's delay): a quarter-rate
+	 * spine's marks otherwise halved the window every few round trips while the other
+	 * paths ran below their rate (docs/history.md, N4). */
+	int ecn = k->m == MRC_SACK_M_SKIP_ONCE;
+	if (ecn && path >= 0 && s->paths[path].fb->thinned) {
+		ecn = 0;
+		s->ce_thinned++;
+	}
 	if (r.acked_bytes)
-		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, k->m == MRC_SACK_M_SKIP_ONCE, now,
-				(double)s->inflight);
+		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, ecn, now, (double)s->inflight);
 	/* Per-EV order, from what this ack reports. One whose cumulative PSN is behind the
 	 * one already taken crossed the reverse path late: leave it be. */
 	uint64_t cack = unwrap(k->cack & PSN_MASK, una);

@@ -36,6 +36,8 @@ struct mrc_evslot {
 	uint8_t usable;        /* the policy's verdict: data may go on this EV */
 	uint8_t good;          /* its state is GOOD (evs.py keeps it in step) */
 	uint8_t stopped;       /* taken out of use as overdue (set here, cleared by evs.py) */
+	uint8_t thinned;       /* a hot path the policy sheds a share of (evs.py): a mark
+				* on it moves that share, not the window */
 	double stopped_at;     /* when it was last stopped; -inf: never. At the stop age,
 				* only a packet sent after it can stop it again */
 };
@@ -169,6 +171,7 @@ struct mrc_sender {
 	double stop_devs;    /* deviations of an EV's own round trips before its EV is stopped */
 	double overdue_devs; /* ... and before its packet goes again elsewhere */
 	uint64_t sacks_rx, hole_losses, overdue_resent, retired_resent;
+	uint64_t ce_thinned; /* marked SACKs from a thinned EV: not the window's (mrc_tx_sack) */
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
 	/* Per-EV order's scratch, per path: the latest send time of a once-sent packet on it

@@ -50,6 +50,8 @@ static PyMemberDef evslot_members[] = {
 	 "packets sent since the last feedback"},
 	{"usable", T_BOOL, offsetof(EvSlotObject, s.usable), 0, "the policy lets data go on it"},
 	{"good", T_BOOL, offsetof(EvSlotObject, s.good), 0, "its state is GOOD"},
+	{"thinned", T_BOOL, offsetof(EvSlotObject, s.thinned), 0,
+	 "a hot path shed in part: its marks move its share, not the window"},
 	{"stopped", T_UBYTE, offsetof(EvSlotObject, s.stopped), 0,
 	 "taken out of use as overdue (the sender sets it, the policy clears it)"},
 	{"stopped_at", T_DOUBLE, offsetof(EvSlotObject, s.stopped_at), READONLY,
@@ -670,14 +672,15 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	const struct mrc_sender *s = &self->s;
-	return Py_BuildValue("{sKsKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
 			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
 			     (unsigned long long)s->retransmits, "sacks_rx",
 			     (unsigned long long)s->sacks_rx, "losses_unqueued",
 			     (unsigned long long)s->loss_dropped, "hole_losses",
 			     (unsigned long long)s->hole_losses, "overdue_resent",
 			     (unsigned long long)s->overdue_resent, "retired_resent",
-			     (unsigned long long)s->retired_resent);
+			     (unsigned long long)s->retired_resent, "ce_thinned",
+			     (unsigned long long)s->ce_thinned);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)

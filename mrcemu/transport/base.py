@@ -114,6 +114,8 @@ class Stats:
     losses: int = 0  # packets found lost and not trimmed (per-EV order or RTO)
     losses_ignored: int = 0  # of those, RTO losses on an EV heard from since they went
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
+    # marked SACKs from a thinned EV (evs.py), heard by NSCC as unmarked (sender.c)
+    ce_thinned: int = 0
     # CE-marked data received (MRC echoes it in a SACK; RoCE answers it with a CNP), and
     # DCQCN's CNPs sent and received (RoCE)
     rx_ce: int = 0

@@ -2,7 +2,8 @@
 
 | state       | entered on                              | leaves by                         |
 | GOOD        |                                         |                                   |
-| SKIP        | CE echoed, a mid-path trim              | GOOD after its rotations          |
+| SKIP        | CE echoed, a mid-path trim (a hot path: | GOOD after its rotations (and its |
+|             | thinned, in use 1 rotation in n + 1)    | round trips, thinned)             |
 | STOPPED     | its oldest packet overdue against its   | GOOD on feedback from it or its   |
 |             | own round trips (no verdict yet)        | probe answered; ASSUMED_BAD on    |
 |             |                                         | proof of a loss                   |
@@ -34,6 +35,10 @@ from mrcemu.transport.events import EvStateChanged
 from mrcemu.transport.lb import DEFAULT, Feedback, LoadBalancer, make
 
 MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is marked
+# A thinned path's skip_len grows further, while marks keep coming on its visits: at 16
+# a path another flow fills (PAPER.md E8's EV-A) kept 1/17 of the flow's rotations, 0.06
+# of its packets, and the flow pinned to it 0.89 of its port.
+MAX_THIN = 64
 
 
 class EvState(enum.Enum):
@@ -67,8 +72,12 @@ class Ev:
     state: EvState = EvState.GOOD
     active: bool = True
     skip_until_rotation: int = 0
-    skip_until: float = 0.0  # ... and not before this time (EvProfile.skip)
     skip_ended: float = float("-inf")  # when its last SKIP ended
+    # A hot path is thinned until then (EvProfile.skip): in SKIP, but in use one rotation
+    # in skip_len + 1 (`visiting`: this one); 0, not thinned.
+    thin_until: float = 0.0
+    visiting: bool = False
+    grown_at: float = float("-inf")  # when a mark last doubled a thinned EV's skip_len
     last_mark: float = float("-inf")  # when feedback last said its path queues
     last_probe: float = -1.0
     probe_seq: int = 0
@@ -194,7 +203,7 @@ class EvProfile:
                      or (e.state is EvState.SKIP and self._skip_over(e))))
 
     def _skip_over(self, e: Ev) -> bool:
-        return e.skip_until_rotation <= self.rotation and e.skip_until <= self.now
+        return e.skip_until_rotation <= self.rotation
 
     def _sync(self, e: Ev) -> None:
         """The data path's copies of `usable` and of the state being GOOD: set wherever
@@ -205,6 +214,7 @@ class EvProfile:
             self._usable_by_plane = None
         e.fb.good = e.state is EvState.GOOD
         e.fb.stopped = e.state is EvState.STOPPED
+        e.fb.thinned = e.state is EvState.SKIP and e.thin_until > 0.0
 
     def _sync_all(self) -> None:
         self._usable_by_plane = None
@@ -227,6 +237,14 @@ class EvProfile:
                 rank = {ev: i for i, ev in enumerate(self.evs)}
                 over.sort(key=lambda e: rank[e.ev])
             for e in over:
+                if e.thin_until > self.now:
+                    # Thinned: one rotation in use, then skip_len rotations out again,
+                    # in SKIP throughout (no state change to report per visit).
+                    if e.visiting:
+                        e.skip_until_rotation = self.rotation + e.skip_len
+                    e.visiting = not e.visiting
+                    self._sync(e)
+                    continue
                 e.skip_ended = self.now
                 self._set(e, EvState.GOOD, self.now, "skip over")
         lb = self.policy
@@ -305,6 +323,8 @@ class EvProfile:
                 else:
                     held.pop(e.ev, None)
             was, e.state = e.state, state
+            if state is not EvState.SKIP:  # a thinning ends with its SKIP
+                e.thin_until, e.visiting = 0.0, False
             self._sync(e)
             if state is EvState.ASSUMED_BAD:
                 self.policy.hear(e, Feedback.RETIRED, now)
@@ -316,7 +336,8 @@ class EvProfile:
         if e is None:
             return
         e.last_mark = now
-        if e.state is not EvState.GOOD or self.at_floor():
+        thinned = e.state is EvState.SKIP and e.thin_until > now
+        if (e.state is not EvState.GOOD and not thinned) or self.at_floor():
             return
         plane = self._in_plane[e.path.plane]
         # A SKIP moves load between the paths of a plane; the plane's last usable path
@@ -324,20 +345,38 @@ class EvProfile:
         # trips (its share cannot move to another plane's port, already at line rate).
         if not any(x is not e and self.usable(x) for x in plane):
             return
+        rtt = e.fb.rtt_raw
+        if thinned:
+            # A mark on a thinned path: its share is still too much; half of it again,
+            # once a round trip (the marks on what was sent before are the same news).
+            if rtt == rtt and rtt > 0 and now - e.grown_at >= rtt:
+                n = min(rotations * e.skip_len, MAX_SKIP)
+                e.skip_len = min(e.skip_len * 2, MAX_THIN)
+                for x in self._in_plane[e.path.plane]:
+                    if x.path.spine == e.path.spine and x.thin_until > now:
+                        x.skip_len, x.grown_at = e.skip_len, now
+                        x.thin_until = max(x.thin_until, now + n * rtt)
+            return
         # `rotations` for an occasional mark; an EV marked again as soon as it is back
         # skips twice as long (up to MAX_SKIP rotations), so a path that stays hot
-        # sheds most of its share instead of half of it. As many of the EV's own round
-        # trips too: MRC's EV sets (hundreds of paths) take about a round trip to
-        # rotate, ours (32 on `default`, 2 in PAPER.md E8) a fraction of one, and a
-        # SKIP that ends before the feedback on the packets sent after it can return
-        # sends the path a full share again for that round trip, every time.
+        # sheds most of its share instead of half of it. A hot path is thinned for as
+        # many of the EV's own round trips too: MRC's EV sets (hundreds of paths) take
+        # about a round trip to rotate, ours (32 on `default`, 2 in PAPER.md E8) a
+        # fraction of one, and a SKIP that ends before the feedback on the packets sent
+        # after it can return sends the path a full share again for that round trip,
+        # every time. Thinned, not switched off for them: in use one rotation in
+        # skip_len + 1, it keeps a share its marks go on sizing. Switched off, the
+        # flows that share a slowed spine's queue, marked by it at once, left it and
+        # came back to it together (their SKIPs began and ended within 20-60 ms), so
+        # it sat idle and then took four flows' shares: 30 % of what went to it was
+        # trimmed (docs/history.md, N4). A mark on a thinned path reaches NSCC as
+        # unmarked (sender.c: `fb.thinned`): its queue is this rule's business.
         # The memory fades with quiet time, not with unmarked acks: a round trip after
         # a SKIP ends, the first feedback on what went after it can come; each round
         # trip more without a mark halves the next SKIP (UEC's bitmap likewise forgets
         # a penalty only as turns pass). Halving on every unmarked SACK undid it: a
         # path another flow fills still acks some packets unmarked, and the SKIP never
         # outgrew two round trips (PAPER.md E8: flow 1 kept 0.15-0.19 on EV-A).
-        rtt = e.fb.rtt_raw
         sampled = rtt == rtt and rtt > 0  # NaN: no sample yet
         if sampled:
             quiet = (now - e.skip_ended) / rtt - 1.0
@@ -367,12 +406,15 @@ class EvProfile:
             if siblings and any(x.path.spine != e.path.spine and self.usable(x)
                                 for x in plane):
                 group += siblings
-        until_rotation, until = self.rotation + n, now + n * rtt if hotter else 0.0
+        until_rotation = self.rotation + n
         for x in group:
             x.skip_until_rotation = max(until_rotation, x.skip_until_rotation)
-            x.skip_until = max(until, x.skip_until)
+            if hotter:
+                x.thin_until = max(now + n * rtt, x.thin_until)
+                x.visiting, x.grown_at = False, now
             x.skip_len, x.last_mark = e.skip_len, now
             self._set(x, EvState.SKIP, now, why)
+            self._sync(x)  # a sibling already in SKIP: thinned now, or out of its visit
 
     def stop(self, ev: int, now: float, why: str, lost_sent: float | None = None) -> bool:
         """Take a GOOD or SKIP EV out of use until a verdict: it stays in the active set
@@ -434,7 +476,7 @@ class EvProfile:
         e.last_feedback = now
         e.heard_sent = max(e.heard_sent, e.last_probe)  # the probe went out then
         if marked:
-            e.skip_until_rotation, e.skip_until = self.rotation + 1, now
+            e.skip_until_rotation = self.rotation + 1
         self._set(e, EvState.SKIP if marked else EvState.GOOD, now, "probes answered")
         # Back into the pool: active if its path has no active EV, else a backup. A
         # backup promoted in its place on another path (_promote_backup) steps back, or

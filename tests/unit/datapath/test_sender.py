@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mrcemu import datapath
 from mrcemu.wire import codec
-from mrcemu.wire.constants import TIMESTAMP_UNIT, Dscp, Opcode
+from mrcemu.wire.constants import TIMESTAMP_UNIT, Dscp, Opcode, SackMark
 from tests.unit.transport.helpers import pair
 
 DQPN = 0x123456
@@ -128,6 +128,27 @@ def with_cc(rig: Rig, min_rto: float = 0.1, slack: float = 0.0,
 def sack(rig: Rig, cack: int, off: int, bitmap: int, trigger: int, ev: int, now: float):
     """A SACK as the responder frames it: the trigger's offset from cack, its EV."""
     rig.tx.sack(cack, off, bitmap, trigger - cack, ev, 0, 0, now)
+
+
+def test_a_mark_from_a_thinned_ev_moves_its_share_not_the_window():
+    """A marked SACK from an EV the policy is thinning (evs.py: a hot path shed in part)
+    reaches NSCC unmarked, and is counted: the window grows as on unmarked acks. The
+    same marks from an EV not thinned leave it where it was (NSCC's fourth quadrant: a
+    mark under the target delay moves the path, not the window)."""
+    got = {}
+    for thinned in (False, True):
+        rig = Rig(order=[0])
+        cc = with_cc(rig)
+        rig.slots[0].thinned = thinned
+        rig.tx.post(0, 0, 1, bytes(16 * PMTU), None)
+        assert len(rig.send(0.0)) == 16
+        for psn in range(16):
+            rig.tx.sack(psn + 1, 0, 0, -1, rig.evs[0], SackMark.SKIP_ONCE, 0,
+                        0.010 + psn * 1e-4)
+        assert rig.tx.una == 16
+        got[thinned] = (cc.cwnd, rig.tx.counters()["ce_thinned"])
+    assert got[False] == (64 * PMTU, 0)
+    assert got[True][0] > 64 * PMTU and got[True][1] == 16
 
 
 def test_per_ev_order_proves_a_packet_lost_when_a_later_one_on_its_ev_arrived():

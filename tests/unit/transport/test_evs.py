@@ -256,8 +256,8 @@ def test_a_hot_path_is_shed_whole_with_several_evs_and_its_evs_share_the_skip():
     assert len(hot) == 3
     prof.skip(hot[1].ev, 1.0, "test")
     assert {e.state for e in hot} == {EvState.SKIP}
-    assert len({(e.skip_until, e.skip_until_rotation, e.skip_len) for e in hot}) == 1
-    assert hot[0].skip_until > 1.0
+    assert len({(e.thin_until, e.skip_until_rotation, e.skip_len) for e in hot}) == 1
+    assert hot[0].thin_until > 1.0 and all(e.fb.thinned for e in hot)
     assert all(e.state is EvState.GOOD for e in plane if e.path.spine != 1)
     # An occasional mark (the plane loaded throughout: not hotter) skips its EV alone.
     cool = [e for e in plane if e.path.spine == 2]
@@ -292,7 +292,7 @@ def test_a_marked_path_with_several_evs_is_hotter_than_its_planes_other_paths():
     hot = [e for e in plane if e.path.spine == 1]
     for i, e in enumerate(hot):
         prof.skip(e.ev, 1.0 + i * 1e-3, "test")
-        assert e.state is EvState.SKIP and e.skip_until > 1.0 + i * 1e-3, i
+        assert e.state is EvState.SKIP and e.thin_until > 1.0 + i * 1e-3, i
     other = next(e for e in plane if e.path.spine == 3)
     prof.skip(other.ev, 1.004, "test")
-    assert other.state is EvState.SKIP and other.skip_until == 0.0
+    assert other.state is EvState.SKIP and other.thin_until == 0.0 and not other.fb.thinned

@@ -8,7 +8,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged
-from mrcemu.transport.evs import Ev, EvState
+from mrcemu.transport.evs import MAX_THIN, Ev, EvState
 from mrcemu.transport.pathmon import PathMonitor
 from mrcemu.transport.profiles import profile
 
@@ -46,32 +46,59 @@ def test_a_mid_path_trim_skips_the_ev_longer_than_a_mark():
     assert rotations_in(mon, e, EvState.SKIP) == 2  # the default trim hold, CE's is 1
 
 
-def test_a_skip_lasts_as_many_of_the_evs_round_trips_as_rotations():
+def test_a_hot_path_is_thinned_for_as_many_of_its_round_trips_as_rotations():
     """Two EVs rotate in two packets (PAPER.md E8): a SKIP of rotations alone would end
-    long before the feedback on the packets sent after it could return."""
+    long before the feedback on the packets sent after it could return. A hot path is
+    thinned for its round trips instead: in SKIP throughout, in use one rotation in
+    skip_len + 1, so it keeps a share its marks can still size (switched off whole,
+    the flows that share its queue left it and came back to it together)."""
     mon, changes, e = rig()
     e.fb.rtt_sample(0.065, 0.0)  # the EV's own round trip
     prof = mon.profile
     prof.now = 1.0
-    mon.ce_echoed(e.ev, 1.0)  # skip_len 1: one rotation, and one round trip
-    for _ in range(5):
+    mon.ce_echoed(e.ev, 1.0)  # skip_len 1: one rotation out, one round trip thinned
+    assert e.fb.thinned and not prof.usable(e) and e.skip_len == 2
+    used = []
+    for _ in range(9):
         prof.new_rotation()
-    assert e.state is EvState.SKIP and not prof.usable(e)
+        assert e.state is EvState.SKIP and e.fb.usable == prof.usable(e)
+        used.append(prof.usable(e))
+    assert used == [True, False, False] * 3  # then one rotation in skip_len + 1 = 3
     prof.now = 1.064
     prof.new_rotation()
     assert e.state is EvState.SKIP
-    prof.now = 1.065
-    prof.new_rotation()
-    assert e.state is EvState.GOOD and changes[-1].why == "skip over"
+    prof.now = 1.065  # its round trip is over: GOOD when its rotations run out
+    assert rotations_in(mon, e, EvState.SKIP) == 1
+    assert changes[-1].why == "skip over" and not e.fb.thinned and prof.usable(e)
     # marked again as soon as it is back: twice as long, in rotations and round trips
     mon.ce_echoed(e.ev, 1.07)
-    prof.now = 1.07 + 2 * 0.065 - 0.001
-    for _ in range(5):
+    assert e.thin_until == pytest.approx(1.07 + 2 * 0.065) and e.skip_len == 4
+
+
+def test_a_mark_on_a_thinned_path_halves_its_share_again_once_a_round_trip():
+    """The marks on what went before the thinning are the same news: only a round trip
+    after the last growth does a mark thin the path further (and for longer)."""
+    mon, changes, e = rig()
+    rtt = 0.065
+    e.fb.rtt_sample(rtt, 0.0)
+    prof = mon.profile
+    prof.now = 1.0
+    mon.ce_echoed(e.ev, 1.0)
+    prof.now = 1.07
+    while e.state is EvState.SKIP:
         prof.new_rotation()
-    assert e.state is EvState.SKIP
-    prof.now = 1.07 + 2 * 0.065
-    prof.new_rotation()
-    assert e.state is EvState.GOOD
+    mon.ce_echoed(e.ev, 1.07)  # thinned for 2 round trips, one rotation in 5
+    assert (e.skip_len, e.thin_until) == (4, pytest.approx(1.07 + 2 * rtt))
+    mon.ce_echoed(e.ev, 1.07 + rtt / 2)  # within the round trip: nothing more
+    assert (e.skip_len, e.thin_until) == (4, pytest.approx(1.07 + 2 * rtt))
+    later = 1.07 + rtt + 0.001
+    mon.ce_echoed(e.ev, later)  # a round trip on: one rotation in 9, for 4 round trips
+    assert (e.skip_len, e.thin_until) == (8, pytest.approx(later + 4 * rtt))
+    assert e.state is EvState.SKIP and e.fb.thinned
+    assert [c.new for c in changes].count("SKIP") == 2  # thinning further is silent
+    for k in range(4):  # a mark every round trip: one rotation in 65 at most
+        mon.ce_echoed(e.ev, later + (k + 1) * (rtt + 0.001))
+    assert e.skip_len == MAX_THIN == 64
 
 
 def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
@@ -96,7 +123,7 @@ def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
     # Quiet for three round trips beyond the first feedback's: 16 halved three times
     prof.now = now = now + 3 * rtt
     mon.ce_echoed(e.ev, now)
-    assert e.skip_until == pytest.approx(now + 2 * rtt) and e.skip_len == 4
+    assert e.thin_until == pytest.approx(now + 2 * rtt) and e.skip_len == 4
 
 
 def test_a_plane_marked_throughout_is_left_to_rotations_and_the_window():
@@ -110,11 +137,11 @@ def test_a_plane_marked_throughout_is_left_to_rotations_and_the_window():
     e.fb.rtt_sample(0.065, 0.0)
     mon.ce_echoed(sibling.ev, 1.0)
     mon.ce_echoed(e.ev, 1.03)  # within a round trip of the sibling's mark
-    assert e.state is EvState.SKIP and e.skip_until == 0.0 and e.skip_len == 1
+    assert e.state is EvState.SKIP and e.thin_until == 0.0 and e.skip_len == 1
     assert rotations_in(mon, e, EvState.SKIP) == 1
     # a round trip after the sibling's mark, this one alone is hot: round trips, memory
     mon.ce_echoed(e.ev, 1.0 + 0.066)
-    assert e.skip_until == pytest.approx(1.066 + 0.065) and e.skip_len == 2
+    assert e.thin_until == pytest.approx(1.066 + 0.065) and e.skip_len == 2
 
 
 def test_a_mark_never_skips_the_last_usable_path_of_a_plane():
