@@ -31,6 +31,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import tty
 from collections.abc import Callable
 from typing import Any
 
@@ -111,12 +112,24 @@ class RemoteNode(RemoteMixin, Node):  # type: ignore[misc]
         if isinstance(cmd, str):
             cmd = cmd.split()
         if self.isRemote:
+            raw_if_tty(params.get("stdin"))
             # ssh hands its arguments, joined by spaces, to the remote shell to parse
             # again: quoted, so that `python3 -c "..."` arrives as it left.
             base = self.sshcmd if tt else [x for x in self.sshcmd if x != "-tt"]
             cmd = [*base, shlex.join(cmd)]
         params.update(preexec_fn=self._ignoreSignal)
         return Node._popen(self, cmd, **params)
+
+
+def raw_if_tty(fd: Any) -> None:
+    """Put a node shell's local terminal (the pty Mininet hands ssh as its stdin) in raw
+    mode before ssh starts. ssh -tt makes it raw itself, but over the shared connection
+    not always before Mininet types: `echo $$` once came back as
+    'echo $$\\r\\n19402\\r\\r\\n' (the command echoed, and the output's newline
+    translated once more: this pty, cooked), and the node's PID failed to parse (CI, once
+    in three runs). The remote shell's own pty is Mininet's `stty -echo`."""
+    if isinstance(fd, int) and os.isatty(fd):
+        tty.setraw(fd)
 
 
 class VxlanLink(RemoteLink):  # type: ignore[misc]

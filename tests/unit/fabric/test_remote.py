@@ -3,11 +3,15 @@ server at a time (mrcemu/fabric/remote.py, the agent's `make_links`)."""
 
 from __future__ import annotations
 
+import os
+import pty
 import shlex
+import subprocess
+import termios
 from types import SimpleNamespace
 
 from mrcemu.fabric import agent
-from mrcemu.fabric.remote import LINK_MTU, VXLAN_PORT, LinkPlan, PlannedLink
+from mrcemu.fabric.remote import LINK_MTU, VXLAN_PORT, LinkPlan, PlannedLink, raw_if_tty
 from mrcemu.topology.cluster import LOCAL, Server
 
 HERE = Server("local", LOCAL, underlay="mrcemu-ul")
@@ -76,3 +80,30 @@ def test_each_servers_lines_go_to_its_agent_in_one_request():
 def test_a_line_ip_refuses_stops_the_batch_and_is_the_agents_error():
     answer = agent.handle({"op": "make_links", "args": {"lines": ["link frobnicate x"]}})
     assert not answer["ok"] and "frobnicate" in answer["error"], answer
+
+
+def test_a_node_shells_local_terminal_is_raw_before_ssh_starts():
+    """What Mininet types into a remote node's shell is not echoed back by the local pty
+    and its output's newlines are left alone (a cooked pty once turned `echo $$`'s
+    answer into 'echo $$\\r\\n19402\\r\\r\\n')."""
+    master, slave = pty.openpty()
+    try:
+        assert termios.tcgetattr(slave)[3] & termios.ECHO  # a new pty is cooked
+        raw_if_tty(slave)
+        _iflag, oflag, _cflag, lflag = termios.tcgetattr(slave)[:4]
+        assert not lflag & (termios.ECHO | termios.ICANON) and not oflag & termios.OPOST
+        os.write(master, b"echo $$\n")
+        assert os.read(slave, 64) == b"echo $$\n"  # to the shell, as typed
+        os.set_blocking(master, False)
+        try:
+            echoed = os.read(master, 64)
+        except BlockingIOError:
+            echoed = b""
+        assert echoed == b""
+        os.write(slave, b"19402\n")
+        assert os.read(master, 64) == b"19402\n"  # no \r added on the way out
+    finally:
+        os.close(master)
+        os.close(slave)
+    raw_if_tty(subprocess.PIPE)  # not a terminal (a pipe's marker): left alone
+    raw_if_tty(None)
