@@ -205,6 +205,16 @@ class EvProfile:
     def _skip_over(self, e: Ev) -> bool:
         return e.skip_until_rotation <= self.rotation
 
+    @staticmethod
+    def _thinned(e: Ev) -> bool:
+        """In a thinning: it lasts until the first rotation after `thin_until` ends it
+        (new_rotation), so the data path's `fb.thinned` and `skip` agree throughout."""
+        return e.state is EvState.SKIP and e.thin_until > 0.0
+
+    def _path_evs(self, e: Ev) -> list[Ev]:
+        """The EVs of e's plane on e's path (its spine): they cross the same queues."""
+        return [x for x in self._in_plane[e.path.plane] if x.path.spine == e.path.spine]
+
     def _sync(self, e: Ev) -> None:
         """The data path's copies of `usable` and of the state being GOOD: set wherever
         what they depend on changes."""
@@ -214,7 +224,7 @@ class EvProfile:
             self._usable_by_plane = None
         e.fb.good = e.state is EvState.GOOD
         e.fb.stopped = e.state is EvState.STOPPED
-        e.fb.thinned = e.state is EvState.SKIP and e.thin_until > 0.0
+        e.fb.thinned = self._thinned(e)
 
     def _sync_all(self) -> None:
         self._usable_by_plane = None
@@ -336,7 +346,7 @@ class EvProfile:
         if e is None:
             return
         e.last_mark = now
-        thinned = e.state is EvState.SKIP and e.thin_until > now
+        thinned = self._thinned(e)
         if (e.state is not EvState.GOOD and not thinned) or self.at_floor():
             return
         plane = self._in_plane[e.path.plane]
@@ -352,8 +362,8 @@ class EvProfile:
             if rtt == rtt and rtt > 0 and now - e.grown_at >= rtt:
                 n = min(rotations * e.skip_len, MAX_SKIP)
                 e.skip_len = min(e.skip_len * 2, MAX_THIN)
-                for x in self._in_plane[e.path.plane]:
-                    if x.path.spine == e.path.spine and x.thin_until > now:
+                for x in self._path_evs(e):
+                    if self._thinned(x):
                         x.skip_len, x.grown_at = e.skip_len, now
                         x.thin_until = max(x.thin_until, now + n * rtt)
             return
@@ -401,7 +411,7 @@ class EvProfile:
             # the slowed spines with 15 EVs a path, 0.081 with one). They share the
             # SKIP and its memory, as one EV a path has them alone. The plane keeps a
             # path: a plane whose other paths are all out of use keeps this one.
-            siblings = [x for x in plane if x is not e and x.path.spine == e.path.spine
+            siblings = [x for x in self._path_evs(e) if x is not e
                         and x.active and x.state in (EvState.GOOD, EvState.SKIP)]
             if siblings and any(x.path.spine != e.path.spine and self.usable(x)
                                 for x in plane):
