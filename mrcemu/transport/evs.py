@@ -347,13 +347,19 @@ class EvProfile:
             return
         e.last_mark = now
         thinned = self._thinned(e)
-        if (e.state is not EvState.GOOD and not thinned) or self.at_floor():
+        if e.state is not EvState.GOOD and not thinned:
             return
         plane = self._in_plane[e.path.plane]
         # A SKIP moves load between the paths of a plane; the plane's last usable path
         # keeps it, or the host's port on that plane sits idle for the SKIP's round
         # trips (its share cannot move to another plane's port, already at line rate).
         if not any(x is not e and self.usable(x) for x in plane):
+            return
+        # The floor guards what is in use. A thinned EV is out of use between its
+        # visits, when its visits' marks come back: with two EVs (PAPER.md E8) the set
+        # sits at its floor then, and refusing those marks kept its share from halving
+        # again and let its thinning run out (flow 1 kept 0.05 of its packets on EV-A).
+        if not thinned and self.at_floor():
             return
         rtt = e.fb.rtt_raw
         if thinned:

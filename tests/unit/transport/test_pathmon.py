@@ -101,6 +101,29 @@ def test_a_mark_on_a_thinned_path_halves_its_share_again_once_a_round_trip():
     assert e.skip_len == MAX_THIN == 64
 
 
+def test_a_thinned_path_of_a_two_ev_set_grows_between_its_visits():
+    """PAPER.md E8's flow 1: two EVs, one plane. Between EV-A's visits EV-B alone is
+    usable, so the set is at its floor; the marks on a visit come back then. They must
+    still halve EV-A's share and lengthen its thinning: nothing more goes out of use
+    (EV-A already is). Refused, EV-A's share stayed one rotation in 17-33, and its
+    thinning ran out and it came back whole."""
+    mon, changes, e = rig(ev_planes=(2,), ev_set_per_plane=2)
+    prof, rtt = mon.profile, 0.065
+    assert sum(x.active for x in prof.evs.values()) == 2  # the rest are backups
+    e.fb.rtt_sample(rtt, 0.0)
+    prof.now = 1.0
+    mon.ce_echoed(e.ev, 1.0)
+    assert e.fb.thinned and prof.at_floor() and not prof.usable(e)
+    later = 1.0 + rtt + 0.001
+    mon.ce_echoed(e.ev, later)  # the visit's packets, marked, heard out of its visit
+    assert (e.skip_len, e.thin_until) == (4, pytest.approx(later + 2 * rtt))
+    assert e.state is EvState.SKIP and [c.new for c in changes] == ["SKIP"]
+    # A GOOD EV of a set at its floor is still never taken out of use.
+    other = next(x for x in prof.evs.values() if x.active and x is not e)
+    mon.ce_echoed(other.ev, later)
+    assert other.state is EvState.GOOD and prof.usable(other)
+
+
 def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
     """PAPER.md E8: flow 2 fills EV-A's link. Each time flow 1's SKIP ends, the first
     feedback on what it sent there after (a round trip later) is marked again: the SKIP
