@@ -25,15 +25,28 @@ def send(*args: str) -> dict:
     return json.loads(r.stdout)
 
 
+def own_changes(changes: list[list], paths: int, window: float = 0.005) -> list[list]:
+    """The EV changes that were a path's own: not one of a host-wide burst, where half
+    the paths or more made the same change within `window` of it. A NIC the CPU starved
+    for a moment finds every path overdue at once and hears them all again at once (CI
+    saw all 32 STOPPED as overdue in 3 ms): that says nothing of any path, and they
+    stay even; a path skipped or stopped on its own carried less."""
+    def burst(c: list) -> bool:
+        near = {d[1] for d in changes if d[2:4] == c[2:4] and abs(d[0] - c[0]) <= window}
+        return len(near) * 2 >= paths
+    return [c for c in changes if c[1] >= 0 and not burst(c)]
+
+
 def test_64mib_sprayed_evenly_over_all_32_paths_and_roce_uses_one(default_fabric):
     res = send("h0", "h7", "--size", "64MiB")
     assert res["integrity_ok"] and res["sha256_src"] == res["sha256_dst"]
     shares = res["packets_per_path"]
     assert len(shares) == 32
-    # Paths whose EVs stayed GOOD all along share the spray evenly; a path that was
-    # skipped or judged bad for a while (a CPU-starved NIC can make a healthy path look
-    # silent) rightly carried less, so it is left out.
-    touched = {"p{}s{}".format(*ev_fields(c[1])) for c in res["ev_changes"] if c[1] >= 0}
+    # Paths whose EVs stayed GOOD all along (but for a host-wide burst) share the spray
+    # evenly; a path that was skipped or judged bad for a while on its own (a CPU-starved
+    # NIC can make a healthy path look silent) rightly carried less, so it is left out.
+    touched = {"p{}s{}".format(*ev_fields(c[1]))
+               for c in own_changes(res["ev_changes"], len(shares))}
     steady = {k: v for k, v in shares.items() if k not in touched}
     assert steady, res["ev_changes"][:10]
     mean = sum(steady.values()) / len(steady)
