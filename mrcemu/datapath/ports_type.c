@@ -155,6 +155,29 @@ static struct ports_qp *qp_find(const PortsObject *self, long qpn)
 	}
 }
 
+/* An empty open-addressing index for n QPs (at most half full), its mask in *mask. */
+static int32_t *new_index(size_t n, size_t *mask)
+{
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap <<= 1;
+	int32_t *by = PyMem_Malloc(cap * sizeof(*by));
+	if (by)
+		memset(by, 0xFF, cap * sizeof(*by));
+	*mask = cap - 1;
+	return by;
+}
+
+static void index_into(int32_t *by, const struct ports_qp *qps, size_t n, size_t mask)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t h = qpn_hash(qps[i].qpn, mask);
+		while (by[h] >= 0)
+			h = (h + 1) & mask;
+		by[h] = (int32_t)i;
+	}
+}
+
 /* attach(qpn, responder, sender or None): packets for `qpn` go to them from now on. The
  * responder is an MRC Responder (with its Sender, or None) or a RoceQp (with None). */
 static PyObject *ports_attach(PortsObject *self, PyObject *args)
@@ -181,29 +204,49 @@ static PyObject *ports_attach(PortsObject *self, PyObject *args)
 		Py_SETREF(q->tx, Py_NewRef(tx));
 		Py_RETURN_NONE;
 	}
-	size_t n = self->nqps + 1, cap = 16;
-	while (cap < 2 * n)
-		cap <<= 1;
+	size_t n = self->nqps + 1, mask;
 	struct ports_qp *qps = PyMem_Realloc(self->qps, n * sizeof(*qps));
 	if (!qps)
 		return PyErr_NoMemory();
 	self->qps = qps;
-	int32_t *by = PyMem_Malloc(cap * sizeof(*by));
+	int32_t *by = new_index(n, &mask);
 	if (!by)
 		return PyErr_NoMemory();
 	qps[n - 1] = (struct ports_qp){(uint32_t)qpn, Py_NewRef(rx), Py_NewRef(tx), 0};
 	self->nqps = n;
-	memset(by, 0xFF, cap * sizeof(*by));
-	for (size_t i = 0; i < n; i++) {
-		size_t h = qpn_hash(qps[i].qpn, cap - 1);
-		while (by[h] >= 0)
-			h = (h + 1) & (cap - 1);
-		by[h] = (int32_t)i;
-	}
+	index_into(by, qps, n, mask);
 	PyMem_Free(self->by_qpn);
 	self->by_qpn = by;
-	self->by_qpn_mask = cap - 1;
+	self->by_qpn_mask = mask;
 	Py_RETURN_NONE;
+}
+
+/* detach(qpn) -> whether it was attached: packets for `qpn` come back as frames from now
+ * on, as for a QP never made (a QP destroyed: its copies still on the wire must not reach
+ * the responder that placed its data, nor its sender) */
+static PyObject *ports_detach(PortsObject *self, PyObject *args)
+{
+	NEED_READY(self);
+	unsigned long qpn;
+	if (!PyArg_ParseTuple(args, "k", &qpn))
+		return NULL;
+	struct ports_qp *q = qpn > 0xFFFFFF ? NULL : qp_find(self, (long)qpn);
+	if (!q)
+		Py_RETURN_FALSE;
+	size_t n = self->nqps - 1, mask;
+	int32_t *by = new_index(n, &mask);
+	if (!by)
+		return PyErr_NoMemory();
+	PyObject *rx = q->rx, *tx = q->tx;
+	*q = self->qps[n]; /* the last takes its place */
+	self->nqps = n;
+	index_into(by, self->qps, n, mask);
+	PyMem_Free(self->by_qpn);
+	self->by_qpn = by;
+	self->by_qpn_mask = mask;
+	Py_DECREF(rx);
+	Py_DECREF(tx);
+	Py_RETURN_TRUE;
 }
 
 /* queue(ev, frame) -> whether it was queued (after its Ethernet header, on the EV's
@@ -735,6 +778,8 @@ static PyMethodDef ports_methods[] = {
 	 "next_send() -> when a waiting port may send again, or None"},
 	{"attach", (PyCFunction)ports_attach, METH_VARARGS,
 	 "attach(qpn, responder, sender or None): packets for qpn go to them"},
+	{"detach", (PyCFunction)ports_detach, METH_VARARGS,
+	 "detach(qpn) -> whether it was attached: its packets come back as frames"},
 	{"receive", (PyCFunction)(void (*)(void))ports_receive, METH_FASTCALL,
 	 "receive(plane, max, now) -> (read, placed bytes, [qpn], [frame or Decoded])"},
 	{"backlog", (PyCFunction)ports_backlog, METH_NOARGS, "backlog() -> {plane: frames}"},

@@ -590,16 +590,24 @@ static void take(struct mrc_sender *s, struct mrc_out *o, struct mrc_ack_result 
 void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint64_t bitmap,
 		int has_trigger, int32_t trigger_off, double now, struct mrc_ack_result *r)
 {
-	*r = (struct mrc_ack_result){0, 0, -1.0, -1, -1.0, -1};
+	*r = (struct mrc_ack_result){0, 0, -1.0, -1, -1.0, -1, 0};
 	if (!s->newly) {
 		s->newly = malloc((s->ring_mask + 1) * sizeof(*s->newly));
 		if (!s->newly)
 			return;
 	}
 	uint64_t cack = unwrap(cack24, s->una);
+	/* A peer acknowledges only what it received. One past every PSN sent is not this
+	 * connection's peer: a stale copy from a QP made before this one on the same number,
+	 * or forged. Taken, it would acknowledge packets that never arrived and leave the
+	 * message to wait for them forever (una past them, nothing resent): ignored whole. */
+	if (cack > s->sent_hi) {
+		s->acks_beyond_sent++;
+		r->beyond = 1;
+		return;
+	}
 	if (cack > s->una) {
-		uint64_t end = cack < s->sent_hi ? cack : s->sent_hi;
-		for (uint64_t psn = s->una; psn < end; psn++) {
+		for (uint64_t psn = s->una; psn < cack; psn++) {
 			struct mrc_out *o = lookup(s, psn);
 			if (o)
 				take(s, o, r);
@@ -1007,6 +1015,8 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now, &r);
 	if (!s->newly)
 		return -1;
+	if (r.beyond) /* no proof of life, no sample, no verdict: not our peer's */
+		return 0;
 	s->sacks_rx++;
 	/* An unmarked SACK: no packet that arrived since the last SACK was marked (a marked
 	 * one sends its SACK at once, responder.c), so each packet it newly acknowledges

@@ -172,6 +172,7 @@ struct mrc_sender {
 	double overdue_devs; /* ... and before its packet goes again elsewhere */
 	uint64_t sacks_rx, hole_losses, overdue_resent, retired_resent;
 	uint64_t ce_thinned; /* marked SACKs from a thinned EV: not the window's (mrc_tx_sack) */
+	uint64_t acks_beyond_sent; /* acks of PSNs never sent, ignored whole (mrc_tx_ack) */
 	int32_t *by_ev; /* EV -> path index (open addressing, -1: empty) */
 	size_t by_ev_mask;
 	/* Per-EV order's scratch, per path: the latest send time of a once-sent packet on it
@@ -204,6 +205,7 @@ struct mrc_ack_result {
 	int32_t rtt_path; /* the path the sampled packet went on */
 	double latest; /* send time of the latest-sent packet newly acked, -1: none */
 	int64_t resent; /* ring index of the trigger when it was sent more than once, -1 */
+	int beyond;     /* its cumulative PSN is past every PSN sent: ignored, counted */
 };
 
 int mrc_tx_init(struct mrc_sender *s, uint64_t window, uint32_t pmtu,

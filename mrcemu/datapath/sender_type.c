@@ -448,7 +448,8 @@ int sender_take_sack(PyObject *sender, const struct mrc_sack *k, double now)
 }
 
 /* sack(cack_psn, sack_offset, bitmap, ack_psn_offset, entropy, m, pr, now): a SACK's
- * whole effect on the requester but the verdicts on paths (mrc_tx_sack) */
+ * whole effect on the requester but the verdicts on paths (mrc_tx_sack). False if it was
+ * ignored whole, acknowledging PSNs never sent: no verdict is to be made on it either. */
 static PyObject *sender_sack(SenderObject *self, PyObject *args)
 {
 	NEED_READY(self);
@@ -463,9 +464,10 @@ static PyObject *sender_sack(SenderObject *self, PyObject *args)
 		return NULL;
 	k = (struct mrc_sack){(uint32_t)cack & 0xFFFFFF, off, bitmap, ackoff, (uint32_t)entropy,
 			      m, pr};
+	uint64_t beyond = self->s.acks_beyond_sent;
 	if (sender_take_sack((PyObject *)self, &k, now) < 0)
 		return NULL;
-	Py_RETURN_NONE;
+	return PyBool_FromLong(self->s.acks_beyond_sent == beyond);
 }
 
 /* overdue(now) -> how many EVs the overdue scan stopped (each queued for take_losses) */
@@ -672,7 +674,7 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	const struct mrc_sender *s = &self->s;
-	return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}", "tx_data", (unsigned long long)s->tx_data,
 			     "tx_bytes", (unsigned long long)s->tx_bytes, "retransmits",
 			     (unsigned long long)s->retransmits, "sacks_rx",
 			     (unsigned long long)s->sacks_rx, "losses_unqueued",
@@ -680,7 +682,8 @@ static PyObject *sender_counters(SenderObject *self, PyObject *unused)
 			     (unsigned long long)s->hole_losses, "overdue_resent",
 			     (unsigned long long)s->overdue_resent, "retired_resent",
 			     (unsigned long long)s->retired_resent, "ce_thinned",
-			     (unsigned long long)s->ce_thinned);
+			     (unsigned long long)s->ce_thinned, "acks_beyond_sent",
+			     (unsigned long long)s->acks_beyond_sent);
 }
 
 static PyObject *sender_get_latest(SenderObject *self, void *unused)

@@ -102,14 +102,18 @@ class NicClient:
         its own, so both ends start their PSNs afresh. An error if either is busy.
         `stats`: each write's connection's stats reply, as the caller already asked for
         them. True if any connection was made again (its counters start afresh)."""
-        stale = {(w["src"], w["dst"], w["transport"], w.get("qp", 0)): w.get("settings") or {}
+        stale = {(w["src"], w["dst"], w["transport"], w.get("qp", 0)):
+                 (w.get("settings") or {}, r.get("gen", 0) + 1)
                  for w, r in zip(writes, stats, strict=True)
                  if r["stats"] is not None and r.get("settings", {}) != (w.get("settings") or {})}
         if stale:
+            # Both ends at the next generation of the pair's QPN: what either end's old
+            # QP still has on the wire reaches neither new one.
             self.ask([(a, {"op": "reconnect", "peer": b, "transport": t, "qp": q,
-                           "settings": settings}) for (a, b, t, q), settings in stale.items()]
-                     + [(b, {"op": "reconnect", "peer": a, "transport": t, "qp": q})
-                        for a, b, t, q in stale])
+                           "settings": settings, "gen": gen})
+                      for (a, b, t, q), (settings, gen) in stale.items()]
+                     + [(b, {"op": "reconnect", "peer": a, "transport": t, "qp": q, "gen": gen})
+                        for (a, b, t, q), (_s, gen) in stale.items()])
         return bool(stale)
 
     def post(self, writes: list[dict]) -> list[dict]:

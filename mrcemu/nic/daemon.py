@@ -108,6 +108,13 @@ class Nic:
         # pair several QPs; MRC's one QP a pair is index 0.
         self.conns: dict[ConnKey, Connection] = {}
         self.conn_settings: dict[ConnKey, dict] = {}  # what each was made with
+        # The generation of each connection's QPN (profiles.GEN_STRIDE), the same at both
+        # ends of a pair: the NIC client sets it whenever it has a pair made again. A
+        # pair new to both ends starts at the fabric's last reconfiguration's (`epoch`,
+        # every NIC's alike), where any connection made before it, even at one end
+        # only, now is.
+        self.conn_gen: dict[ConnKey, int] = {}
+        self.epoch = 0
         self.by_qpn: dict[int, Connection] = {}
         self.history: dict[ConnKey, History] = {}
         self.t0 = time.monotonic()
@@ -168,8 +175,9 @@ class Nic:
 
     # ---- connections --------------------------------------------------------
     def conn(self, peer: int, transport: str, settings: dict | None = None,
-             qp: int = 0) -> Connection:
-        """The connection with `peer` (its QP `qp` of the pair), made on first use.
+             qp: int = 0, gen: int | None = None) -> Connection:
+        """The connection with `peer` (its QP `qp` of the pair), made on first use, at
+        generation `gen` (None: the pair's last, or the fabric's epoch for a new one).
         `settings` (a write's): transport settings of this connection alone, over the
         fabric's; a connection already made with others refuses them (MrcemuError), as a
         real NIC's QP keeps its profile."""
@@ -183,7 +191,10 @@ class Nic:
         if c is None:
             cfg = (TransportConfig.from_json({**self.cfg.to_json(), **settings}) if settings
                    else self.cfg)
-            c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory, qp)
+            if gen is not None:  # kept whole: only its QPN wraps (profiles.GENERATIONS)
+                self.conn_gen[key] = gen
+            c = make_connection(transport, self.topo, self.host, peer, cfg, self.memory, qp,
+                                self.conn_gen.setdefault(key, self.epoch))
             self.conn_settings[key] = settings
             if self.planes_up != set(self.ports):
                 c.port_status(self.planes_up, self.now(),
@@ -195,12 +206,14 @@ class Nic:
             self.history[key] = History()
         return c
 
-    def remake(self, key: ConnKey, settings: dict | None = None) -> str | None:
+    def remake(self, key: ConnKey, settings: dict | None = None,
+               gen: int | None = None) -> str | None:
         """Replace the connection `key` with a new one made with `settings` (None: the
         ones it had), as a QP destroyed and created again: PSNs, windows, EV states and
-        counters start afresh. The peer must remake its end too, or its responder
-        waits for the old PSNs. Refused, with the reason, while the connection has
-        writes unfinished or packets unacknowledged."""
+        counters start afresh, on the QPN of generation `gen` (None: the next). The peer
+        must remake its end at the same generation, or neither hears the other. Refused,
+        with the reason, while the connection has writes unfinished or packets
+        unacknowledged."""
         c = self.conns.get(key)
         if c is not None:
             if _busy(c):
@@ -211,10 +224,15 @@ class Nic:
             del self.conns[key], self.keys[c], self.history[key]
             self.conn_settings.pop(key, None)
             self.by_qpn.pop(c.local_qpn, None)
+            # Its copies still in flight (a duplicate's SACK, the completion's second
+            # ack, a delay line's backlog) now come back as frames of a QP that is gone.
+            self.tx_ports.detach(c.local_qpn)
             self.wake.schedule(c, None, self.now())
             self.wake.fed(c)
             self.touched.discard(c)
-        self.conn(key[0], key[1], settings, key[2])  # attached over the old one's QPN
+        if gen is None:
+            gen = self.conn_gen.get(key, self.epoch) + 1
+        self.conn(key[0], key[1], settings, key[2], gen)
         return None
 
     def drain_events(self, c: Connection) -> None:
@@ -363,7 +381,13 @@ class Nic:
                 return
             known = qp_of(q, self.topo.hosts)
             if known is not None and known[1] != self.host:
-                c = self.conn(known[1], known[0], qp=known[2])
+                transport, peer, k, gen = known
+                if (peer, transport, k) in self.conns:
+                    # Another generation of a connection we have: a copy from before
+                    # the pair was made again. Only the pair's current QPN is ours.
+                    self._malformed("stale_qp")
+                    return
+                c = self.conn(peer, transport, qp=k, gen=gen)
             if c is None:
                 self._malformed("unknown_qp")
                 return
@@ -485,9 +509,12 @@ class Nic:
                     "cc": c.cc_state(), "settings": self.conn_settings.get(key, {}),
                     "load_balancing": c.profile.policy.name,
                     "srtt": c.srtt, "history_dropped": h.dropped,
+                    "gen": self.conn_gen.get(key, 0),
                     "malformed": self.malformed}
         if op == "reconnect":  # settings None: the connection's own, kept
-            err = self.remake(self._key(req), req.get("settings"))
+            gen = req.get("gen")
+            err = self.remake(self._key(req), req.get("settings"),
+                              None if gen is None else int(gen))
             return {"ok": False, "error": err} if err else {"ok": True}
         if op == "configure":
             # The NIC's own transport settings (`transport:` in a scenario) changed between
@@ -501,9 +528,14 @@ class Nic:
                 return {"ok": False, "error": f"h{self.host} has connections busy: "
                         + ", ".join(f"{t} to h{p}" for p, t, _q in busy)}
             self.cfg = cfg
+            # Every connection, and every pair made from now on, at the generation the
+            # client gave every NIC alike: past any either end of a pair has had.
+            self.epoch = int(req.get("gen", self.epoch + 1))
             for key in list(self.conns):
-                self.remake(key)
+                self.remake(key, gen=self.epoch)
             return {"ok": True}
+        if op == "generation":  # the highest this NIC's connections have had
+            return {"ok": True, "gen": max([self.epoch, *self.conn_gen.values()])}
         if op in ("deny", "allow"):
             c = self.conn(int(req["peer"]), "mrc")
             ev = int(str(req["ev"]), 0)

@@ -82,7 +82,9 @@ def _set_policy(sc: Scenario, lb: str) -> None:
     from mrcemu.nic.client import NicClient
 
     with NicClient(range(sc.topology.hosts), split_servers()) as client:
-        client.ask_each("configure", transport={"load_balancing": lb})
+        # one generation past every pair's, for every NIC: both ends of each pair on it
+        gen = max(r["gen"] for r in client.ask_each("generation")) + 1
+        client.ask_each("configure", transport={"load_balancing": lb}, gen=gen)
 
 
 def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:

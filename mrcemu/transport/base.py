@@ -116,6 +116,9 @@ class Stats:
     losses_unqueued: int = 0  # losses the data path could not queue (out of memory)
     # marked SACKs from a thinned EV (evs.py), heard by NSCC as unmarked (sender.c)
     ce_thinned: int = 0
+    # acks of PSNs never sent (a stale copy from a QP made before this one, or forged),
+    # ignored whole (sender.c)
+    acks_beyond_sent: int = 0
     # CE-marked data received (MRC echoes it in a SACK; RoCE answers it with a CNP), and
     # DCQCN's CNPs sent and received (RoCE)
     rx_ce: int = 0

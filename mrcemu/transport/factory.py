@@ -23,12 +23,12 @@ ECMP_REHASHES = 8
 
 def make_connection(transport: str, topo: Topology, host: int, peer: int,
                     cfg: TransportConfig, memory: MemoryTable | None = None,
-                    qp: int = 0) -> Connection:
-    """`host`'s connection toward `peer` (its QP `qp` of the pair): the QP numbers and
-    EV profile from the topology, the transport by name."""
+                    qp: int = 0, gen: int = 0) -> Connection:
+    """`host`'s connection toward `peer` (its QP `qp` of the pair, made `gen` times
+    before): the QP numbers and EV profile from the topology, the transport by name."""
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown transport {transport!r}: use {' or '.join(TRANSPORTS)}")
-    local, remote = qpn(peer, transport, qp), qpn(host, transport, qp)
+    local, remote = qpn(peer, transport, qp, gen), qpn(host, transport, qp, gen)
     if transport == "mrc":
         # NSCC's base RTT starts at this pair's own fixed round trip: a leaf's own flows
         # are 51 ms where the fabric's longest is 65 (the built-ins at 1:5000).
@@ -39,7 +39,10 @@ def make_connection(transport: str, topo: Topology, host: int, peer: int,
     if topo.ecmp:
         # Like a RoCEv2 NIC's UDP source port, the flow's entropy is a hash of the QP:
         # the switches' multipath hash, not this NIC, then picks its spine.
-        ents = [zlib.crc32(key + local.to_bytes(4, "big") + bytes([k]))
+        # Hashed on generation 0's number: a pair's RoCE flow is the same however often
+        # it was made again before, so a run's columns meet the same spines.
+        first = qpn(peer, transport, qp)
+        ents = [zlib.crc32(key + first.to_bytes(4, "big") + bytes([k]))
                 for k in range(ECMP_REHASHES)]
         prof = ecmp_profile(topo, host, peer, ents)
         # The fabric's own routing reconverges there (fabric/inject.py): the QP keeps

@@ -30,6 +30,7 @@ from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, UNANSWERED, PathMonitor
+from mrcemu.transport.profiles import GEN_STRIDE
 from mrcemu.transport.reverse import ReverseEvs
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
@@ -99,7 +100,9 @@ class MrcConnection(ConnectionBase):
         self.profile.emit = self._on_profile_change
         self.health = PathMonitor(profile, cfg)
         # B9: control packets go on a small reverse set, one EV a plane (reverse.py).
-        self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003 + local_qpn))
+        # seeded by the pair's first QPN: the same choices however often it was made again
+        self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003
+                                                         + local_qpn % GEN_STRIDE))
         self._rx_count, self._rx_at = 0, float("-inf")  # data received, and when it last grew
         self._rx_probed = 0  # the data count at the last reverse probe (or when none was due)
         # requester: the compiled sender, framing from the codec's per-opcode bodies with
@@ -290,8 +293,9 @@ class MrcConnection(ConnectionBase):
         compiled sender does what any SACK does to the requester (records, RTT, window,
         RACK, the EV's proof of life); the verdicts on the EV are made here."""
         m, ev = s["m"], s["entropy"]
-        self.tx.sack(s["cack_psn"], s["sack_offset"], s["sack_bitmap"], s["ack_psn_offset"],
-                     ev, m, s["pr"], now)
+        if not self.tx.sack(s["cack_psn"], s["sack_offset"], s["sack_bitmap"],
+                            s["ack_psn_offset"], ev, m, s["pr"], now):
+            return  # it acknowledged PSNs never sent: not our peer's (stats: acks_beyond_sent)
         self._completed(now)
         if s["pr"]:
             self._stats.probes_answered += 1

@@ -45,23 +45,35 @@ MAX_QPS = 16
 QP_STRIDE = 0x400
 
 
-def qpn(peer: int, transport: str = "mrc", qp: int = 0) -> int:
-    """Our QP number for the connection with `peer` (deterministic, so no handshake)."""
+# A connection made again (a QP destroyed and created anew) takes the next generation,
+# numbered GEN_STRIDE higher: copies of the old one's packets still on the wire or in a
+# NIC's delay line then name a QP that is gone, as a real NIC's fresh QPN makes them,
+# where the same number would take them into the new one's PSNs, which start at 0 again.
+GEN_STRIDE = 0x10000
+GENERATIONS = 0x100  # 24-bit QPNs: generation 255's highest is 0xFF5FFF
+
+
+def qpn(peer: int, transport: str = "mrc", qp: int = 0, gen: int = 0) -> int:
+    """Our QP number for the connection with `peer` (deterministic, so no handshake),
+    made `gen` times before (mod GENERATIONS)."""
     if not 0 <= qp < (MAX_QPS if transport == "roce" else 1):
         raise ValueError(f"{transport} QP {qp}: a pair has "
                          f"{MAX_QPS if transport == 'roce' else 1} at most")
-    return QPN_BASE[transport] + qp * QP_STRIDE + peer
+    return (gen % GENERATIONS) * GEN_STRIDE + QPN_BASE[transport] + qp * QP_STRIDE + peer
 
 
-def qp_of(q: int, hosts: int) -> tuple[str, int, int] | None:
-    """(transport, peer, QP index) a QP number of ours stands for, or None."""
+def qp_of(q: int, hosts: int) -> tuple[str, int, int, int] | None:
+    """(transport, peer, QP index, generation) a QP number of ours stands for, or None."""
+    gen, q = divmod(q, GEN_STRIDE)
     for transport, base in QPN_BASE.items():
         k, peer = divmod(q - base, QP_STRIDE)
-        if 0 <= k < (MAX_QPS if transport == "roce" else 1) and 0 <= peer < hosts:
-            return transport, peer, k
+        if (0 <= k < (MAX_QPS if transport == "roce" else 1) and 0 <= peer < hosts
+                and gen < GENERATIONS):
+            return transport, peer, k, gen
     return None
 
 
-def local_qpn_pair(a: int, b: int, transport: str = "mrc", qp: int = 0) -> tuple[int, int]:
+def local_qpn_pair(a: int, b: int, transport: str = "mrc", qp: int = 0,
+                   gen: int = 0) -> tuple[int, int]:
     """(a's QPN for b, b's QPN for a)."""
-    return qpn(b, transport, qp), qpn(a, transport, qp)
+    return qpn(b, transport, qp, gen), qpn(a, transport, qp, gen)

@@ -270,6 +270,32 @@ def test_receive_hands_back_whole_what_no_attached_qp_takes(rig):
     assert cb.rx_bytes == 0
 
 
+def test_a_detached_qp_takes_nothing_more_and_the_others_stay_attached(rig):
+    """A QP destroyed (daemon.remake): its copies still on the wire come back as frames,
+    for the daemon to count as another QP's, and never reach the responder that placed
+    its data. The QPs attached with it keep theirs."""
+    _, ca, cb = pair(seed=6)
+    _, cc, cd = pair(seed=6, a=3)  # h7's other peer
+    write(ca, cb, 4096)
+    write(cc, cd, 4096)
+    for c in (cb, cd):
+        c.attach(rig.ports)
+    assert rig.ports.detach(cb.local_qpn) is True
+    assert rig.ports.detach(cb.local_qpn) is False  # once
+    frames = []
+    for src in (ca, cc):
+        (e, f), = src.packets_to_send(0.0, 1)
+        frames.append(((e >> 26) & 0xF, ETH + SimNet().deliver(f)))
+    (plane_b, frame_b), (plane_d, frame_d) = frames
+    rig.inject(plane_b, frame_b)
+    assert rig.ports.receive(plane_b, 4, 0.0) == (1, 0, [], [frame_b]) and cb.rx_bytes == 0
+    rig.inject(plane_d, frame_d)
+    assert rig.ports.receive(plane_d, 4, 0.0) == (1, 4096, [cd.local_qpn], [])
+    cb.attach(rig.ports)  # attached again: it takes them again
+    rig.inject(plane_b, frame_b)
+    assert rig.ports.receive(plane_b, 4, 0.0) == (1, 4096, [cb.local_qpn], [])
+
+
 def test_receive_accepts_only_the_ports_own_address_as_the_outer_destination():
     r = Rig(host=3)  # the ports of h3, not of the receiver h7 the frames are for
     try:

@@ -541,3 +541,21 @@ def test_use_cc_refuses_bounds_that_cannot_be():
         ca.tx.use_cc(ca.cc, 0.2, 0.1, 0.0)
     with pytest.raises(TypeError):
         ca.tx.use_cc(object(), 0.1, 0.2, 0.0)
+
+
+def test_an_ack_of_psns_never_sent_is_ignored_whole_and_counted():
+    """A peer acknowledges only what arrived: a cumulative PSN past every PSN sent is a
+    stale copy from a QP made before on the same number, or forged. Taken, it would move
+    una past packets still on their way, and nothing would send them again."""
+    rig = Rig()
+    cc = with_cc(rig)
+    rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
+    assert len(rig.send(0.0, budget=4)) == 4  # PSNs 0-3 sent, 4-7 pending
+    cwnd = cc.cwnd
+    assert rig.tx.ack(6, 0, 0, None, 0.01)[0] == 0
+    assert rig.tx.sack(8, 0, 0b1, -1, rig.evs[0], 0, 0, 0.01) is False
+    assert rig.tx.una == 0 and rig.tx.outstanding == 4 and rig.tx.pending == 4
+    assert cc.cwnd == cwnd and rig.tx.srtt_raw != rig.tx.srtt_raw  # no sample: NaN
+    assert rig.tx.counters()["acks_beyond_sent"] == 2
+    assert rig.tx.sack(4, 0, 0, -1, rig.evs[0], 0, 0, 0.01) is True  # all it sent: taken
+    assert rig.tx.una == 4 and rig.tx.outstanding == 0

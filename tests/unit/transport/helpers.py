@@ -18,10 +18,13 @@ def drain(c, kind: type | None = None) -> list:
     return out
 
 
-def pair(topo_name: str = "default", a: int = 0, b: int = 7, seed: int = 1, **cfg_kw):
+def pair(topo_name: str = "default", a: int = 0, b: int = 7, seed: int = 1, gen: int = 0,
+         **cfg_kw):
+    """Both ends of a's MRC connection with b on a SimNet of their own, their QPNs of
+    generation `gen` (the pair made `gen` times before)."""
     topo = load(topo_name)
     cfg = TransportConfig(seed=seed, **cfg_kw)
-    qa, qb = local_qpn_pair(a, b)
+    qa, qb = local_qpn_pair(a, b, gen=gen)
     ca = MrcConnection(cfg, profile(topo, a, b, cfg), qa, qb)
     cb = MrcConnection(cfg, profile(topo, b, a, cfg), qb, qa)
     net = SimNet(seed=seed)

@@ -392,3 +392,48 @@ def test_one_ev_a_plane_sprays_every_rotation_without_a_new_order(tmp_path):
     assert len(per_ev) == 2 and abs(per_ev[min(per_ev)] - per_ev[max(per_ev)]) <= 1
     assert ca.profile.rotation >= 128  # 256 packets, two a rotation
     assert len(told) == 1  # (rotations that changed nothing were not handed over)
+
+
+def _stale_copies(gen: int) -> tuple[bool, bool, int]:
+    """A 1 MiB write on a pair, then a 1 MiB write on the pair made again at generation
+    `gen`: once the new requester has sent its every packet, every frame the old pair
+    sent arrives again (a delay line's backlog, a duplicate's SACK). Returns (the new
+    write completed at the requester, its bytes intact at the responder, the frames the
+    new ends dropped as another QP's)."""
+    log: list[tuple[str, bytes]] = []
+    net, ca, cb = pair(seed=8)
+    send = net._transmit
+    net._transmit = lambda src, ev, pkt: (log.append((src, net.deliver(pkt))),
+                                          send(src, ev, pkt))[1]
+    write(ca, cb, 1 << 20, seed=1)
+    net.run(5.0, stop=lambda: ca.idle)
+    assert ca.idle
+    net2, ca2, cb2 = pair(seed=8, gen=gen)
+    data, mr = write(ca2, cb2, 1 << 20, seed=2)
+    replayed = False
+
+    def replay(now: float) -> None:
+        nonlocal replayed
+        if not replayed and ca2.tx.pending == 0:
+            replayed = True
+            for src, pkt in log:
+                (ca2 if src == "h7" else cb2).receive(pkt, now)
+    net2.run(5.0, stop=lambda: ca2.idle, on_step=replay)
+    assert replayed
+    done = [m.msn for m in drain(ca2, MessageCompleted)]
+    wrong = ca2.stats.dropped["wrong_qp"] + cb2.stats.dropped["wrong_qp"]
+    return done == [0], sha(mr.buf) == sha(data), wrong
+
+
+def test_a_pair_made_again_on_the_next_qpns_hears_none_of_the_old_ones_copies():
+    """A QP destroyed and made again starts its PSNs at 0 (daemon.remake). On the QPNs
+    it had, the old pair's copies still on the wire are the new one's: the old responder's
+    final ack acknowledges the new packets before they arrive, and the old data takes the
+    new PSNs' places, so the requester completes what the responder never got (CI saw
+    the requester stall so, una past what it had sent). At the next generation's QPNs
+    they are another QP's, dropped, and the write is intact."""
+    completed, intact, dropped = _stale_copies(gen=1)
+    assert completed and intact
+    assert dropped > 256  # the old data and every ack of it
+    completed, intact, dropped = _stale_copies(gen=0)
+    assert completed and not intact and dropped == 0
