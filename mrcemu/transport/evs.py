@@ -211,9 +211,12 @@ class EvProfile:
         (new_rotation), so the data path's `fb.thinned` and `skip` agree throughout."""
         return e.state is EvState.SKIP and e.thin_until > 0.0
 
-    def _path_evs(self, e: Ev) -> list[Ev]:
-        """The EVs of e's plane on e's path (its spine): they cross the same queues."""
-        return [x for x in self._in_plane[e.path.plane] if x.path.spine == e.path.spine]
+    def _path_evs(self, e: Ev, plane: list[Ev] | None = None) -> list[Ev]:
+        """The EVs of e's plane (`plane`, if the caller has it) on e's path (its spine):
+        they cross the same queues."""
+        if plane is None:
+            plane = self._in_plane[e.path.plane]
+        return [x for x in plane if x.path.spine == e.path.spine]
 
     def _sync(self, e: Ev) -> None:
         """The data path's copies of `usable` and of the state being GOOD: set wherever
@@ -368,7 +371,7 @@ class EvProfile:
             if rtt == rtt and rtt > 0 and now - e.grown_at >= rtt:
                 n = min(rotations * e.skip_len, MAX_SKIP)
                 e.skip_len = min(e.skip_len * 2, MAX_THIN)
-                for x in self._path_evs(e):
+                for x in self._path_evs(e, plane):
                     if self._thinned(x):
                         x.skip_len, x.grown_at = e.skip_len, now
                         x.thin_until = max(x.thin_until, now + n * rtt)
@@ -417,7 +420,7 @@ class EvProfile:
             # the slowed spines with 15 EVs a path, 0.081 with one). They share the
             # SKIP and its memory, as one EV a path has them alone. The plane keeps a
             # path: a plane whose other paths are all out of use keeps this one.
-            siblings = [x for x in self._path_evs(e) if x is not e
+            siblings = [x for x in self._path_evs(e, plane) if x is not e
                         and x.active and x.state in (EvState.GOOD, EvState.SKIP)]
             if siblings and any(x.path.spine != e.path.spine and self.usable(x)
                                 for x in plane):

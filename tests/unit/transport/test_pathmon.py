@@ -118,10 +118,29 @@ def test_a_thinned_path_of_a_two_ev_set_grows_between_its_visits():
     mon.ce_echoed(e.ev, later)  # the visit's packets, marked, heard out of its visit
     assert (e.skip_len, e.thin_until) == (4, pytest.approx(later + 2 * rtt))
     assert e.state is EvState.SKIP and [c.new for c in changes] == ["SKIP"]
-    # A GOOD EV of a set at its floor is still never taken out of use.
-    other = next(x for x in prof.evs.values() if x.active and x is not e)
-    mon.ce_echoed(other.ev, later)
-    assert other.state is EvState.GOOD and prof.usable(other)
+
+
+def test_a_set_at_its_floor_takes_no_good_ev_out_of_use_and_still_grows_a_thinned_one():
+    """The floor guards what is in use: at `ev_min_active` usable EVs, a mark on a GOOD
+    one leaves it in use, where a mark on a thinned one between its visits halves its
+    share again. Three EVs of one plane, two the floor: with EV-A thinned, the other
+    two are the floor, and each has a usable path beside it in the plane (the plane's
+    own check, that its last path keeps its load, is not what refuses)."""
+    mon, changes, e = rig(ev_planes=(2,), ev_set_per_plane=3, ev_min_active=2)
+    prof, rtt = mon.profile, 0.065
+    good = [x for x in prof.evs.values() if x.active and x is not e]
+    assert len(good) == 2
+    for x in (e, *good):
+        x.fb.rtt_sample(rtt, 0.0)
+    prof.now = 1.0
+    mon.ce_echoed(e.ev, 1.0)
+    assert e.fb.thinned and not prof.usable(e) and prof.at_floor()
+    later = 1.0 + rtt + 0.001
+    mon.ce_echoed(good[0].ev, later)
+    assert good[0].state is EvState.GOOD and prof.usable(good[0]) and prof.usable(good[1])
+    mon.ce_echoed(e.ev, later)
+    assert (e.skip_len, e.thin_until) == (4, pytest.approx(later + 2 * rtt))
+    assert [(c.ev, c.new) for c in changes] == [(e.ev, "SKIP")]
 
 
 def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
