@@ -206,12 +206,11 @@ class Nic:
             self.history[key] = History()
         return c
 
-    def remake(self, key: ConnKey, settings: dict | None = None,
-               gen: int | None = None) -> str | None:
+    def remake(self, key: ConnKey, settings: dict | None, gen: int) -> str | None:
         """Replace the connection `key` with a new one made with `settings` (None: the
         ones it had), as a QP destroyed and created again: PSNs, windows, EV states and
-        counters start afresh, on the QPN of generation `gen` (None: the next). The peer
-        must remake its end at the same generation, or neither hears the other. Refused,
+        counters start afresh, on the QPN of generation `gen`. The peer must remake its
+        end at the same generation, or neither hears the other. Refused,
         with the reason, while the connection has writes unfinished or packets
         unacknowledged."""
         c = self.conns.get(key)
@@ -230,8 +229,6 @@ class Nic:
             self.wake.schedule(c, None, self.now())
             self.wake.fed(c)
             self.touched.discard(c)
-        if gen is None:
-            gen = self.conn_gen.get(key, self.epoch) + 1
         self.conn(key[0], key[1], settings, key[2], gen)
         return None
 
@@ -512,9 +509,12 @@ class Nic:
                     "gen": self.conn_gen.get(key, 0),
                     "malformed": self.malformed}
         if op == "reconnect":  # settings None: the connection's own, kept
-            gen = req.get("gen")
-            err = self.remake(self._key(req), req.get("settings"),
-                              None if gen is None else int(gen))
+            # Both ends at one generation, which only the caller, asking both, can give:
+            # an end made again alone would hear nothing from its peer.
+            if "gen" not in req:
+                return {"ok": False, "error": "reconnect needs the pair's new generation "
+                        "(`gen`, the same at both ends)"}
+            err = self.remake(self._key(req), req.get("settings"), int(req["gen"]))
             return {"ok": False, "error": err} if err else {"ok": True}
         if op == "configure":
             # The NIC's own transport settings (`transport:` in a scenario) changed between
@@ -532,7 +532,7 @@ class Nic:
             # client gave every NIC alike: past any either end of a pair has had.
             self.epoch = int(req.get("gen", self.epoch + 1))
             for key in list(self.conns):
-                self.remake(key, gen=self.epoch)
+                self.remake(key, None, self.epoch)
             return {"ok": True}
         if op == "generation":  # the highest this NIC's connections have had
             return {"ok": True, "gen": max([self.epoch, *self.conn_gen.values()])}

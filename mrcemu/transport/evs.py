@@ -211,11 +211,10 @@ class EvProfile:
         (new_rotation), so the data path's `fb.thinned` and `skip` agree throughout."""
         return e.state is EvState.SKIP and e.thin_until > 0.0
 
-    def _path_evs(self, e: Ev, plane: list[Ev] | None = None) -> list[Ev]:
-        """The EVs of e's plane (`plane`, if the caller has it) on e's path (its spine):
-        they cross the same queues."""
-        if plane is None:
-            plane = self._in_plane[e.path.plane]
+    @staticmethod
+    def _path_evs(e: Ev, plane: list[Ev]) -> list[Ev]:
+        """The EVs of e's plane (`plane`: its list) on e's path (its spine): they cross
+        the same queues."""
         return [x for x in plane if x.path.spine == e.path.spine]
 
     def _sync(self, e: Ev) -> None:

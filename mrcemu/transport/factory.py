@@ -11,7 +11,7 @@ from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.mrc import MrcConnection
-from mrcemu.transport.profiles import ecmp_profile, profile, qpn
+from mrcemu.transport.profiles import ecmp_profile, first_qpn, profile, qpn
 from mrcemu.transport.roce import RoceConnection
 
 TRANSPORTS = ("mrc", "roce")
@@ -39,10 +39,8 @@ def make_connection(transport: str, topo: Topology, host: int, peer: int,
     if topo.ecmp:
         # Like a RoCEv2 NIC's UDP source port, the flow's entropy is a hash of the QP:
         # the switches' multipath hash, not this NIC, then picks its spine.
-        # Hashed on generation 0's number: a pair's RoCE flow is the same however often
-        # it was made again before, so a run's columns meet the same spines.
-        first = qpn(peer, transport, qp)
-        ents = [zlib.crc32(key + first.to_bytes(4, "big") + bytes([k]))
+        # Hashed on generation 0's number (first_qpn): the same spines in every column.
+        ents = [zlib.crc32(key + first_qpn(local).to_bytes(4, "big") + bytes([k]))
                 for k in range(ECMP_REHASHES)]
         prof = ecmp_profile(topo, host, peer, ents)
         # The fabric's own routing reconverges there (fabric/inject.py): the QP keeps

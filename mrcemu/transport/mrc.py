@@ -30,7 +30,7 @@ from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, UNANSWERED, PathMonitor
-from mrcemu.transport.profiles import GEN_STRIDE
+from mrcemu.transport.profiles import first_qpn
 from mrcemu.transport.reverse import ReverseEvs
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec, layout
@@ -102,7 +102,7 @@ class MrcConnection(ConnectionBase):
         # B9: control packets go on a small reverse set, one EV a plane (reverse.py).
         # seeded by the pair's first QPN: the same choices however often it was made again
         self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003
-                                                         + local_qpn % GEN_STRIDE))
+                                                         + first_qpn(local_qpn)))
         self._rx_count, self._rx_at = 0, float("-inf")  # data received, and when it last grew
         self._rx_probed = 0  # the data count at the last reverse probe (or when none was due)
         # requester: the compiled sender, framing from the codec's per-opcode bodies with

@@ -62,6 +62,12 @@ def qpn(peer: int, transport: str = "mrc", qp: int = 0, gen: int = 0) -> int:
     return (gen % GENERATIONS) * GEN_STRIDE + QPN_BASE[transport] + qp * QP_STRIDE + peer
 
 
+def first_qpn(q: int) -> int:
+    """The number QP `q` had at generation 0: what a pair keeps however often it was
+    made again (its flow hash, its random streams), so a run's columns are alike."""
+    return q % GEN_STRIDE
+
+
 def qp_of(q: int, hosts: int) -> tuple[str, int, int, int] | None:
     """(transport, peer, QP index, generation) a QP number of ours stands for, or None."""
     gen, q = divmod(q, GEN_STRIDE)
