@@ -20,6 +20,12 @@ SLOWDOWN = 10  # faithful on 2 cores for both shapes (MRC alone)
 HTSIM_SPREAD = 1.23
 HTSIM_DEGRADED = 1.30
 HTSIM_SLOWED_SHARE = 0.113
+# The reference run here on the same shape with no ECN on the last hop, as this fabric
+# has it (PAPER.md B3): `scripts/htsim_reference.py` at uet-htsim 40ccb05, seeds 1-10,
+# sizes in its own BDPs (docs/history.md has the whole table).
+HTSIM_B3 = ("run here on this shape without that, as this fabric has it "
+            "(`scripts/htsim_reference.py`, 40ccb05, 10 seeds): N1 1.38-1.97 at 1.6 BDPs and "
+            "1.31-1.98 at 12.8, N2 1.15-1.41 and 1.03-1.10, N4 1.28-1.41 with bitmap")
 SENDERS = 7
 # The issue's 2 MiB each, three runs; and one run at the reference's size in host BDPs:
 # its 2 MiB over 100 Gb/s x 12 us is 14 BDPs, where 2 MiB over this fabric's host BDP
@@ -138,9 +144,11 @@ def nscc_reference() -> str:
             "least job this fabric allows: the bytes at the NICs' paced rate (0.97 of "
             "the ports) and one base round trip (65.4 ms, a tenth of the 2 MiB job's "
             "ideal). The reference's 2 MiB "
-            "are 14 of its host BDPs; here 2 MiB are 1.6 (the host BDP is the paper's, "
+            "are 14 of its reference BDPs (100 Gb/s x 12 us; 17.9 of its network BDP on "
+            "this shape); here 2 MiB are 1.6 (the host BDP is the paper's, "
             "1.3 MB), so the first window, a BDP each, decides most of the job; 16 MiB "
-            "are 12.8.\n\n" + incast +
+            f"are 12.8. uet-htsim's sender-driven runs mark the last hop too; {HTSIM_B3}."
+            "\n\n" + incast +
             "\n**Cross-leaf permutation over slowed spines** (h0-h3 and h4-h7 pair off "
             "across the leaves and stream 1 MiB writes, four in flight, both ways for 3 s; "
             "then the same with the 16 leaf-spine links of spine 1 of every plane at a "
