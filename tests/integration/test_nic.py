@@ -176,6 +176,10 @@ def test_a_stalled_nic_makes_the_transfer_report_itself_unfaithful(default_fabri
     h0 = v["hosts"]["h0"]
     assert not v["ok"], v["reasons"]
     # What the NIC measured of itself: something due ran about the stall's length late.
-    assert max(h0["timer_late"]["max_s"], h0["send_late"]["max_s"]) >= 0.25, h0
+    # A window-limited sender has no paced send due in the stall, and its timers wait
+    # while the stall's backlog of frames is read (those frames may answer them), but the
+    # scale model's delay line holds frames in flight whose release falls in the stall.
+    late = {k: h0[k]["max_s"] for k in ("timer_late", "send_late", "release_late")}
+    assert max(late.values()) >= 0.25, (late, h0)
     assert h0["wakeups"] > 0  # its loop rounds are counted beside the lateness
     assert any("at h0" in r and "late" in r for r in v["reasons"]), v["reasons"]
