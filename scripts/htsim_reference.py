@@ -118,27 +118,23 @@ def parse(out: str, flows: int) -> Run:
     return Run(done, int(nacks[-1]), int(bdp[1]))
 
 
-def export(repo: Path, dest: Path) -> str:
-    """HEAD's htsim/sim of `repo` into dest; its commit."""
-    def git(*a: str) -> bytes:
-        r = subprocess.run(["git", "-C", str(repo), *a], capture_output=True)
-        if r.returncode:
-            raise SetupError(f"{repo}: git {' '.join(a)}: {r.stderr.decode().strip()}")
-        return r.stdout
-    commit = git("rev-parse", "HEAD").decode().strip()
-    with tarfile.open(fileobj=BytesIO(git("archive", "HEAD", "htsim/sim"))) as t:
-        t.extractall(dest, filter="data")
-    return commit
+def git(repo: Path, *a: str) -> bytes:
+    r = subprocess.run(["git", "-C", str(repo), *a], capture_output=True)
+    if r.returncode:
+        raise SetupError(f"{repo}: git {' '.join(a)}: {r.stderr.decode().strip()}")
+    return r.stdout
 
 
 def build(repo: Path, cache: Path) -> tuple[str, dict[str, Path]]:
     """The two binaries (as is, B3) of repo's HEAD, built once per commit."""
+    commit = git(repo, "rev-parse", "HEAD").decode().strip()
+    out = cache / commit
+    bins = {"as is": out / "htsim_uec", "B3": out / "htsim_uec_b3"}
+    if all(b.exists() for b in bins.values()):
+        return commit, bins
     with tempfile.TemporaryDirectory() as d:
-        commit = export(repo, Path(d))
-        out = cache / commit
-        bins = {"as is": out / "htsim_uec", "B3": out / "htsim_uec_b3"}
-        if all(b.exists() for b in bins.values()):
-            return commit, bins
+        with tarfile.open(fileobj=BytesIO(git(repo, "archive", "HEAD", "htsim/sim"))) as t:
+            t.extractall(d, filter="data")
         out.mkdir(parents=True, exist_ok=True)
         src = Path(d) / "htsim" / "sim"
         main = src / "datacenter" / "main_uec.cpp"
@@ -164,13 +160,17 @@ def build(repo: Path, cache: Path) -> tuple[str, dict[str, Path]]:
         return commit, bins
 
 
+def incast_ideal_us(size: int) -> float:
+    """The incast's bytes over the receiver's one link (N2's ideal)."""
+    return size * 8 * SENDERS / (LINK_GBPS * 1e3)
+
+
 def run(binary: Path, work: Path, pairs: list[tuple[int, int]], size: int, seed: int,
         lb: str, failed: int = 0) -> Run:
-    (work / "ls8.topo").write_text(topology())
+    """One htsim_uec run in `work`, which holds the topology file (`measure`)."""
     tm = work / f"tm-{len(pairs)}-{size}.cm"
     tm.write_text(matrix(pairs, size))
-    # A generous end: fifty times the incast's ideal (7 flows over one host link).
-    end_us = int(size * 8 * SENDERS / (LINK_GBPS * 1e3) * 50) + 1000
+    end_us = int(incast_ideal_us(size) * 50) + 1000  # generous for either shape
     cmd = [str(binary), "-topo", str(work / "ls8.topo"), "-tm", str(tm), "-sender_cc_only",
            "-load_balancing_algo", lb, "-seed", str(seed), "-failed", str(failed),
            "-end", str(end_us)]
@@ -187,6 +187,7 @@ def span(xs: list[float]) -> str:
 def measure(bins: dict[str, Path], seeds: int) -> str:
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
+        (work / "ls8.topo").write_text(topology())
         bdp = run(bins["as is"], work, incast_pairs(), INCAST_BYTES, 1, "bitmap").network_bdp
         sizes = [(f"{b} BDPs ({round(b * bdp):,} B)", round(b * bdp)) for b in INCAST_BDPS]
         sizes.append((f"2 MiB ({INCAST_BYTES / bdp:.1f} BDPs)", INCAST_BYTES))
@@ -196,7 +197,7 @@ def measure(bins: dict[str, Path], seeds: int) -> str:
             for label, size in sizes:
                 runs = [run(b, work, incast_pairs(), size, s, "bitmap")
                         for s in range(1, seeds + 1)]
-                ideal = size * 8 * SENDERS / (LINK_GBPS * 1e3)
+                ideal = incast_ideal_us(size)
                 rows.append(f"| {name} | {label} | {span([r.spread for r in runs])} | "
                             f"{span([r.job_us / ideal for r in runs])} | "
                             f"{min(r.nacks for r in runs):,}-{max(r.nacks for r in runs):,} |")
