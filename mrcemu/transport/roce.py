@@ -213,9 +213,14 @@ class RoceConnection(ConnectionBase):
             self._stats.nacks_rx += 1
             self.send_psn = max(self.una, min(psn, self.send_psn))  # go back N
             return
+        if psn >= self.max_sent:
+            # PSNs never sent: a stale copy from a QP made before this one, or forged.
+            # Taken, it would complete messages whose bytes never left (as sender.c).
+            self._stats.acks_beyond_sent += 1
+            return
         self._stats.sacks_rx += 1
         if psn + 1 > self.una:
-            self.una = min(psn + 1, self.next_psn)
+            self.una = psn + 1
             self.send_psn = max(self.send_psn, self.una)
             self.last_progress = now
             self.retries = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 
 from mrcemu.topology import load
@@ -11,6 +12,8 @@ from mrcemu.transport.events import ConnectionFailed, MessageCompleted, PathReha
 from mrcemu.transport.profiles import local_qpn_pair, profile
 from mrcemu.transport.roce import RoceConnection
 from mrcemu.transport.simnet import SimNet
+from mrcemu.wire import codec
+from mrcemu.wire.constants import Opcode
 from tests.unit.transport.helpers import drain
 
 
@@ -92,3 +95,23 @@ def test_lost_acks_make_the_responder_rehash_after_reconvergence():
     rehashed = drain(cb, PathRehashed)
     assert len(rehashed) == 1 and rehashed[0].t >= cb.cfg.roce_reconvergence
     assert drain(ca, MessageCompleted)[0].done_at > rehashed[0].t
+
+
+def test_an_ack_of_psns_never_sent_is_ignored_and_completes_nothing():
+    net, ca, cb = roce_pair()
+    mr = cb.memory.register(64 << 10)
+    ca.post_write(b"a" * 8192, mr.base, mr.rkey, 0.0)  # msn 0: PSNs 0-1
+    ca.post_write(b"b" * 8192, mr.base + 8192, mr.rkey, 0.0)  # msn 1: PSNs 2-3
+    for _, p in ca.packets_to_send(0.0, budget=2):  # only msn 0 goes
+        cb.receive(net.deliver(p), 0.001)
+    ack = codec.decode(net.deliver(cb.packets_to_send(0.001)[-1][1]))
+    assert ack.opcode == Opcode.RC_ACK and ack.psn == 1
+    # The same ACK, as if for PSN 3: msn 1's bytes never left, so it is not our peer's.
+    forged = copy.deepcopy(ack)
+    forged.bth["psn"] = 3
+    ca.receive_decoded(forged, 0.002)
+    assert ca.una == 0 and ca.stats.acks_beyond_sent == 1
+    assert drain(ca, MessageCompleted) == []
+    ca.receive_decoded(ack, 0.003)  # the real one completes msn 0 alone
+    assert ca.una == 2 and [e.msn for e in drain(ca, MessageCompleted)] == [0]
+    assert ca.stats.acks_beyond_sent == 1 and bytes(mr.buf[8192:16384]) == bytes(8192)
