@@ -457,6 +457,18 @@ def per_size(raw: dict) -> dict[str, dict]:
     return out
 
 
+def nic_drops(raw: dict) -> dict[str, int]:
+    """What the NICs dropped over the run before any connection saw it (a packet that
+    does not decode, or for a QP or address not theirs: nic/daemon.py), per reason,
+    summed over the hosts; only the reasons that occurred."""
+    before = raw.get("nic_drops_before", {})
+    out: dict[str, int] = defaultdict(int)
+    for h, tr in raw.get("traces", {}).items():
+        for reason, n in tr.get("malformed", {}).items():
+            out[reason] += n - before.get(h, {}).get(reason, 0)
+    return {k: v for k, v in sorted(out.items()) if v}
+
+
 def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     flows = [f for it in raw["iterations"] for f in it["flows"]]
     posted = [f["posted_at"] for f in flows if f.get("posted_at")]
@@ -501,6 +513,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "flow_paths": flow_paths(raw),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),
+        "nic_drops": nic_drops(raw),
         "faults": fault_metrics(raw, layout, series, window_packets),
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),

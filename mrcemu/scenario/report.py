@@ -65,6 +65,9 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         ["trims", *[_fmt(ts[n]["trims"]) for n in names]],
         ["NACKs", *[_fmt(ts[n]["nacks"]) for n in names]],
         ["RTOs", *[_fmt(ts[n]["rtos"]) for n in names]],
+        # packets no connection saw: the reasons are under the table (report.md)
+        ["dropped at the NICs", *[_fmt(sum(ts[n].get("nic_drops", {}).values()))
+                                  for n in names]],
         # The terminal shows only this table: it must say whether to trust the rest.
         ["fidelity", *[_faithful(ts[n].get("fidelity")) for n in names]],
     ]
@@ -160,6 +163,11 @@ def markdown(report: dict) -> str:
         lines += ["**Partial report: the run was interrupted.**", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    drops = [f"{label(n)}: " + ", ".join(f"{k} {v}" for k, v in t["nic_drops"].items())
+             for n, t in report["transports"].items() if t.get("nic_drops")]
+    if drops:
+        lines += ["", "Dropped at the NICs before any connection took them, by reason: "
+                  + "; ".join(drops) + "."]
     legend = fault_legend(report)
     if legend:
         lines += ["", "; ".join(legend) + "."]

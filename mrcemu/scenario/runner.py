@@ -159,6 +159,10 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         raw["stats_before"] = {
             str(h): {conn_label(c): c["stats"] for c in r["conns"]}
             for h, r in zip(hosts, before, strict=True)}
+        # The NICs' own drops (malformed, or for no QP of theirs) count from the NIC's
+        # start, and a NIC outlives a transport's run: where they stood, to subtract.
+        raw["nic_drops_before"] = {str(h): r.get("malformed", {})
+                                   for h, r in zip(hosts, before, strict=True)}
         t0 = time.monotonic()
         raw["t0"] = t0
         timeline = Timeline(sc.faults, t0, layout, pids, notify)

@@ -155,6 +155,23 @@ def test_report_table_has_both_transports_side_by_side():
     assert "| job completion | 2.500 s | 2.500 s |" in md and "switch-down p3s1" in md
 
 
+def test_the_nics_own_drops_are_counted_over_the_run_by_reason_and_reported():
+    raw = raw_record()
+    # h7's NIC had dropped 2 stale-QP copies before this run (the transport before it)
+    raw["nic_drops_before"] = {"0": {}, "7": {"stale_qp": 2}}
+    raw["traces"]["7"]["malformed"] = {"stale_qp": 5, "bad_icrc": 1}
+    raw["traces"]["0"]["malformed"] = {"not_our_usid": 3}
+    s = analysis.summarize(raw, LAYOUT, 64)
+    assert s["nic_drops"] == {"bad_icrc": 1, "not_our_usid": 3, "stale_qp": 3}
+    clean = analysis.summarize(raw_record(), LAYOUT, 64)
+    assert clean["nic_drops"] == {}
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False, "transports": {"mrc": s, "roce": clean}}
+    assert ["dropped at the NICs", "7", "0"] in report.table_rows(rep)[1]
+    md = report.markdown(rep)
+    assert "by reason: MRC: bad_icrc 1, not_our_usid 3, stale_qp 3." in md
+
+
 def test_a_report_of_several_policies_has_a_column_each_and_names_them():
     s = analysis.summarize(raw_record(), LAYOUT, 64)
     rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
