@@ -418,8 +418,7 @@ class Nic:
                 kind = index = None
             kind_host = index if kind == Kind.HOST else None
         if kind_host is None or kind_host == self.host or kind_host >= self.topo.hosts:
-            self.malformed["endpoint_from_unknown"] = (
-                self.malformed.get("endpoint_from_unknown", 0) + 1)
+            self._malformed("endpoint_from_unknown")
             return None
         (key,) = announcers(k for k in self.conns if k[0] == kind_host) or {
             (kind_host, "mrc", 0)}
