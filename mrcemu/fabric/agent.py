@@ -1,4 +1,4 @@
-"""The helper that programs and serves one server's share of a fabric (DESIGN.md 13).
+"""The helper that programs and serves one server's share of a fabric (docs/scale-out.md).
 
 Each server runs this module for its own nodes: `python -m mrcemu.fabric.agent` over
 that server's shared ssh connection (`fabric/servers.py`), or in-process on this
@@ -176,6 +176,59 @@ def links(nodes: dict[str, int]) -> dict[str, dict[str, Any]]:
                           for x in ipr.get_links()}
         out[name] = {"alive": alive, "links": states}
     return out
+
+
+# A cross-server link is a VXLAN device: it has no carrier to report, and its
+# operational state stays UNKNOWN once it is up. A veth reports UP.
+CARRIERLESS_KINDS = frozenset({"vxlan"})
+
+
+def not_up(states: dict[str, dict[str, tuple[str, str | None]]],
+           expected: dict[str, list[str]]) -> list[str]:
+    """Of the interfaces each node is expected to have ({node: [ifname]}), those not
+    operationally up, as `node:ifname (STATE)`; `states` is {node: {ifname: (operstate,
+    link kind)}} as read from the kernel."""
+    out = []
+    for node, names in expected.items():
+        have = states.get(node, {})
+        for name in names:
+            oper, kind = have.get(name, ("MISSING", None))
+            if oper != "UP" and not (oper == "UNKNOWN" and kind in CARRIERLESS_KINDS):
+                out.append(f"{node}:{name} ({oper})")
+    return out
+
+
+def _oper_states(pid: int) -> dict[str, tuple[str, str | None]]:
+    from mrcemu.fabric.netns import iproute
+
+    with iproute(pid) as ipr:
+        return {x.get_attr("IFLA_IFNAME"): (x.get_attr("IFLA_OPERSTATE"), _link_kind(x))
+                for x in ipr.get_links()}
+
+
+def _link_kind(msg: Any) -> str | None:
+    info = msg.get_attr("IFLA_LINKINFO")
+    return info.get_attr("IFLA_INFO_KIND") if info else None
+
+
+@op
+def wait_up(topology: dict, nodes: dict[str, int], timeout: float = 10.0) -> float:
+    """Return once every interface the layout gives these nodes (name -> PID) is
+    operationally up, with the seconds it took. The kernel reports a new carrier through
+    its link watch, up to a second after the link was set up, so a fabric is not up when
+    its last route is written. Past `timeout` it fails naming the interfaces still down."""
+    layout = _layout(topology)
+    expected = {n: [i.name for i in layout.interfaces[n]] for n in nodes}
+    t0 = time.monotonic()
+    while True:
+        down = not_up({n: _oper_states(pid) for n, pid in nodes.items()}, expected)
+        if not down:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            more = f" and {len(down) - 8} more" if len(down) > 8 else ""
+            raise RuntimeError(f"{len(down)} interfaces not up after {timeout:g} s: "
+                               f"{', '.join(down[:8])}{more}")
+        time.sleep(0.05)
 
 
 @op

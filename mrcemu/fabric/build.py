@@ -124,6 +124,13 @@ class Fabric:
                 self.timings[k] = self.timings.get(k, 0.0) + v
             done += len(names)
             say("routes", done, len(nodes))
+        # `up` returns a fabric whose every port carries packets, or fails naming those
+        # that do not.
+        t2 = time.monotonic()
+        for server, names in self.servers.group(n.name for n in nodes).items():
+            self.servers.call(server, "wait_up", topology=asdict(self.topo),
+                              nodes={n: self.pids[n] for n in names})
+        self.timings["links_up_s"] = time.monotonic() - t2
 
     def _sysctls(self, kind: Kind) -> dict[str, str]:
         if kind is Kind.HOST:

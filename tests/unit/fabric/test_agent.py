@@ -90,3 +90,16 @@ def test_the_agent_says_which_processes_run_and_names_a_daemon_that_died_at_star
                                                        "timeout": 5}})
     assert answer["ok"] is False and "the NIC daemon of h4 exited at start" in \
         answer["error"], answer
+
+
+def test_an_interface_is_up_only_when_it_carries_packets():
+    states = {"h0": {"h0-p0": ("UP", "veth"), "h0-p1": ("UNKNOWN", "veth"),
+                     "lo": ("UNKNOWN", None)},
+              "p0l0": {"p0l0-h0": ("DOWN", "veth"), "p0l0-p0s0": ("UNKNOWN", "vxlan")}}
+    expected = {"h0": ["h0-p0", "h0-p1", "h0-p2"], "p0l0": ["p0l0-h0", "p0l0-p0s0"]}
+    # a veth still UNKNOWN (its carrier not yet reported) and a DOWN one are not up; a
+    # VXLAN port has no carrier and is up at UNKNOWN; an interface not there is named
+    assert agent.not_up(states, expected) == [
+        "h0:h0-p1 (UNKNOWN)", "h0:h0-p2 (MISSING)", "p0l0:p0l0-h0 (DOWN)"]
+    assert agent.not_up(states, {"h0": ["h0-p0"], "p0l0": ["p0l0-p0s0"]}) == []
+    assert agent.not_up({}, {"p1l0": ["p1l0-h0"]}) == ["p1l0:p1l0-h0 (MISSING)"]
