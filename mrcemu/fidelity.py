@@ -1,7 +1,7 @@
 """Whether a run can be trusted: the emulated links, not this host, set its pace.
 
 Each NIC daemon measures itself (`mrcemu.nic.meter`); this judges the measurements
-against thresholds (DESIGN.md section 11, after Mininet-HiFi). A run that fails them
+against thresholds (docs/fidelity.md, after Mininet-HiFi). A run that fails them
 still completes and reports its numbers, marked unfaithful with the reasons. The
 thresholds are in docs/fidelity.md, with the measurements they were chosen from.
 """

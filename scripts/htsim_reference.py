@@ -12,7 +12,7 @@ cores) is cached under ~/.cache/mrcemu/htsim/<commit>/.
 
 Two builds of the same commit. **As is**: with sender-driven CC only, `main_uec.cpp`
 turns ECN on for the ToR-to-host links too. **B3**: the same with that one argument set
-to false, as the paper's fabric has it (PAPER.md B3: no ECN on the last hop to the
+to false, as the paper's fabric has it (the white paper, 2.1: no ECN on the last hop to the
 receiver; this emulator's switch). In an incast the last hop is the only queue, so that
 one switch setting decides which of NSCC's quadrants the flows are in.
 

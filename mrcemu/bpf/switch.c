@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // mrcemu switch egress: a virtual queue per port that marks ECN, trims MRC data
-// packets to their headers and drops above the buffer (DESIGN.md section 6).
+// packets to their headers and drops above the buffer (docs/switch.md).
 //
 // Every port's config and counters live in two maps (pinned by the loader) keyed by the
 // port's own MAC (the Ethernet source of what it sends): MACs are unique in the
@@ -67,7 +67,7 @@ struct {
 	__type(value, struct port_state);
 } mrc_state SEC(".maps");
 
-/* Path loss (fault kind path-loss, PAPER.md E7): the packets of one path, from one host
+/* Path loss (fault kind path-loss, paper experiment E7): the packets of one path, from one host
  * to another over one spine, dropped at random on one port. A path is the inner source
  * and destination addresses and the EV's high half (plane and spine: every variant of
  * the path), so nothing else on the link is touched. Entries exist only while such a

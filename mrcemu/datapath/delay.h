@@ -1,4 +1,4 @@
-/* The scale model's delay line (DESIGN.md section 15): the fabric's fixed latency, which
+/* The scale model's delay line (docs/topologies.md, the scale model): the fabric's fixed latency, which
  * no qdisc on this kernel can add, held in the receiving NIC. Every frame a NIC reads
  * waits until its release time before the data path sees it.
  *

@@ -165,7 +165,7 @@ static size_t send_port(struct mrc_ports *ps, struct mrc_port *pt, size_t k)
 	return 0;
 }
 
-/* One port, as the daemon's Python loop did it (DESIGN.md section 11): the bucket fills
+/* One port, as the daemon's Python loop did it (docs/fidelity.md): the bucket fills
  * at the paced rate up to `bucket`; frames go while it is not negative, so a frame may
  * borrow; and when frames waited since the last drain, the time counts as backlogged
  * and the moment the bucket turned non-negative is when a send fell due. */

@@ -648,7 +648,7 @@ void mrc_tx_ack(struct mrc_sender *s, uint32_t cack24, int32_t sack_offset, uint
 /* A packet found lost by proof (per-EV order) or sent again as overdue: its bytes come
  * off the window as a trim's do, and the window is not halved: on a trimming fabric
  * congestion shows as trims and marks, and a packet that vanished untrimmed means a
- * broken path, not a full queue (DESIGN.md section 14). */
+ * broken path, not a full queue (docs/transport.md, loss recovery). */
 static void lost_bytes(struct mrc_sender *s, const struct mrc_out *o)
 {
 	if (s->cc)
@@ -759,7 +759,7 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now)
 			break;
 		if (o->lost)
 			continue;
-		/* Two ages (DESIGN.md section 14): past the stop age, the EV gets no new data
+		/* Two ages (docs/transport.md, loss recovery): past the stop age, the EV gets no new data
 		 * and its probes go; only past the overdue age is the packet sent again. A
 		 * stop costs a few probes, a resend a duplicate when the packet was only
 		 * late, so the first can come at a doubt and the second waits for more. */

@@ -78,7 +78,7 @@ class PortConfig:
 
 def port_config(layout: Layout, i: Interface) -> PortConfig:
     """The switch config of one egress port. A leaf's host-facing port is the last hop:
-    it trims to TRIMMED_LASTHOP, and it never marks ECN (PAPER.md B3): the queue there
+    it trims to TRIMMED_LASTHOP, and it never marks ECN (the white paper, 2.1): the queue there
     is the receiver's incast, which no choice of path avoids, so a mark would only
     push senders off good paths. An ECMP fabric's switches are the RoCE baseline's,
     which mark everywhere: DCQCN's notification point needs the incast's marks."""

@@ -1,4 +1,4 @@
-"""`mrcemu cluster local N`: N-1 extra "servers" on this machine (DESIGN.md section 13).
+"""`mrcemu cluster local N`: N-1 extra "servers" on this machine (docs/scale-out.md).
 
 Each is a network namespace `mrcemu-srvK` running Debian's sshd on a private underlay:
 a veth whose root end sits on the bridge `mrcemu-ul` with this machine's own underlay

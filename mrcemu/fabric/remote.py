@@ -1,4 +1,4 @@
-"""Mininet's cluster edition, extended in this one place for mrcemu (DESIGN.md 13).
+"""Mininet's cluster edition, extended in this one place for mrcemu (docs/scale-out.md).
 
 `mininet.examples.cluster` runs a node on another server over one ssh connection, in
 the same `mnexec` namespaces mrcemu's nodes are, and links nodes on two servers with

@@ -1,5 +1,5 @@
 """What a NIC daemon measures about itself, so that a run can say whether the emulated
-network or this host's CPU set its pace (DESIGN.md section 11, after Mininet-HiFi).
+network or this host's CPU set its pace (docs/fidelity.md, after Mininet-HiFi).
 
 - kernel drops at each port's AF_PACKET socket (PACKET_STATISTICS): frames the
   network delivered that we never read;

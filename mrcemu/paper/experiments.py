@@ -1,4 +1,4 @@
-"""The white paper's testbed experiments (PAPER.md section 2) as scenarios, and how each
+"""The white paper's testbed experiments (its section 5.2) as scenarios, and how each
 run is measured and judged (the rules and thresholds are in `rules.py`).
 
 Pure: an experiment is a scenario mapping (what `mrcemu run` would read from YAML) and a
@@ -193,8 +193,8 @@ def _bins_beside(shares: list[float | None], report: dict) -> str:
 
 
 def _every_failure(report: dict, until: float) -> Measured:
-    """E3, E4: each failure's cost in round trips at the level before (PAPER.md section
-    4), with the 200 ms bins beside it."""
+    """E3, E4: each failure's cost in round trips at the level before (docs/paper.md,
+    the time scale), with the 200 ms bins beside it."""
     mrc = _mrc(report)
     g = mrc["goodput_series"]
     base = _before(g, 1.0)
@@ -578,7 +578,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                "does not help", None, None, sweep=Sweep(e10_runs, e10_measure)),
     Experiment("E11", "18", "7:1 incast plus a victim: fair sharing, victim unaffected",
                e11_scenario, e11_measure,
-               # PAPER.md's note on E11: the same with trimming disabled, for contrast;
+               # E11's note in docs/paper.md: the same with trimming disabled, for contrast;
                # the switches then drop what overflows their buffer.
                contrast=Contrast("no_trim", "trimming off", {"trim_threshold_bytes": 0})),
 )

@@ -1,5 +1,5 @@
 """The verdict rules of `mrcemu paper`: each experiment's numbers against what the white
-paper observed (PAPER.md section 2), with every threshold here, in one place.
+paper observed (the white paper, 5.2), with every threshold here, in one place.
 
 Pure: a report's goodput series and fault records in, numbers and a verdict out.
 """
@@ -23,7 +23,7 @@ class Thresholds:
     # E7 as what they are (a 200 ms bin is ~15,000 of the paper's round trips, ~3 of the
     # scale model's base round trips here).
     bin_s: float = 0.2
-    # "Minimal impact" at this zoom (PAPER.md section 4, B2: bypassed "in a few tens of
+    # "Minimal impact" at this zoom (the white paper, 2.1: bypassed "in a few tens of
     # microseconds", 2-3 of the paper's round trips): each failure costs at most this many
     # round trips at the level before (analysis.fault_cost_rtts).
     max_cost_rtts: float = 3.0

@@ -84,7 +84,7 @@ def goodput_dip(series: dict, at: float, until: float, bin_s: float,
 
 def fault_cost_rtts(series: dict, at: float, until: float, level: float | None,
                     rtt: float | None) -> float | None:
-    """What a fault at `at` cost, in round trips at the level before (PAPER.md section 4):
+    """What a fault at `at` cost, in round trips at the level before (docs/paper.md):
     the goodput short of `level` in each bin from the fault's on, summed until a bin is
     back at BACK of the level after one below it (or, with none below it within
     HORIZON_RTTS round trips, then; or `until`), over `level` times `rtt` (the
@@ -235,7 +235,7 @@ def _fault_entry(entry: dict, rec: dict, raw: dict, layout: Layout,
         srtt = c.get("srtt")
         first_bad: dict[int, float] = {}
         first_loss: dict[int, float] = {}
-        # MRC stops using a path before it retires it (DESIGN.md section 14). The stop
+        # MRC stops using a path before it retires it (docs/transport.md, loss recovery). The stop
         # that counts is the one still in effect when the path was retired (or at the
         # end), with the send time of the late packet that caused it: a stop cleared
         # since (its packet arrived after all: a queue, not the fault) was no verdict
@@ -392,7 +392,7 @@ def per_flow(flows: list[dict]) -> dict[str, dict]:
 
 
 # A flow's data packets per path are reported for flows that sprayed over at most this
-# many paths: a restricted EV set (PAPER.md E7, E8). An unrestricted flow uses 32 or more
+# many paths: a restricted EV set (paper experiment E7, E8). An unrestricted flow uses 32 or more
 # on the built-in fabrics, and its per-path bins would bloat every report.
 FLOW_PATHS_MAX = 8
 

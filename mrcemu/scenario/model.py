@@ -52,10 +52,10 @@ class Workload:
     duration: float = 0.0
     depth: int = 4
     # stream: transport settings of single pairs' connections (`pair_transport`), over
-    # the scenario's `transport:`; PAPER.md E8 pins one flow to one EV.
+    # the scenario's `transport:`; paper experiment E8 pins one flow to one EV.
     pair_transport: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     # A message-size sweep (`size: [64KiB, 1MiB]`): `iterations` at each size in turn;
-    # empty, `size` alone. PAPER.md E9/E10 (the paper's Fig. 16/17).
+    # empty, `size` alone. paper experiment E9/E10 (the paper's Fig. 16/17).
     sweep: tuple[int, ...] = ()
     # RoCE QPs a pair (its QP scaling: each message split over them, as a collective
     # library splits one over its QPs); MRC sprays each pair's one QP whatever this says.

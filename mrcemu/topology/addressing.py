@@ -1,4 +1,4 @@
-"""The SRv6 uSID addressing plan (DESIGN.md section 3).
+"""The SRv6 uSID addressing plan (docs/topologies.md, addressing).
 
 Block fcbb:bb00::/32 in F3216 format: a 32-bit block, then 16-bit uSIDs.
 A uSID is plane(4) | kind(2) | index(10), kinds leaf=1, spine=2, host port=3.
@@ -17,7 +17,7 @@ USIDS_PER_ADDRESS = (128 - BLOCK_BITS) // USID_BITS  # 6
 
 
 class Kind(enum.IntEnum):
-    # DESIGN.md numbers these 0, 1, 2. We start at 1 so that no uSID is 0x0000,
+    # The reference plan numbers these 0, 1, 2. We start at 1 so that no uSID is 0x0000,
     # which RFC 9800 reserves as End-of-Carrier (plane 0 leaf 0 would be 0x0000).
     LEAF = 1
     SPINE = 2

@@ -5,7 +5,7 @@ from a topology. Nothing here opens a connection. Planes share no switches, so t
 `plane` placement keeps the hosts on the first server and gives each plane's switches
 a server of their own: only host-leaf links cross servers. The `rack` placement gives
 each leaf group (leaf i of every plane) and its hosts a server, and spreads the spines
-(DESIGN.md section 13).
+(docs/scale-out.md).
 
     servers:
       - {name: local, address: localhost}

@@ -107,7 +107,7 @@ def targets(layout: Layout, fault: Fault) -> list[Interface]:
     error for a target the topology does not have."""
     t = fault.target
     if fault.kind == "host-loss":
-        # The host's ingress, every plane (PAPER.md E9/E10's "loss applied at NICs"): the
+        # The host's ingress, every plane (paper experiment E9/E10's "loss applied at NICs"): the
         # leaves' ports to it, since hosts receive on AF_PACKET where nothing else drops.
         if t not in layout.nodes or not t.startswith("h"):
             raise MrcemuError(f"no host '{t}': a host-loss target is a host, e.g. h0")

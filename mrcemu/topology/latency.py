@@ -1,4 +1,4 @@
-"""The fabric's fixed latencies at the scale model's scale (DESIGN.md section 15).
+"""The fabric's fixed latencies at the scale model's scale (docs/topologies.md, the scale model).
 
 The built-in fabrics are a 1:5000 model of the white paper's: a 100 Gb/s plane is a
 20 Mb/s link. A scale model is faithful only if its times scale with its rates, so

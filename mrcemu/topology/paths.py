@@ -113,7 +113,7 @@ def paths(topo: Topology, a: int, b: int) -> list[Path]:
     for p in range(topo.planes):
         dst_host = usid(p, Kind.HOST, b)
         delivered = host_address(p, b)
-        src_leaf = usid(p, Kind.LEAF, la)  # on the path too (PAPER.md B5): it is named
+        src_leaf = usid(p, Kind.LEAF, la)  # on the path too (the white paper, 2.2): it is named
         if la == lb:
             out.append(Path(make_ev(p, None, len(out)), a, b, p, None,
                             container(src_leaf, dst_host),

@@ -112,7 +112,7 @@ def footprint(f: Fabric, servers: int, placement: str) -> list[Share]:
     return out
 
 
-# The white paper's fabric (PAPER.md section 3): 8 planes of 100 Gb/s, two tiers of
+# The white paper's fabric (its section 5.2): 8 planes of 100 Gb/s, two tiers of
 # 512-port switches: a leaf has 256 hosts below and 256 spines above; a spine, 512
 # leaves. 131,072 hosts.
 PAPER = Fabric(planes=8, leaves_per_plane=512, spines_per_plane=256, hosts_per_leaf=256)

@@ -1,4 +1,4 @@
-"""Clustermapper (PAPER.md B11): self-probes that localise a bad link, as data. Pure: no
+"""Clustermapper (the white paper, 3): self-probes that localise a bad link, as data. Pure: no
 root, no sockets, no clock (times are passed in).
 
 Static source routing lets a host send a probe that comes back to itself: to its leaf

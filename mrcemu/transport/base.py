@@ -92,7 +92,7 @@ class Stats:
     port_updates_resent: int = 0
     dropped: Counter = field(default_factory=Counter)
     per_ev: Counter = field(default_factory=Counter)  # data packets sent, by EV
-    # MRC's loss recovery (DESIGN.md section 14): packets per-EV order found lost, and of
+    # MRC's loss recovery (docs/transport.md): packets per-EV order found lost, and of
     # those the ones a trailing NACK showed trimmed; EVs stopped
     # as overdue, back in use, retired for an unanswered probe or for a data probe's
     # answer that proved a loss; packets queued to go again because they were overdue,
@@ -218,7 +218,7 @@ class ConnectionBase:
         """The planes whose ports this QP sends data on (bit p: plane p): the NIC gives
         it only those ports' free slots (nic/daemon.py, flush). The free slots of a port
         it never uses let it queue that many more frames on the ones it does, a standing
-        queue in the host that every RTT sample then holds (PAPER.md E2's four ports
+        queue in the host that every RTT sample then holds (paper experiment E2's four ports
         down: 64 frames a port, the round trip 0.22 s growing to 0.8)."""
         down = self.profile.planes_down
         return sum(1 << p for p in self.profile.planes if p not in down)

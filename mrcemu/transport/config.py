@@ -119,11 +119,11 @@ class TransportConfig:
     # What the hosts may add to an ack (HOST_SLACK): an EV is stopped, and overdue, after
     # its own smoothed RTT plus the deviations below plus this; a stopped EV's probe is unanswered
     # after the connection's smoothed RTT plus this; a per-EV order hole waits this long
-    # for a NACK that says the packet was trimmed, not lost (DESIGN.md section 14).
+    # for a NACK that says the packet was trimmed, not lost (docs/transport.md, loss recovery).
     ack_slack: float = HOST_SLACK
     # An EV is stopped (no new data on it, its probes sent) once its oldest packet is
     # older than its own smoothed RTT plus `stop_deviations` deviations plus `ack_slack`;
-    # the packet itself goes again only at `overdue_deviations` (DESIGN.md section 14;
+    # the packet itself goes again only at `overdue_deviations` (docs/transport.md, loss recovery;
     # docs/transport.md, "Late is judged ... at two ages").
     # 0 <= stop <= overdue <= datapath.MAX_DEVIATIONS.
     stop_deviations: float = 1.0
@@ -141,11 +141,11 @@ class TransportConfig:
     # is its 4 paths. More make a policy's sweep of the set span a round trip, as the
     # reference's does (docs/load-balancing.md); variants are 16 a path in all.
     ev_per_path: int = 1
-    # Active EVs a plane (0: one per path). PAPER.md E7 restricts a connection to 2 a
+    # Active EVs a plane (0: one per path). paper experiment E7 restricts a connection to 2 a
     # plane, as real NICs' EV profiles can (mrc_ctl.h).
     ev_set_per_plane: int = 0
     # The planes a connection sprays over (empty: all). With `ev_set_per_plane` 1 it pins
-    # a connection to one EV (the plane's lowest spine): PAPER.md E8.
+    # a connection to one EV (the plane's lowest spine): paper experiment E8.
     ev_planes: tuple[int, ...] = ()
     # Which EV each packet takes (transport/lb; docs/load-balancing.md): MRC's own
     # profile, or a baseline a researcher compares it with.

@@ -1,4 +1,4 @@
-"""The per-destination EV profile and the EV state machine (DESIGN.md section 5).
+"""The per-destination EV profile and the EV state machine (docs/transport.md).
 
 | state       | entered on                              | leaves by                         |
 | GOOD        |                                         |                                   |
@@ -36,7 +36,7 @@ from mrcemu.transport.lb import DEFAULT, Feedback, LoadBalancer, make
 
 MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is marked
 # A thinned path's skip_len grows further, while marks keep coming on its visits: at 16
-# a path another flow fills (PAPER.md E8's EV-A) kept 1/17 of the flow's rotations, 0.06
+# a path another flow fills (paper experiment E8's EV-A) kept 1/17 of the flow's rotations, 0.06
 # of its packets, and the flow pinned to it 0.89 of its port.
 MAX_THIN = 64
 
@@ -358,7 +358,7 @@ class EvProfile:
         if not any(x is not e and self.usable(x) for x in plane):
             return
         # The floor guards what is in use. A thinned EV is out of use between its
-        # visits, when its visits' marks come back: with two EVs (PAPER.md E8) the set
+        # visits, when its visits' marks come back: with two EVs (paper experiment E8) the set
         # sits at its floor then, and refusing those marks kept its share from halving
         # again and let its thinning run out (flow 1 kept 0.05 of its packets on EV-A).
         if not thinned and self.at_floor():
@@ -379,7 +379,7 @@ class EvProfile:
         # skips twice as long (up to MAX_SKIP rotations), so a path that stays hot
         # sheds most of its share instead of half of it. A hot path is thinned for as
         # many of the EV's own round trips too: MRC's EV sets (hundreds of paths) take
-        # about a round trip to rotate, ours (32 on `default`, 2 in PAPER.md E8) a
+        # about a round trip to rotate, ours (32 on `default`, 2 in paper experiment E8) a
         # fraction of one, and a SKIP that ends before the feedback on the packets sent
         # after it can return sends the path a full share again for that round trip,
         # every time. Thinned, not switched off for them: in use one rotation in
@@ -394,7 +394,7 @@ class EvProfile:
         # trip more without a mark halves the next SKIP (UEC's bitmap likewise forgets
         # a penalty only as turns pass). Halving on every unmarked SACK undid it: a
         # path another flow fills still acks some packets unmarked, and the SKIP never
-        # outgrew two round trips (PAPER.md E8: flow 1 kept 0.15-0.19 on EV-A).
+        # outgrew two round trips (paper experiment E8: flow 1 kept 0.15-0.19 on EV-A).
         sampled = rtt == rtt and rtt > 0  # NaN: no sample yet
         if sampled:
             quiet = (now - e.skip_ended) / rtt - 1.0
@@ -415,7 +415,7 @@ class EvProfile:
             # The path, not only the EV, is shed: its other EVs (ev_per_path) cross the
             # same queues (an EV names its route: SRv6), and a mark on one of fifteen
             # shed a fifteenth of the path's share while each EV's memory faded between
-            # its own marks (PAPER.md section 4's degraded spine: 0.151 of the packets on
+            # its own marks (the paper's degraded spine: 0.151 of the packets on
             # the slowed spines with 15 EVs a path, 0.081 with one). They share the
             # SKIP and its memory, as one EV a path has them alone. The plane keeps a
             # path: a plane whose other paths are all out of use keeps this one.
@@ -504,7 +504,7 @@ class EvProfile:
         # Counting the others only: an EV judged while it stayed active (its plane came
         # back, an admin allow) is on its own path, and must not crowd itself out. When
         # it did, an EV restored after its path's backup left the path with no active EV
-        # at all: a host port that came back carried nothing (PAPER.md E2).
+        # at all: a host port that came back carried nothing (paper experiment E2).
         others = [x for x in plane if x is not e]
         used = Counter(x.path.spine for x in others if x.active)
         full = (self.per_plane and e.path.spine not in used

@@ -553,7 +553,7 @@ class MrcConnection(ConnectionBase):
         self.rx.timer(now)
         # The overdue scan: an EV whose oldest packet is late against the EV's own round
         # trips is stopped and its packets go again elsewhere, a tail with nothing after
-        # it to open a hole included, within about a round trip (DESIGN.md section 14).
+        # it to open a hole included, within about a round trip (docs/transport.md, loss recovery).
         self.tx.overdue(now)
         # The RTO, the backstop: every live packet older than it and than its EV's own
         # patience is lost, and NSCC's quick adapt is flagged (nothing was heard for a

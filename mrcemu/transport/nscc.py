@@ -1,5 +1,5 @@
-"""NSCC, UEC's sender congestion control, as its reference simulator has it (DESIGN.md
-section 16): the readable reference that datapath/nscc.c mirrors step for step.
+"""NSCC, UEC's sender congestion control, as its reference simulator has it (docs/transport.md,
+NSCC): the readable reference that datapath/nscc.c mirrors step for step.
 
 Each ack brings the bytes it newly acknowledges, whether the packet was ECN-marked, and
 (when it carries one) an RTT sample, whose excess over the base RTT is the queueing
@@ -29,8 +29,8 @@ old window did). This stops a collapsing flow at once.
 A NACK for a trimmed packet takes its bytes off the window (unless quick adapt just set
 it) and flags quick adapt. A packet lost untrimmed (a broken path: per-EV order, or sent
 again when overdue) takes its bytes off the window and nothing more: on a trimming
-fabric congestion shows as trims and marks, not as vanished packets (DESIGN.md
-section 14). An RTO flags quick adapt.
+fabric congestion shows as trims and marks, not as vanished packets (docs/transport.md, loss
+recovery). An RTO flags quick adapt.
 
 The constants scale with the fabric as the reference's do: by the host's BDP over the
 reference's (100 Gb/s x 12 us) and by the target over the network RTT (the reference's

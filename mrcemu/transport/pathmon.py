@@ -1,6 +1,6 @@
 """Path health: the one place where facts about packets become EV states.
 
-The white paper's rules (PAPER.md B1-B4, DESIGN.md sections 12 and 14), one small method
+The white paper's rules (the white paper, 2.1; docs/transport.md, path health), one small method
 each, every one driven with an explicit `now`:
 
 | fact (from the data path)               | verdict                                       |
@@ -154,7 +154,7 @@ class PathMonitor:
         called it lost, it was trimmed. Nor is it a stop's proof any more: a trimmed
         packet is missing at the receiver until its copy arrives, so the data probe's
         answer would report it missing, and a path that queues deep enough to trim
-        was retired for it (PAPER.md E8: the pinned flow's EV, at its first trim)."""
+        was retired for it (paper experiment E8: the pinned flow's EV, at its first trim)."""
         if self._holes.pop(psn, None) is not None:
             self.holes_trimmed += 1
         proof = self._proofs.get(ev) if ev is not None else None

@@ -1,4 +1,4 @@
-"""The reverse EV set (PAPER.md B9): the EVs a connection's control packets go on.
+"""The reverse EV set (the white paper, 2.4): the EVs a connection's control packets go on.
 
 SACKs, NACKs, cumulative ACKs, probe answers and endpoint messages go to the peer on a
 small set of our EVs toward it, one a plane, not sprayed over every data EV. Spraying

@@ -1,16 +1,16 @@
-"""Opcodes, enums and DSCP classes of MRC over RoCEv2 (DESIGN.md section 4)."""
+"""Opcodes, enums and DSCP classes of MRC over RoCEv2 (docs/wire.md)."""
 
 from __future__ import annotations
 
 import enum
 
 ROCE_UDP_PORT = 4791
-# Three transcriptions print MRC's port as 4971, most likely 4791 transposed (MRC-WIRE.md,
+# Three transcriptions print MRC's port as 4971, most likely 4791 transposed (docs/wire.md,
 # low confidence): we send 4791 and accept both.
 MRC_UDP_PORT_TRANSPOSED = 4971
 ACCEPTED_UDP_PORTS = frozenset({ROCE_UDP_PORT, MRC_UDP_PORT_TRANSPOSED})
 ICRC_LEN = 4
-# MRC packets travel IPv6-in-IPv6 (PAPER.md B5-B6): the outer header's next header.
+# MRC packets travel IPv6-in-IPv6 (the white paper, 2.2): the outer header's next header.
 IPPROTO_IPV6 = 41
 
 # --- Choices where the public transcriptions of OCP-MRC-1.0 disagree (docs/wire.md) ---
@@ -97,7 +97,7 @@ class Dscp(enum.IntEnum):
 
 TRIMMED_DSCPS = frozenset({Dscp.TRIMMED, Dscp.TRIMMED_LASTHOP})
 # Reliability probes travel in the data class, so that they test the path data takes
-# and meet the queues data meets (MRC-WIRE.md, medium); SACK/NACK/ACK are CONTROL.
+# and meet the queues data meets (docs/wire.md, medium confidence); SACK/NACK/ACK are CONTROL.
 PROBE_DSCP = Dscp.TRIMMABLE
 
 

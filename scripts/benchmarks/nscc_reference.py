@@ -21,7 +21,7 @@ HTSIM_SPREAD = 1.23
 HTSIM_DEGRADED = 1.30
 HTSIM_SLOWED_SHARE = 0.113
 # The reference run here on the same shape with no ECN on the last hop, as this fabric
-# has it (PAPER.md B3): `scripts/htsim_reference.py` at uet-htsim 40ccb05, seeds 1-10,
+# has it (the white paper, 2.1): `scripts/htsim_reference.py` at uet-htsim 40ccb05, seeds 1-10,
 # sizes in its own BDPs (docs/history.md has the whole table).
 HTSIM_B3 = ("run here on this shape without that, as this fabric has it "
             "(`scripts/htsim_reference.py`, 40ccb05, 10 seeds): N1 1.38-1.97 at 1.6 BDPs and "

@@ -1,5 +1,5 @@
 """`make bench`, section "Scale model: the paper's latencies in the NICs" (issue 40's
-targets S1-S3, DESIGN.md section 15)."""
+targets S1-S3, docs/topologies.md, the scale model)."""
 
 from __future__ import annotations
 

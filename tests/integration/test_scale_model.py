@@ -1,4 +1,4 @@
-"""The scale model on a real fabric (DESIGN.md section 15): every frame a NIC reads
+"""The scale model on a real fabric (docs/topologies.md, the scale model): every frame a NIC reads
 waits in its delay line for the fabric's fixed latency, so a 2-byte write's round trip
 is the paper's, scaled. S1 within 10 % of the target is a timing figure and is in
 `make bench`; here, what no CPU load can make true by accident: a write never completes

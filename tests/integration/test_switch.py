@@ -57,7 +57,7 @@ def test_incast_trims_at_the_last_hop_and_nacks_replace_timeouts(default_fabric,
     assert sum(r["nacks"] for r in results) == sum(r["trims"] for r in results) == all_trims
     assert sum(r["retransmits"] for r in results) >= all_trims
     # Trims at the last hop are the receiver's incast, no path's fault: they change no
-    # EV (PAPER.md B4). A SKIP for a trim needs a trim mid-path, which this test does not
+    # EV (the white paper, 2.1). A SKIP for a trim needs a trim mid-path, which this test does not
     # force; there can be no more of them than the switches made away from h7.
     mid_path = all_trims - last_hop
     why = Counter((c[3], c[4]) for r in results for c in r["ev_changes"])

@@ -33,3 +33,14 @@ def test_the_readme_is_a_front_door_whose_links_resolve():
     links = re.findall(r"\]\(([^)#]+)\)", text)
     assert links
     assert [x for x in links if not x.startswith("http") and not (ROOT / x).exists()] == []
+
+
+def test_nothing_the_project_ships_points_at_notes_outside_the_repository():
+    # The design notes the founders worked from are not in the repository: what a user
+    # needs of them is written in docs/, so no page, comment or test may send a reader there.
+    r = subprocess.run(["git", "grep", "-nE", r"DESIGN\.md|PAPER\.md|MRC-WIRE\.md|\.\./shared",
+                        "--", "README.md", "docs", "mrcemu", "scripts", "tests",
+                        ":!tests/unit/test_docs.py"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr
+    assert r.stdout == ""

@@ -18,7 +18,7 @@ Feedback, as uet-htsim's `UecMultipath::processEv` hears it:
   before each rotation, only by a policy with `wants_acks`;
 - ECN: a SACK echoed a CE mark on the EV;
 - TRIM: a switch mid-path trimmed a packet on it (a last-hop trim says nothing about
-  the path, PAPER.md B4, and is heard by no policy);
+  the path, the white paper, 2.1, and is heard by no policy);
 - TIMEOUT: the RTO fired for a packet sent on it;
 - RETIRED, RESTORED: the path monitor took it out of use for a loss, or brought it back.
 """

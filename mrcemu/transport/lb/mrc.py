@@ -1,4 +1,4 @@
-"""MRC's EV profile as the white paper describes it (PAPER.md B2-B4; DESIGN.md section 5):
+"""MRC's EV profile as the white paper describes it (the white paper, 2.1; docs/transport.md):
 each rotation sprays every usable EV of a plane once, in a fresh random order, and a
 path that says it queues (a CE mark, a mid-path trim) sits out rotations in SKIP. The
 SKIP's length and memory are the profile's mechanism (EvProfile.skip); this policy

@@ -157,7 +157,7 @@ def test_a_stream_names_its_pairs_and_runs_slowed_for_longer(tmp_path):
 
 
 def test_a_sequence_of_faults_is_one_entry_each_target_in_turn(tmp_path):
-    """PAPER.md E1: a host's ports go down one every 2 s and each comes back 8 s after
+    """paper experiment E1: a host's ports go down one every 2 s and each comes back 8 s after
     it went, so the goodput steps down four times and up four times."""
     sc = load(write(tmp_path, {**BASE, "faults": [
         {"at": 1, "kind": "host-port-down", "targets": ["h0-p0", "h0-p1"], "every": 2,

@@ -57,7 +57,7 @@ def test_a_probed_back_ev_whose_path_is_covered_stays_a_backup():
 
 
 def test_a_restricted_set_sprays_its_paths_and_replaces_a_retired_ev_from_an_unused_one():
-    """PAPER.md E7: EV set 2 a plane. The retired EV's path is replaced by one the set did
+    """paper experiment E7: EV set 2 a plane. The retired EV's path is replaced by one the set did
     not use (EV-B), and the retired EV, probed back, waits as a backup: the set stays 2."""
     prof = profile(load("default"), 0, 7, TransportConfig(ev_set_per_plane=2))
     changes: list[EvStateChanged] = []
@@ -84,7 +84,7 @@ def test_an_unrestricted_set_sprays_every_path():
 
 
 def test_a_pinned_connection_sprays_one_ev_of_its_one_plane():
-    """PAPER.md E8: a connection on plane 2 alone with a set of one EV a plane sends
+    """paper experiment E8: a connection on plane 2 alone with a set of one EV a plane sends
     every packet on the EV over plane 2's lowest spine; a plane the fabric does not have
     is one clear error."""
     prof = profile(load("default"), 1, 5, TransportConfig(ev_planes=(2,), ev_set_per_plane=1))
@@ -98,7 +98,7 @@ def test_a_pinned_connection_sprays_one_ev_of_its_one_plane():
 @pytest.mark.parametrize("variant_first", [True, False])
 def test_a_plane_that_comes_back_sprays_again_whichever_ev_is_probed_back_first(
         variant_first):
-    """A host port down then up (PAPER.md E1, E2): the plane's EVs are probed before use,
+    """A host port down then up (paper experiment E1, E2): the plane's EVs are probed before use,
     and once answered the plane carries its share again, one active EV a path."""
     prof = profile(load("default"), 0, 1, TransportConfig())  # same leaf: one path a plane
     base = next(e for e in prof.evs.values() if e.path.plane == 2 and e.active)

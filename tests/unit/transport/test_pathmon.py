@@ -1,4 +1,4 @@
-"""The path monitor's rules, one at a time, with explicit `now` (PAPER.md B1-B4)."""
+"""The path monitor's rules, one at a time, with explicit `now` (the white paper, 2.1)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_mid_path_trim_skips_the_ev_longer_than_a_mark():
 
 
 def test_a_hot_path_is_thinned_for_as_many_of_its_round_trips_as_rotations():
-    """Two EVs rotate in two packets (PAPER.md E8): a SKIP of rotations alone would end
+    """Two EVs rotate in two packets (paper experiment E8): a SKIP of rotations alone would end
     long before the feedback on the packets sent after it could return. A hot path is
     thinned for its round trips instead: in SKIP throughout, in use one rotation in
     skip_len + 1, so it keeps a share its marks can still size (switched off whole,
@@ -102,7 +102,7 @@ def test_a_mark_on_a_thinned_path_halves_its_share_again_once_a_round_trip():
 
 
 def test_a_thinned_path_of_a_two_ev_set_grows_between_its_visits():
-    """PAPER.md E8's flow 1: two EVs, one plane. Between EV-A's visits EV-B alone is
+    """paper experiment E8's flow 1: two EVs, one plane. Between EV-A's visits EV-B alone is
     usable, so the set is at its floor; the marks on a visit come back then. They must
     still halve EV-A's share and lengthen its thinning: nothing more goes out of use
     (EV-A already is). Refused, EV-A's share stayed one rotation in 17-33, and its
@@ -144,7 +144,7 @@ def test_a_set_at_its_floor_takes_no_good_ev_out_of_use_and_still_grows_a_thinne
 
 
 def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
-    """PAPER.md E8: flow 2 fills EV-A's link. Each time flow 1's SKIP ends, the first
+    """paper experiment E8: flow 2 fills EV-A's link. Each time flow 1's SKIP ends, the first
     feedback on what it sent there after (a round trip later) is marked again: the SKIP
     doubles, up to MAX_SKIP, whatever unmarked acks came between."""
     mon, changes, e = rig()
@@ -171,7 +171,7 @@ def test_a_path_marked_as_soon_as_its_feedback_can_say_skips_longer_each_time():
 def test_a_plane_marked_throughout_is_left_to_rotations_and_the_window():
     """When another path of the plane was marked within the EV's round trip, the plane
     is loaded throughout: shedding one path for round trips would only load the rest
-    (PAPER.md E8's flow 1 saw no mark on EV-B; a permutation at capacity marks every
+    (paper experiment E8's flow 1 saw no mark on EV-B; a permutation at capacity marks every
     spine). The SKIP is its rotations alone, and its memory does not grow."""
     mon, changes, e = rig()
     sibling = next(x for x in mon.profile.evs.values()
@@ -286,7 +286,7 @@ def test_hold_times_must_be_whole_positive_numbers():
         TransportConfig(ce_skip_rotations=1.5)
 
 
-# ---- loss recovery in round trips (DESIGN.md section 14) ------------------------------
+# ---- loss recovery in round trips (docs/transport.md, loss recovery) -----------------------------
 def test_a_per_ev_order_hole_waits_the_slack_for_a_nack_then_retires():
     mon, changes, e = rig(ack_slack=0.01)
     mon.hole(e.ev, 17, 0.95, 1.0)

@@ -1,4 +1,4 @@
-"""The reverse EV set's rules, one at a time, with explicit `now` (PAPER.md B9)."""
+"""The reverse EV set's rules, one at a time, with explicit `now` (the white paper, 2.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Hidden vectors: packets written byte by byte from ../shared/MRC-WIRE.md's tables, with
+"""Hidden vectors: packets written byte by byte from the public transcriptions' tables
+(docs/wire.md), with
 none of our layouts, codec or Scapy layers, decode to the values written, both in
 `mrcemu decode --json` and in tshark with mrc.lua.
 
@@ -61,7 +62,7 @@ def ipv6_udp(body: bytes, dscp: int, with_icrc: bool = True) -> bytes:
 
 
 def in_ipv6(inner: bytes, via: bytes, dscp: int) -> bytes:
-    """IPv6-in-IPv6 (DESIGN.md section 3): an outer header to the uSID path as it arrived
+    """IPv6-in-IPv6 (docs/topologies.md, addressing): an outer header to the uSID path as it arrived
     (hop limit lowered), the same traffic class and flow label, next header 41."""
     vtf = (6 << 28) | (dscp << 22) | FLOW
     return struct.pack("!IHBB", vtf, len(inner), 41, 61) + SRC + via + inner
