@@ -832,7 +832,8 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
         if event == "experiment":
             console.print(f"[bold]{d['id']}[/]: {d['description']}")
         elif event == "judged":
-            mark = "[green]consistent[/]" if d["consistent"] else "[red]not consistent[/]"
+            word = paper_run.verdict(d)
+            mark = f"[green]{word}[/]" if d["consistent"] else f"[red]{word}[/]"
             console.print(f"  {d['id']}: {mark}: {d['reason']}")
         elif event == "skipped":
             console.print(f"[dim]{d['id']}: {d['reason']}[/]")
@@ -849,9 +850,12 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
     signal.signal(signal.SIGINT, signal.default_int_handler)
     doc = paper_run.run(list(ids), Path(out), quick, slowdown, ui,
                         latency=latency_mode == "on")
-    ran = [r for r in doc["experiments"] if r["consistent"] is not None]
-    console.print(f"{sum(1 for r in ran if r['consistent'])} of {len(ran)} run consistent "
-                  f"with the paper; {Path(out) / 'paper.md'}")
+    words = [paper_run.verdict(r) for r in doc["experiments"]]
+    unjudged = words.count("not judged")
+    console.print(f"{words.count('consistent')} of {len(words) - words.count('not run')} run "
+                  "consistent with the paper"
+                  + (f" ({unjudged} not judged)" if unjudged else "")
+                  + f"; {Path(out) / 'paper.md'}")
     if doc.get("interrupted"):
         err.print(f"interrupted during {doc['interrupted']}: the experiments before it are "
                   "judged; the fabric was torn down")

@@ -16,7 +16,8 @@ from mrcemu.paper import rules
 from mrcemu.topology import load as load_topology
 from mrcemu.topology.latency import PAPER_ONE_WAY_CROSS_US, bdp_packets
 
-Measured = tuple[dict[str, Any], bool, str]
+Measured = tuple[dict[str, Any], bool | None, str]  # None: not judged
+Verdict = tuple[bool | None, str]
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,13 @@ def e1_measure(report: dict, quick: bool) -> Measured:
     ratios = [rules.ratio(rules.level(g, 1 + i * s + s / 3, 1 + (i + 1) * s),
                           base) for i in range(8)]
     expected = [(8 - d) / 8 for d in down]
-    ok, why = rules.steps_consistent(ratios, expected)
-    return ({"level_before_mbps": base, "ports_down": down, "share_of_before": ratios,
-             "expected": expected}, ok, why)
+    m = {"level_before_mbps": base, "ports_down": down, "share_of_before": ratios,
+         "expected": expected}
+    return (m, *e1_judge(m))
+
+
+def e1_judge(m: dict) -> Verdict:
+    return rules.steps_consistent(m["share_of_before"], m["expected"])
 
 
 def e2_scenario(quick: bool) -> dict:
@@ -151,9 +156,12 @@ def e2_measure(report: dict, quick: bool) -> Measured:
     base = _before(g, 1.0)
     during = rules.ratio(rules.level(g, 1.5, 1 + d), base)
     after = rules.ratio(rules.level(g, 1 + d + 0.7, 1 + d + 1.5), base)
-    ok, why = rules.steps_consistent([during, after], [0.5, 1.0])
-    return ({"level_before_mbps": base, "share_during": during, "share_after": after},
-            ok, why)
+    m = {"level_before_mbps": base, "share_during": during, "share_after": after}
+    return (m, *e2_judge(m))
+
+
+def e2_judge(m: dict) -> Verdict:
+    return rules.steps_consistent([m["share_during"], m["share_after"]], [0.5, 1.0])
 
 
 # ---- E3, E4: leaf-spine links (cross-T1, h0<->h7) ----------------------------------------
@@ -200,10 +208,15 @@ def _every_failure(report: dict, until: float) -> Measured:
     base = _before(g, 1.0)
     width = rules.THRESHOLDS.bin_s
     shares = [rules.ratio(v, base) for v in rules.bins(g, 1.0, until, width)]
-    costs = [f.get("cost_rtts") for f in mrc["faults"]]
-    ok, why = rules.cost_consistent(costs, "the failures")
-    return ({"level_before_mbps": base, "cost_rtts": costs, "bin_shares": shares},
-            ok, why + _bins_beside(shares, report))
+    m = {"level_before_mbps": base, "cost_rtts": [f.get("cost_rtts") for f in mrc["faults"]],
+         "bin_shares": shares}
+    ok, why = failures_judge(m)
+    return m, ok, why + _bins_beside(shares, report)
+
+
+def failures_judge(m: dict) -> Verdict:
+    """E3, E4: every failure's cost in round trips."""
+    return rules.cost_consistent(m["cost_rtts"], "the failures")
 
 
 def e3_measure(report: dict, quick: bool) -> Measured:
@@ -229,9 +242,13 @@ def e5_measure(report: dict, quick: bool) -> Measured:
     g = mrc["goodput_series"]
     end = _len(quick, STREAM)
     base = _before(g, 1.0)
-    after = rules.ratio(rules.level(g, 1.5, end - 0.1), base)
-    ok, why = rules.steps_consistent([after], [7 / 8])
-    return ({"level_before_mbps": base, "share_after": after}, ok, why)
+    m = {"level_before_mbps": base,
+         "share_after": rules.ratio(rules.level(g, 1.5, end - 0.1), base)}
+    return (m, *e5_judge(m))
+
+
+def e5_judge(m: dict) -> Verdict:
+    return rules.steps_consistent([m["share_after"]], [7 / 8])
 
 
 E6_PAIRS = ["h0-h4", "h1-h5", "h2-h6", "h3-h7"]
@@ -250,9 +267,12 @@ def e6_measure(report: dict, quick: bool) -> Measured:
     g = mrc["goodput_series"]
     d = _len(quick, E6_DOWN)
     base = _before(g, 1.0)
-    during = rules.ratio(rules.level(g, 1.5, 1 + d), base)
-    ok, why = rules.floor_consistent([during], "the steady state with the spine down")
-    return ({"level_before_mbps": base, "share_during": during}, ok, why)
+    m = {"level_before_mbps": base, "share_during": rules.ratio(rules.level(g, 1.5, 1 + d), base)}
+    return (m, *e6_judge(m))
+
+
+def e6_judge(m: dict) -> Verdict:
+    return rules.floor_consistent([m["share_during"]], "the steady state with the spine down")
 
 
 # ---- E7: one EV dropping 20 % --------------------------------------------------------
@@ -282,17 +302,21 @@ def e7_measure(report: dict, quick: bool) -> Measured:
                 "data_after_retire": sum(p.get("data_after_retire") or 0 for p in paths),
                 "retire_after_first_loss_s": [
                     round(p["bad_s"] - p["first_loss_s"], 4) for p in retired
-                    if p.get("first_loss_s") is not None]}
-    if not retired:
-        return measured, False, "the lossy EV was never retired"
-    if measured["data_after_retire"]:
-        return measured, False, (f"{measured['data_after_retire']} data packets went onto "
-                                 "it once retired")
-    # "Line rate sustained": what the lossy path cost, in round trips, as E3's rule.
-    measured["cost_rtts"] = fault.get("cost_rtts")
-    ok, why = rules.cost_consistent([measured["cost_rtts"]], "the lossy path")
-    return measured, ok, f"the EV was retired at its first loss found; {why}" + _bins_beside(
-        shares, report)
+                    if p.get("first_loss_s") is not None],
+                # "Line rate sustained": what the lossy path cost, in round trips.
+                "cost_rtts": fault.get("cost_rtts") if retired else None}
+    ok, why = e7_judge(measured)
+    return measured, ok, why + (_bins_beside(shares, report) if ok is not None and retired
+                                and not measured["data_after_retire"] else "")
+
+
+def e7_judge(m: dict) -> Verdict:
+    if not m["retired"]:
+        return False, "the lossy EV was never retired"
+    if m["data_after_retire"]:
+        return False, f"{m['data_after_retire']} data packets went onto it once retired"
+    ok, why = rules.cost_consistent([m["cost_rtts"]], "the lossy path")
+    return ok, f"the EV was retired at its first loss found; {why}"
 
 
 # ---- E8: two flows on two EVs of one plane, one pinned -------------------------------------
@@ -321,7 +345,6 @@ def e8_measure(report: dict, quick: bool) -> Measured:
     mrc = _mrc(report)
     flows = mrc.get("per_flow", {})
     paths = mrc.get("flow_paths", {})
-    th = rules.THRESHOLDS
     rates = [flows.get(f, {}).get("goodput_mbps") for f in (E8_FLOW1, E8_FLOW2)]
     shares = [rules.ratio(r, PORT_MBPS) for r in rates]
     one = paths.get("flows", {}).get(E8_FLOW1, {})
@@ -339,17 +362,21 @@ def e8_measure(report: dict, quick: bool) -> Measured:
                 "share_of_port": dict(zip((E8_FLOW1, E8_FLOW2), shares, strict=True)),
                 "flow1_paths": sorted(one), "flow2_paths": sorted(two),
                 "flow1_on_ev_a_second_half": late_a}
-    if any(r is None for r in rates) or late_a is None:
-        return measured, False, "a flow delivered nothing"
+    return (measured, *e8_judge(measured))
+
+
+def e8_judge(m: dict) -> Verdict:
+    th = rules.THRESHOLDS
+    shares = list(m["share_of_port"].values())
+    late_a, one, two = m["flow1_on_ev_a_second_half"], m["flow1_paths"], m["flow2_paths"]
+    if any(r is None for r in m["goodput_mbps"].values()) or late_a is None:
+        return False, "a flow delivered nothing"
     if sorted(two) != [E8_EV_A] or not set(one) <= {E8_EV_A, E8_EV_B}:
-        return measured, False, (f"the flows left their EVs: flow 1 on {sorted(one)}, "
-                                 f"flow 2 on {sorted(two)}")
-    low = min(s for s in shares if s is not None)
-    ok = low >= th.near_line_rate and late_a <= th.moved_off
-    return measured, ok, (f"flow 1 sent {late_a:.2f} of its packets on EV-A in the second half "
-                          f"(moved: <= {th.moved_off:.2f}); the flows carried "
-                          f"{shares[0]:.2f} and {shares[1]:.2f} of a port (near line rate: "
-                          f">= {th.near_line_rate:.2f})")
+        return False, f"the flows left their EVs: flow 1 on {sorted(one)}, flow 2 on {sorted(two)}"
+    ok = min(shares) >= th.near_line_rate and late_a <= th.moved_off
+    return ok, (f"flow 1 sent {late_a:.2f} of its packets on EV-A in the second half "
+                f"(moved: <= {th.moved_off:.2f}); the flows carried {shares[0]:.2f} and "
+                f"{shares[1]:.2f} of a port (near line rate: >= {th.near_line_rate:.2f})")
 
 
 # ---- E11: incast beside a victim --------------------------------------------------------
@@ -372,17 +399,21 @@ def e11_measure(report: dict, quick: bool) -> Measured:
     recovery = {x: mrc.get(x) for x in ("trims", "retransmits", "rtos")}
     incast = [flows.get(f, {}).get("goodput_mbps") for f in E11_INCAST]
     victim = flows.get(E11_VICTIM, {}).get("goodput_mbps")
-    th = rules.THRESHOLDS
     measured = {"victim_mbps": victim, "victim_share": rules.ratio(victim, PORTS_MBPS),
                 "incast_mbps": incast,
                 "fairness": rules.jain([x for x in incast if x is not None]), **recovery}
-    if victim is None or any(x is None for x in incast):
-        return measured, False, "a flow delivered nothing"
-    share, fair = measured["victim_share"], measured["fairness"]
+    return (measured, *e11_judge(measured))
+
+
+def e11_judge(m: dict) -> Verdict:
+    th = rules.THRESHOLDS
+    if m["victim_mbps"] is None or any(x is None for x in m["incast_mbps"]):
+        return False, "a flow delivered nothing"
+    share, fair = m["victim_share"], m["fairness"]
     ok = share >= th.victim and fair is not None and fair >= th.fairness
-    return measured, ok, (f"the victim carried {share:.2f} of its ports (the paper: "
-                          f"unaffected, here >= {th.victim:.2f}); the incast flows' fairness "
-                          f"{fair:.3f} (Jain's index; fair: >= {th.fairness:.2f})")
+    return ok, (f"the victim carried {share:.2f} of its ports (the paper: unaffected, here "
+                f">= {th.victim:.2f}); the incast flows' fairness {fair:.3f} (Jain's index; "
+                f"fair: >= {th.fairness:.2f})")
 
 
 # ---- E0: the point-to-point table (white paper 5.2.1), on the scale model ----
@@ -410,7 +441,6 @@ def e0_runs(quick: bool) -> list[tuple[str, dict]]:
 
 
 def e0_measure(reports: dict[str, dict], quick: bool) -> Measured:
-    th = rules.THRESHOLDS
     one_way: dict[str, float | None] = {}
     for where in E0_PAIRS:
         rep = reports.get(f"lat-{where}") or {}
@@ -426,12 +456,18 @@ def e0_measure(reports: dict[str, dict], quick: bool) -> Measured:
     share = rules.ratio(mrc.get("goodput_mbps"), topo.planes * topo.host_link_mbps)
     measured = {"one_way_us": one_way, "paper_one_way_us": E0_PAPER_ONE_WAY_US,
                 "bandwidth_share": share}
+    return (measured, *e0_judge(measured))
+
+
+def e0_judge(m: dict) -> Verdict:
+    th = rules.THRESHOLDS
+    one_way, share = m["one_way_us"], m["bandwidth_share"]
     if any(v is None for v in one_way.values()) or share is None:
-        return measured, False, "a run did not complete"
+        return False, "a run did not complete"
     off = {w: abs(one_way[w] / E0_PAPER_ONE_WAY_US[w] - 1) for w in E0_PAIRS}
     ok = all(v <= th.latency_tolerance for v in off.values()) and \
         share >= th.bandwidth_share
-    return measured, ok, (
+    return ok, (
         f"one way {one_way['local']:.2f} µs within a leaf and {one_way['cross']:.2f} µs "
         f"across (paper 5.09 / 6.54, within {th.latency_tolerance:.0%} each: "
         f"{'yes' if max(off.values()) <= th.latency_tolerance else 'no'}); 32 KB writes "
@@ -499,38 +535,63 @@ def _sizes_bytes(quick: bool) -> list[int]:
     return [parse_size(x) for x in sweep_sizes(quick)]
 
 
+def sweep_absent(reports: dict[str, dict], quick: bool) -> dict[str, str]:
+    """The sweep's runs that gave no figures at all, each with why: no report (the run is
+    missing), or a report without its transport's result (the run failed). A completed
+    run that timed out at a size still has figures for the sizes before it."""
+    out = {}
+    for label, _topo, transport, _qps in SWEEP_CONFIGS:
+        for loss in sweep_losses(quick):
+            key = f"{label}-{loss_label(loss)}"
+            rep = reports.get(key)
+            if not rep:
+                out[key] = "missing: no report"
+            elif not (rep.get("transports") or {}).get(transport):
+                out[key] = f"failed: its report has no {transport} result"
+    return out
+
+
 def _sweep_measure(reports: dict[str, dict], quick: bool, every_size: bool) -> Measured:
     table = sweep_table(reports, quick)
-    roce = [c[0] for c in SWEEP_CONFIGS[1:]]
-    sizes = sweep_sizes(quick) if every_size else sweep_sizes(quick)[-1:]
-    ratios: dict[str, float | None] = {}
-    missing, unfinished = [], []
-    for loss, row in table.items():
-        for sz in sizes:
-            mrc = row["mrc"][sz]
-            for r in roce:
-                key = f"{loss}%/{sz}/mrc:{r}"
-                if mrc is None:
-                    missing.append(key)
-                elif not row[r][sz]:
-                    unfinished.append(key)  # RoCE never completed the size: behind
-                else:
-                    ratios[key] = rules.ratio(mrc, row[r][sz])
     clean = table[f"{sweep_losses(quick)[0]:g}"]
     big = sweep_sizes(quick)[-1]
-    collide = rules.ratio(clean["roce-1qp"][big], clean["mrc"][big])
-    measured = {"busbw_mbps": table, "mrc_over_roce": ratios,
-                "roce_did_not_complete": unfinished, "roce_1qp_share_of_mrc": collide}
-    if missing:
-        return measured, False, f"MRC did not complete {', '.join(missing[:3])}"
-    ok, why = rules.ahead(ratios, "MRC over RoCE (" + ("every size" if every_size
-                                                       else f"at {big}") + ")")
-    if unfinished:
-        ok = ok or not ratios  # where RoCE finished nothing, MRC is ahead everywhere
-        why += f"; RoCE did not complete {len(unfinished)} (MRC did)"
-    return measured, ok, (f"{why}; without loss one RoCE QP a pair carried "
-                          f"{collide:.2f} of MRC's bus bandwidth at {big}"
-                          if collide is not None else why)
+    measured = {"busbw_mbps": table, "runs_without_figures": sweep_absent(reports, quick),
+                "roce_1qp_share_of_mrc": rules.ratio(clean["roce-1qp"][big],
+                                                     clean["mrc"][big])}
+    ok, why = sweep_judge(measured, every_size)
+    return measured, ok, why
+
+
+def sweep_judge(measured: dict[str, Any], every_size: bool) -> tuple[bool | None, str]:
+    """E9, E10's verdict from their figures: MRC over each RoCE configuration, compared
+    only where both figures exist. A run with no figures, or no comparison at all, leaves
+    the experiment not judged (None), with the reason: a missing figure is never a lead."""
+    table = measured["busbw_mbps"]
+    absent = measured.get("runs_without_figures") or {}
+    if absent:
+        return None, "not judged: " + "; ".join(f"run {k} {v}" for k, v in absent.items())
+    sizes = list(next(iter(table.values()))["mrc"])
+    big = sizes[-1]
+    ratios: dict[str, float | None] = {}
+    without: list[str] = []
+    for loss, row in table.items():
+        for sz in sizes if every_size else [big]:
+            for r in (c[0] for c in SWEEP_CONFIGS[1:]):
+                key = f"{loss}%/{sz}/mrc:{r}"
+                if row["mrc"][sz] is None or row[r][sz] is None:
+                    without.append(key)
+                else:
+                    ratios[key] = rules.ratio(row["mrc"][sz], row[r][sz])
+    what = "MRC over RoCE (" + ("every size" if every_size else f"at {big}") + ")"
+    if not ratios:
+        return None, f"not judged: no comparison of {what} has both figures"
+    ok, why = rules.ahead(ratios, what)
+    if without:
+        why += (f"; {len(without)} comparisons without both figures not judged "
+                f"({', '.join(without[:3])})")
+    collide = measured.get("roce_1qp_share_of_mrc")
+    return ok, (f"{why}; without loss one RoCE QP a pair carried {collide:.2f} of MRC's "
+                f"bus bandwidth at {big}" if collide is not None else why)
 
 
 def e9_runs(quick: bool) -> list[tuple[str, dict]]:
@@ -582,5 +643,19 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                # the switches then drop what overflows their buffer.
                contrast=Contrast("no_trim", "trimming off", {"trim_threshold_bytes": 0})),
 )
+
+# Each experiment's verdict from its measured figures alone (what paper.json keeps), so a
+# committed run can be judged again and must agree with what it recorded.
+JUDGES: dict[str, Callable[[dict], Verdict]] = {
+    "E0": e0_judge, "E1": e1_judge, "E2": e2_judge, "E3": failures_judge,
+    "E4": failures_judge, "E5": e5_judge, "E6": e6_judge, "E7": e7_judge, "E8": e8_judge,
+    "E9": lambda m: sweep_judge(m, every_size=False),
+    "E10": lambda m: sweep_judge(m, every_size=True), "E11": e11_judge}
+
+
+def rejudge(row: dict) -> Verdict:
+    """An experiment's verdict again, from the figures its row in paper.json measured."""
+    return JUDGES[row["id"]](row["measured"])
+
 
 BY_ID = {e.id: e for e in EXPERIMENTS}

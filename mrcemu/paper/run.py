@@ -222,8 +222,16 @@ def _measured(row: dict) -> str:
     return "; ".join(parts)
 
 
+def verdict(row: dict) -> str:
+    """An experiment's verdict in words: consistent, not consistent, not judged (it ran,
+    but what the rule compares is missing), or not run."""
+    if row["consistent"] is None:
+        return "not run" if row.get("measured") is None else "not judged"
+    return "consistent" if row["consistent"] else "not consistent"
+
+
 def markdown(doc: dict) -> str:
-    verdict = {True: "consistent", False: "**not consistent**", None: "not run"}
+    bold = {"not consistent": "**not consistent**", "not judged": "**not judged**"}
     lines = ["# The white paper's experiments, emulated", "",
              f"`mrcemu paper`{' --quick' if doc['quick'] else ''}, every run slowed "
              f"{doc['slowdown']:g} times (times below are full-speed seconds). What each "
@@ -237,5 +245,5 @@ def markdown(doc: dict) -> str:
              "verdict | why |", "|---|---|---|---|---|---|"]
     for r in doc["experiments"]:
         lines.append(f"| {r['id']} | {r['figure']} | {r['paper']} | {_measured(r)} | "
-                     f"{verdict[r['consistent']]} | {r['reason']} |")
+                     f"{bold.get(verdict(r), verdict(r))} | {r['reason']} |")
     return "\n".join(lines) + "\n"
