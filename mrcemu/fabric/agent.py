@@ -107,13 +107,17 @@ def set_rate(topology: dict, node: str, pid: int, ifname: str, mbps: float) -> N
 
 
 @op
-def path_loss(port_mac: str, src: str, dst: str, ev_hi: int, percent: float | None) -> None:
-    """Set a path's loss on this server's port, or clear it (percent None)."""
+def path_loss(port_mac: str, src: str, dst: str, ev_hi: int, percent: float | None
+              ) -> int | None:
+    """Set a path's loss on this server's port, or clear it (percent None): then the
+    packets it dropped while set, which go with its entry (None if it had none)."""
     key = bpf.PathLossKey(port_mac, bytes.fromhex(src), bytes.fromhex(dst), ev_hi)
-    if percent is None:
-        bpf.clear_path_loss(key)
-    else:
+    if percent is not None:
         bpf.set_path_loss(key, percent)
+        return None
+    entry = bpf.read_path_loss().get(key)
+    bpf.clear_path_loss(key)
+    return None if entry is None else int(entry["dropped"])
 
 
 @op
@@ -229,6 +233,38 @@ def wait_up(topology: dict, nodes: dict[str, int], timeout: float = 10.0) -> flo
             raise RuntimeError(f"{len(down)} interfaces not up after {timeout:g} s: "
                                f"{', '.join(down[:8])}{more}")
         time.sleep(0.05)
+
+
+@op
+def kernel_drops(nodes: dict[str, int]) -> dict[str, dict[str, int]]:
+    """What the kernel dropped at each interface of these nodes (name -> PID), per port
+    name, from its start: `qdisc`, its root qdisc's (htb's queue full; the switch
+    program's own drops are counted in its map, not here), and `link`, the device's
+    (a veth counts a packet its peer's backlog refused as tx_dropped)."""
+    from mrcemu.fabric.netns import iproute
+
+    out: dict[str, dict[str, int]] = {}
+    for pid in nodes.values():
+        with iproute(pid) as ipr:
+            names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+            for x in ipr.get_links():
+                st = x.get_attr("IFLA_STATS64") or {}
+                out[x.get_attr("IFLA_IFNAME")] = {
+                    "qdisc": 0, "link": st.get("tx_dropped", 0) + st.get("rx_dropped", 0)}
+            for q in ipr.get_qdiscs():
+                if q["parent"] == TC_H_ROOT and q["index"] in names:
+                    out[names[q["index"]]]["qdisc"] += _qdisc_drops(q)
+    out.pop("lo", None)
+    return out
+
+
+TC_H_ROOT = 0xFFFFFFFF
+
+
+def _qdisc_drops(q: Any) -> int:
+    stats = q.get_attr("TCA_STATS2")
+    queue = stats.get_attr("TCA_STATS_QUEUE") if stats else None
+    return int(queue["drops"]) if queue else 0
 
 
 @op

@@ -154,13 +154,15 @@ def _set_rate(layout: Layout, pids: dict[str, int], i: Interface, mbps: float) -
                  pid=pids[i.node], ifname=i.name, mbps=mbps)
 
 
-def _path_loss(layout: Layout, fault: Fault, percent: float | None) -> None:
-    """Set (or, with None, clear) a path loss on the server of the port it acts on."""
+def _path_loss(layout: Layout, fault: Fault, percent: float | None) -> int | None:
+    """Set (or, with None, clear) a path loss on the server of the port it acts on;
+    cleared, the packets it dropped."""
     key = path_loss_key(layout, fault)
     servers = _servers()
     (port,) = targets(layout, fault)
-    servers.call(servers.of(port.node), "path_loss", port_mac=key.port_mac,
-                 src=key.src.hex(), dst=key.dst.hex(), ev_hi=key.ev_hi, percent=percent)
+    return servers.call(servers.of(port.node), "path_loss", port_mac=key.port_mac,
+                        src=key.src.hex(), dst=key.dst.hex(), ev_hi=key.ev_hi,
+                        percent=percent)
 
 
 def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
@@ -256,7 +258,7 @@ def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[F
             for i in targets(layout, f):
                 _set_rate(layout, pids, i, i.mbps)
         elif f.kind == "path-loss":
-            _path_loss(layout, f, None)
+            f.dropped = _path_loss(layout, f, None)
         if f.kind in DROP_KINDS:
             _sync_nft(layout, pids, active, {i.node for i in targets(layout, f)
                                              if not i.node.startswith("h")})

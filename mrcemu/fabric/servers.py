@@ -319,6 +319,14 @@ class Servers:
             raise MrcemuError(f"server {server.name}: cannot fetch {path}: "
                               f"{r.stderr.decode(errors='replace').strip()[-300:]}")
 
+    def kernel_drops(self, nodes: dict[str, int]) -> dict[str, dict[str, int]]:
+        """The kernel's drops at every interface of these nodes (name -> PID), each asked
+        of the server the node is on, merged by port name (unique in a fabric)."""
+        out: dict[str, dict[str, int]] = {}
+        for server, names in self.group(nodes).items():
+            out.update(self.call(server, "kernel_drops", nodes={n: nodes[n] for n in names}))
+        return out
+
     def counters(self) -> dict[str, Any]:
         """Every server's switch counters, configs and path losses, merged: port MACs
         are unique across the fabric, so no server's entry hides another's."""

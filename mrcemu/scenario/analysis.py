@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from mrcemu import fidelity
+from mrcemu.scenario.fabric_counts import fabric
 from mrcemu.topology import Layout, faults
 from mrcemu.topology.paths import path_label
 
@@ -514,6 +515,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),
         "nic_drops": nic_drops(raw),
+        "fabric": fabric(raw, layout),
         "faults": fault_metrics(raw, layout, series, window_packets),
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),

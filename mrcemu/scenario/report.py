@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from mrcemu import fidelity
@@ -68,6 +69,13 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         # packets no connection saw: the reasons are under the table (report.md)
         ["dropped at the NICs", *[_fmt(sum(ts[n].get("nic_drops", {}).values()))
                                   for n in names]],
+        # every switch and host port over the run: the reasons are under the table
+        ["dropped in the fabric", *[_fabric(ts[n], lambda f: sum(f["dropped"].values()))
+                                    for n in names]],
+        ["marked / trimmed", *[_fabric(ts[n], lambda f: f"{f['marked']} / {f['trimmed']}")
+                               for n in names]],
+        ["false retirements", *[_fabric(ts[n], lambda f: f["false_retirements"])
+                                for n in names]],
         # The terminal shows only this table: it must say whether to trust the rest.
         ["fidelity", *[_faithful(ts[n].get("fidelity")) for n in names]],
     ]
@@ -86,6 +94,33 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
                 _mapped(ts[n]["faults"][i]) if len(ts[n]["faults"]) > i else "-"
                 for n in names]])
     return head, rows
+
+
+def _fabric(t: dict, pick: Callable[[dict], object]) -> str:
+    """A figure of the fabric's counters over the run; '-' for a run that read none."""
+    return _fmt(pick(t["fabric"])) if t.get("fabric") else "-"
+
+
+def fabric_lines(report: dict) -> list[str]:
+    """Under the table: the fabric's drops by reason and the ports that dropped, and each
+    false retirement (an EV retired on a path that dropped nothing, with no fault)."""
+    out = []
+    for n, t in report["transports"].items():
+        f = t.get("fabric")
+        if not f:
+            continue
+        reasons = ", ".join(f"{k} {v}" for k, v in f["dropped"].items() if v) or "nothing"
+        ports = f["ports_that_dropped"]
+        out.append(f"{label(n)}: the fabric dropped {reasons}"
+                   + (f" (at {', '.join(ports[:8])}{' ...' if len(ports) > 8 else ''})"
+                      if ports else "") + f"; {f['marked']} marked, {f['trimmed']} trimmed.")
+        for x in f["false_retirement_list"][:10]:
+            out.append(f"- false retirement at {x['t_s']:g} s: {x['src']}->{x['dst']} EV "
+                       f"{x['ev']} ({x['path']}), \"{x['why']}\", on a path that dropped "
+                       "nothing")
+        if f["false_retirements"] > 10:
+            out.append(f"- and {f['false_retirements'] - 10} more (report.json)")
+    return out
 
 
 def paper_units(report: dict) -> str:
@@ -168,6 +203,9 @@ def markdown(report: dict) -> str:
     if drops:
         lines += ["", "Dropped at the NICs before any connection took them, by reason: "
                   + "; ".join(drops) + "."]
+    fab = fabric_lines(report)
+    if fab:
+        lines += ["", *fab]
     legend = fault_legend(report)
     if legend:
         lines += ["", "; ".join(legend) + "."]

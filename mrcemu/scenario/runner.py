@@ -17,7 +17,7 @@ from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
-from mrcemu.fabric.servers import split_servers
+from mrcemu.fabric.servers import Servers, of_running, split_servers
 from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.scenario.analysis import conn_label
 from mrcemu.scenario.model import Scenario, TimedFault
@@ -36,6 +36,7 @@ class FaultRecord:
     t_heal: float | None = None
     error: str | None = None
     spec: dict = field(default_factory=dict)
+    dropped: int | None = None  # a path loss's drops, read as it was healed
 
 
 class Timeline(threading.Thread):
@@ -83,8 +84,9 @@ class Timeline(threading.Thread):
                     f.kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty))
                 rec.t_inject = live.at
             elif rec.t_inject is not None and rec.t_heal is None:
-                inject.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
+                (healed,) = inject.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
                 rec.t_heal = time.monotonic()
+                rec.dropped = healed.dropped
         except MrcemuError as e:
             rec.error = str(e)
         self.notify("fault", {"action": action, "kind": f.kind, "target": f.target,
@@ -140,6 +142,17 @@ def _with_slowdown(notify: Notify, k: float) -> Notify:
     return lambda event, d: notify(event, {**d, "slowdown": k})
 
 
+def fabric_counters(pids: dict[str, int]) -> dict:
+    """Every switch port's counters now (its program's: packets, marks, trims, buffer
+    drops, by port MAC) and the kernel's drops at every interface (by port name): taken
+    before and after a run, whose report holds the difference."""
+    from mrcemu.fabric import state
+
+    st = state.load_state()
+    servers = of_running(st) if st else Servers()
+    return {"switch": servers.counters()["state"], "kernel": servers.kernel_drops(pids)}
+
+
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
                   notify: Notify, stop: threading.Event) -> dict:
     """One transport's run: the workload's iterations with the fault timeline.
@@ -163,6 +176,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
         # start, and a NIC outlives a transport's run: where they stood, to subtract.
         raw["nic_drops_before"] = {str(h): r.get("malformed", {})
                                    for h, r in zip(hosts, before, strict=True)}
+        raw["fabric_before"] = fabric_counters(pids)
         t0 = time.monotonic()
         raw["t0"] = t0
         timeline = Timeline(sc.faults, t0, layout, pids, notify)
@@ -216,6 +230,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["t_end"] = time.monotonic()
             timeline.stop()
             raw["faults"] = [r.__dict__ for r in timeline.records]
+            raw["fabric_after"] = fabric_counters(pids)
             if mapper is not None:
                 raw["map"] = mapper.stop()
             traces = client.ask_each("trace")

@@ -25,6 +25,9 @@ LINK_KINDS = ("link-down", "gray", "loss", "degrade", "flap")
 CARRIER_KINDS = ("link-down", "switch-down", "host-port-down", "plane-down")
 LOSS_KINDS = ("loss", "path-loss", "host-loss")  # value: the percent lost
 DROP_KINDS = ("gray", "loss", "host-loss")  # applied as drop rules on switch egress
+# A fault that loses nothing itself: a slowed link only queues, and what its queue drops
+# the switch counts.
+LOSSLESS_KINDS = ("degrade",)
 ALL_SPINES = "all-spines"  # loss: every spine port, i.e. each cross-leaf path once
 MIN_FLAP_PERIOD = 0.05  # seconds: shorter than this the flapper cannot keep time
 
@@ -48,6 +51,7 @@ class Fault:
     period: float | None = None  # flap: seconds per down+up cycle
     duty: float | None = None  # flap: fraction of the period the link is down
     pid: int | None = None  # flap: the flapping process
+    dropped: int | None = None  # path-loss, once healed: the packets it dropped
 
     @property
     def key(self) -> str:

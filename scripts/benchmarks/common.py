@@ -97,6 +97,13 @@ def host_cpu() -> dict[str, float]:
     return {k: int(v) / tck for k, v in zip(kinds, vals[:len(kinds)], strict=True)}
 
 
+def false_retirements(rep: dict, transport: str = "mrc") -> str:
+    """EVs retired on a path that dropped nothing, with no fault on it (the report's
+    fabric counters); '-' for a report without them."""
+    f = rep["transports"][transport].get("fabric")
+    return str(f["false_retirements"]) if f else "-"
+
+
 def bad_evs(rep: dict, before: float = float("inf")) -> int:
     """EVs MRC retired (ASSUMED_BAD) before `before` seconds from the first write."""
     return sum(1 for c in rep["transports"]["mrc"]["ev_states"]["changes"]

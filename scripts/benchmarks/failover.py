@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.common import SLOWDOWN, bad_evs, fid, run_report
+from benchmarks.common import SLOWDOWN, bad_evs, false_retirements, fid, run_report
 
 TITLE = 'Failover: MRC against RoCE (the `failover` scenario)'
 
@@ -107,6 +107,7 @@ def failover() -> str:
 
             rows.append(
                 f"| {i + 1} | {bad_evs(nf)} | {bad_evs(fo, first)} | "
+                f"{false_retirements(nf)} / {false_retirements(fo)} | "
                 f"{c['job_completion_s']:.2f} | {m['job_completion_s']:.2f} | "
                 f"**{m['job_completion_s'] / c['job_completion_s']:.2f}** | "
                 f"{r['job_completion_s']:.2f} | "
@@ -139,14 +140,15 @@ def failover() -> str:
             "RoCE's job at least 3 times MRC's. The lowest 100 ms bin after the fault's own "
             "is shown as well, as what it is: at 20 Mb/s a 100 ms bin is about 7 round "
             "trips.\n\n"
-            "| pair | EVs retired, no fault | EVs retired before the first fault | MRC job "
+            "| pair | EVs retired, no fault | EVs retired before the first fault | false "
+            "retirements, no fault / failover | MRC job "
             "no fault | MRC job failover | **L3 failover / no fault** | RoCE job failover | "
             "**RoCE / MRC** | spine: **L1** stopped / **L2** retired after the loss, max "
             "RTTs (how many within 2 / 4; data packets after) | gray: the same | **L4** "
             "cost in RTTs, spine / gray (no-fault run, same windows) | lowest 100 ms "
             "goodput after the fault / level before (no-fault run) | MRC RTOs | fidelity "
             "no fault / MRC / RoCE |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n\nFidelity reasons: " + " | ".join(reasons) + ".\n\n"
             "An RTT here is the connection's smoothed RTT at the end of the run ("
             + (f"median {srtt_ms:.0f} ms full-speed in these runs" if srtt_ms else "none")
