@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 MRCEMU := $(VENV)/bin/mrcemu
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install test unit demo bench lint clean generate fuzz docs
+.PHONY: install test unit demo bench lint clean generate fuzz docs figures
 
 BPF_OBJ := mrcemu/bpf/switch.o
 
@@ -39,8 +39,17 @@ demo: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# BENCHMARKS.json (each section with when and at which commit it was measured) and
+# BENCHMARKS.md from it; ONLY=TEXT reruns the sections whose title has TEXT. Then every
+# figure README.md and docs/ take from a result file is written again.
 bench: install
-	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md
+	$(SUDO) $(PY) scripts/bench.py --out BENCHMARKS.md $(if $(ONLY),--only "$(ONLY)")
+	@$(MAKE) --no-print-directory figures
+
+# README.md's and docs/'s generated regions, from the committed result files
+# (scripts/figures.py); a test fails while one is stale.
+figures: install
+	$(PY) scripts/figures.py
 
 # The compiled parser under libFuzzer + AddressSanitizer + UBSan (the tests run 1,000,000
 # inputs; this runs FUZZ_RUNS). A crash leaves its input in build/fuzz/crash-*.

@@ -52,6 +52,7 @@ class Experiment:
     missing: str = ""  # why it cannot run yet
     contrast: Contrast | None = None
     sweep: Sweep | None = None  # instead of scenario and measure: several runs
+    short: str = ""  # what it does, in a few words (tables)
 
 
 STREAM_WRITE = 256 << 10
@@ -615,33 +616,45 @@ def e10_measure(reports: dict[str, dict], quick: bool) -> Measured:
 EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("E0", "5.2.1", "point to point: one way 5.09 µs T0-local, 6.54 µs cross-T1; "
                "~96 % of peak bandwidth", None, None,
-               sweep=Sweep(e0_runs, e0_measure, busbw_figure=False)),
+               sweep=Sweep(e0_runs, e0_measure, busbw_figure=False),
+               short="point-to-point latency and bandwidth"),
     Experiment("E1", "9a", "throughput steps down one port at a time and back up; < 1 s "
-               "interruption each time", e1_scenario, e1_measure),
+               "interruption each time", e1_scenario, e1_measure,
+               short="a host's ports down one at a time, and back"),
     Experiment("E2", "9b", "4 of 8 NIC links flapping: settles at about half, recovers on "
-               "restore", e2_scenario, e2_measure),
+               "restore", e2_scenario, e2_measure,
+               short="half of a host's ports down together"),
     Experiment("E3", "9c", "T0-T1 links downed one per second: minimal impact",
-               e3_scenario, e3_measure),
+               e3_scenario, e3_measure,
+               short="leaf-spine links down one after another"),
     Experiment("E4", "9d", "8 T0-T1 links flapping together: negligible impact",
-               e4_scenario, e4_measure),
+               e4_scenario, e4_measure,
+               short="eight leaf-spine links down together"),
     Experiment("E5", "10", "T0 switch down: steady state drops by 1/8", e5_scenario,
-               e5_measure),
+               e5_measure,
+               short="a leaf switch down"),
     Experiment("E6", "11", "T1 switch down, 4 QPs cross-T1: no steady-state loss",
-               e6_scenario, e6_measure),
+               e6_scenario, e6_measure,
+               short="a spine switch down"),
     Experiment("E7", "12, 13", "an EV dropping 20 %: it goes inactive at once, another is "
-               "activated, line rate is sustained", e7_scenario, e7_measure),
+               "activated, line rate is sustained", e7_scenario, e7_measure,
+               short="one path dropping 20 % of its packets"),
     Experiment("E8", "14", "two flows on two EVs of one plane, flow 2 pinned to EV-A: "
-               "flow 1 moves to EV-B via ECN, both near line rate", e8_scenario, e8_measure),
+               "flow 1 moves to EV-B via ECN, both near line rate", e8_scenario, e8_measure,
+               short="two flows, one pinned to a shared path"),
     Experiment("E9", "16", "ring all-reduce sweep: RoCE 1 QP ~half (ECMP collisions); MRC 1 "
                "QP beats RoCE 16 QPs; at 1 % loss MRC ~1/3, RoCE unusable", None, None,
-               sweep=Sweep(e9_runs, e9_measure)),
+               sweep=Sweep(e9_runs, e9_measure),
+               short="ring all-reduce against RoCE, with loss"),
     Experiment("E10", "17", "all-to-all sweep: MRC ahead at every size; RoCE QP scaling "
-               "does not help", None, None, sweep=Sweep(e10_runs, e10_measure)),
+               "does not help", None, None, sweep=Sweep(e10_runs, e10_measure),
+               short="all-to-all against RoCE, with loss"),
     Experiment("E11", "18", "7:1 incast plus a victim: fair sharing, victim unaffected",
                e11_scenario, e11_measure,
                # E11's note in docs/paper.md: the same with trimming disabled, for contrast;
                # the switches then drop what overflows their buffer.
-               contrast=Contrast("no_trim", "trimming off", {"trim_threshold_bytes": 0})),
+               contrast=Contrast("no_trim", "trimming off", {"trim_threshold_bytes": 0}),
+               short="incast beside a victim flow"),
 )
 
 # Each experiment's verdict from its measured figures alone (what paper.json keeps), so a

@@ -8,8 +8,10 @@ judged all the same, and its row says so.
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -60,7 +62,10 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
     """Run and judge each experiment of `ids` (all: every one) into `out`; paper.json and
     paper.md are written even when the user stops it (`interrupted`, with the experiments
     judged so far)."""
+    from mrcemu.scenario.job import machine, source_commit
+
     out.mkdir(parents=True, exist_ok=True)
+    started, t_start = datetime.datetime.now(), time.monotonic()
     rows: list[dict[str, Any]] = []
     interrupted, current = None, ""
     try:
@@ -73,6 +78,9 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
         interrupted = current
     default = load_topology("default")
     doc = {"quick": quick, "slowdown": slowdown,
+           # when, where and at which commit it was measured, once for every figure below
+           "started": started.isoformat(timespec="seconds"), "machine": machine(),
+           "commit": source_commit(), "wall_clock_s": round(time.monotonic() - t_start, 1),
            # the built-in fabric's scale: the experiments' times below are full-speed
            "scale": lat.describe(default if latency else default.without_latency()),
            **({"interrupted": interrupted} if interrupted else {}),

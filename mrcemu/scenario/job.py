@@ -46,6 +46,25 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
+def source_commit() -> str | None:
+    """The commit of mrcemu's source this process runs (`+dirty` with uncommitted
+    changes), for a result file to say what measured it; None outside a git checkout."""
+    import subprocess
+
+    here = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode:
+            return None
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain",
+                                "--untracked-files=no", "--", "mrcemu"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
 def _log_offsets() -> dict[Path, int]:
     logs = state.RUN_DIR / "logs"
     return {p: p.stat().st_size for p in logs.glob("*")} if logs.exists() else {}
@@ -170,6 +189,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
                    "slowdown": sc.slowdown, "scale": latency.describe(sc.topology, sc.slowdown),
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
+                   "commit": source_commit(),
                    # what the run took on this host's clock, however slowed: the only
                    # time in the report that is not the fabric's own at full speed
                    "wall_clock_s": round(time.monotonic() - t_start, 1),

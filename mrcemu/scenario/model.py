@@ -21,7 +21,6 @@ from mrcemu.transport.lb import POLICIES
 from mrcemu.transport.profiles import MAX_QPS
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
-WORKLOADS = ("single", "all-to-all", "ring-allreduce", "incast", "stream")
 TRANSPORTS = ("mrc", "roce")
 FAULT_KINDS = faults.KINDS  # the one list, from the fault model
 
@@ -155,23 +154,101 @@ class Scenario:
         return sc.slowed(slowdown) if slowdown != 1.0 else sc
 
 
-_TOP = ("description", "topology", "workload", "faults", "transports", "seed", "capture",
-        "timeout_s", "settle_s", "map_interval_ms", "transport")
+# Every key a scenario file may hold, with what it does and its default: the one list the
+# parser checks against and the scenario page is generated from (scripts/figures.py).
+_TOP: dict[str, str] = {
+    "description": "a sentence shown atop the report (default: none)",
+    "topology": "a built-in topology name (`default`, `small`, `large`, `ecmp`, `rack4`) or a "
+                "path; **required**",
+    "workload": "what the hosts send (below); **required**",
+    "faults": "the fault timeline, a list (below; default: none)",
+    "transports": "which transports run, in order: `[mrc, roce]` (default), `[mrc]` or `[roce]`",
+    "seed": "the seed of every random choice: EV orders, flow hashes, losses (default: 1)",
+    "capture": "what `capture.pcapng` holds (below; default: the first sender's ports)",
+    "timeout_s": "the longest one transport's run may take, in seconds (default: 300)",
+    "settle_s": "seconds between one transport's run and the next, after healing "
+                "(default: 1)",
+    "map_interval_ms": "Clustermapper's probe rounds during the run, milliseconds; 0 for none "
+                       "(default: 100 with faults, 0 without)",
+    "transport": "transport settings the run changes (below; default: none)",
+}
 # What `transport:` may set: the policy, not the clocks (those follow the links, and
 # `--slowdown` scales them) nor what the fabric decides (PMTU, seed).
-TRANSPORT_SETTINGS = ("ev_set_per_plane", "ev_planes", "ev_backups_per_path",
-                      "ev_min_active", "ce_skip_rotations", "trim_skip_rotations",
-                      "probes_to_restore", "stop_deviations", "overdue_deviations",
-                      "sack_every", "init_cwnd", "max_cwnd", "rcv_window", "roce_window",
-                      "roce_ack_every", "roce_retry_count", "load_balancing", "ev_per_path")
-_WORKLOAD = ("kind", "size", "iterations", "src", "dst", "senders", "pairs", "both_ways",
-             "duration", "depth", "pair_transport", "qps")
-_FAULT = ("at", "kind", "target", "targets", "every", "value", "one_way", "duration", "period",
-          "duty")
-_CAPTURE = ("interfaces", "hosts", "snaplen", "max_mb")
+TRANSPORT_SETTINGS: dict[str, str] = {
+    "ev_set_per_plane": "active EVs a plane a connection sprays over, its lowest spines; 0 is "
+                        "every path, and a retired EV is replaced from a path the set did not use",
+    "ev_planes": "the planes a connection sprays over, e.g. `[2]`; empty is every plane",
+    "ev_backups_per_path": "EV variants a path holds in the backup set",
+    "ev_min_active": "usable EVs a connection keeps whatever the feedback says",
+    "ce_skip_rotations": "rotations an echoed ECN mark skips an EV",
+    "trim_skip_rotations": "rotations a mid-path trim skips an EV",
+    "probes_to_restore": "answered probes that bring a retired EV back",
+    "stop_deviations": "an EV stops (takes no new data) when a packet is this many RTT "
+                       "deviations late",
+    "overdue_deviations": "the packet itself goes again elsewhere this many deviations late",
+    "sack_every": "data packets between the receiver's SACKs",
+    "init_cwnd": "the congestion window a connection starts with, bytes (at least the host's "
+                 "bandwidth-delay product)",
+    "max_cwnd": "the largest congestion window, bytes (at least twice that product)",
+    "rcv_window": "PSNs the receiver accepts beyond its cumulative acknowledgement",
+    "roce_window": "RoCE's go-back-N window, packets, before the port's bandwidth-delay "
+                   "product is added",
+    "roce_ack_every": "packets between a RoCE responder's ACKs",
+    "roce_retry_count": "timeouts a RoCE QP retries before it fails",
+    "load_balancing": "the policy that picks each packet's EV: `mrc`, `oblivious`, `reps`, "
+                      "`reps_ack` or `bitmap`; a list runs MRC once per policy",
+    "ev_per_path": "active EVs a path (its EV variants)",
+}
+_WORKLOAD: dict[str, str] = {
+    "kind": "one of the workload kinds below; **required**",
+    "size": "bytes per message (`512KiB`, `4MiB` or a number); a list, `[64KiB, 1MiB]`, is a "
+            "size sweep with `iterations` at each size; **required**",
+    "iterations": "times the workload repeats (default: 1; not for a stream)",
+    "src": "`single`: the writing host (default: h0)",
+    "dst": "`single`, `incast`: the written host (default: the last host)",
+    "senders": "`incast`: the writing hosts (default: every other host)",
+    "pairs": "`stream`: the SRC-DST directions, e.g. `[h0-h7, h1-h6]` (default: h0 to the "
+             "last host)",
+    "both_ways": "`stream`: add each pair's reverse direction (default: false)",
+    "duration": "`stream`: seconds it runs; **required** for a stream",
+    "depth": "`stream`: writes each direction keeps in flight (default: 4)",
+    "pair_transport": "`stream`: transport settings of single directions, over `transport`, "
+                      "e.g. `{h1-h5: {ev_planes: [2], ev_set_per_plane: 1}}`",
+    "qps": "RoCE QPs a pair, each message split over them; MRC sprays its one QP (default: 1)",
+}
+WORKLOAD_KINDS: dict[str, str] = {
+    "single": "one message from `src` to `dst`, each iteration",
+    "all-to-all": "every host writes `size` to every other at once (MoE style)",
+    "ring-allreduce": "reduce-scatter then all-gather round a ring of every host, `size` the "
+                      "buffer each reduces",
+    "incast": "every sender writes `size` to `dst` at once",
+    "stream": "`ib_write_bw`'s analogue: each direction keeps `depth` writes of `size` in "
+              "flight for `duration` seconds",
+}
+_FAULT: dict[str, str] = {
+    "at": "seconds after the transport's first write; 0 is in place before it; **required**",
+    "kind": "one of the fault kinds below; **required**",
+    "target": "what it acts on, as its kind names it; **required** unless `targets`",
+    "targets": "several targets: a group acting together or, with `every`, a sequence",
+    "every": "seconds between one target of `targets` and the next (default: 0, together)",
+    "value": "percent lost (`loss`, `path-loss`, `host-loss`) or of the rate kept (`degrade`)",
+    "one_way": "`gray`, `loss`: only the direction from the link's first node (default: false)",
+    "duration": "seconds until it heals (default: the end of the transport's run)",
+    "period": "`flap`: seconds per down and up cycle",
+    "duty": "`flap`: the fraction of each period the link is down",
+}
+_CAPTURE: dict[str, str] = {
+    "hosts": "hosts whose every port is captured (default: the first sender)",
+    "interfaces": "single ports to capture, e.g. `[p3l0-s1]`",
+    "snaplen": "bytes kept of each packet (default: 256)",
+    "max_mb": "megabytes at most a port's capture holds (default: 50)",
+}
+SECTIONS: dict[str, dict[str, str]] = {
+    "": _TOP, "workload.": _WORKLOAD, "faults[].": _FAULT, "capture.": _CAPTURE,
+    "transport.": TRANSPORT_SETTINGS}
 
 
-def _unknown(source: str, where: str, data: dict, known: tuple[str, ...] | dict) -> None:
+def _unknown(source: str, where: str, data: dict, known: dict[str, str]) -> None:
     for key in data:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
@@ -219,9 +296,9 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                           "give kind, size and iterations")
     _unknown(source, "workload.", data, _WORKLOAD)
     kind = data.get("kind")
-    if kind not in WORKLOADS:
+    if kind not in WORKLOAD_KINDS:
         raise ConfigError(source, "workload.kind", kind, "is not a workload",
-                          "use one of " + ", ".join(WORKLOADS))
+                          "use one of " + ", ".join(WORKLOAD_KINDS))
     if "size" not in data:
         raise ConfigError(source, "workload.size", None, "is required",
                           "add 'size: 512KiB' (bytes per message)")
@@ -500,7 +577,7 @@ def _transport(source: str, data: Any, topo: Topology,
                           f"e.g. {where}: {{ev_set_per_plane: 2}}")
     for k, v in data.items():
         if k not in TRANSPORT_SETTINGS:
-            close = difflib.get_close_matches(str(k), TRANSPORT_SETTINGS, n=1)
+            close = difflib.get_close_matches(str(k), list(TRANSPORT_SETTINGS), n=1)
             raise ConfigError(source, f"{where}.{k}", v, "is not a setting a scenario may "
                               "change", (f"did you mean '{close[0]}'? " if close else "")
                               + "settable: " + ", ".join(TRANSPORT_SETTINGS))

@@ -21,6 +21,24 @@ from mrcemu.topology.paths import ev_fields
 
 KINDS = ("link-down", "gray", "loss", "degrade", "flap", "switch-down", "host-port-down",
          "plane-down", "path-loss", "host-loss")
+# What each kind does and what it targets: `mrcemu fail`'s and the scenario page's words.
+KIND_DOCS: dict[str, tuple[str, str]] = {
+    "link-down": ("a link, `p2l0-p2s1` or `h3-p2l1`", "carrier lost at both ends"),
+    "gray": ("a link, or a switch (every port)",
+             "a silent blackhole: the carrier stays up and every packet is dropped"),
+    "loss": ("a link, a switch, or `all-spines` (every spine port)",
+             "drops `value` percent at random"),
+    "degrade": ("a link", "re-rated to `value` percent of its rate: it queues, drops nothing "
+                "itself"),
+    "flap": ("a link", "down `duty` of every `period`, up the rest"),
+    "switch-down": ("a switch, `p3s1` or `p0l1`", "every link of the switch down"),
+    "host-port-down": ("a host port, `h0-p2`", "the host loses its port on that plane"),
+    "plane-down": ("a plane number, `2`", "every link of the plane down"),
+    "path-loss": ("one pair's path, `h0-h7/p2s1`", "drops `value` percent of that path's "
+                  "packets, one way"),
+    "host-loss": ("a host, `h3`", "drops `value` percent of what reaches the host, every "
+                  "plane"),
+}
 LINK_KINDS = ("link-down", "gray", "loss", "degrade", "flap")
 CARRIER_KINDS = ("link-down", "switch-down", "host-port-down", "plane-down")
 LOSS_KINDS = ("loss", "path-loss", "host-loss")  # value: the percent lost

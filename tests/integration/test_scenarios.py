@@ -115,6 +115,11 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
         for f in t["faults"]:
             assert f["error"] is None and f["at_s"] is not None
             assert {"at_s", "last_packet_on_failed_path_s", "recovered_90pct_s"} <= set(f)
+        # What the fabric did: every switch port counted over the run, drops by reason.
+        fab = t["fabric"]
+        assert set(fab["dropped"]) == {"buffer", "qdisc", "link", "path_loss"}
+        assert sum(p.get("packets", 0) for p in fab["ports"].values()) > 0
+        assert fab["false_retirements"] == len(fab["false_retirement_list"])
     # MRC delivers every message intact, through whatever the scenario breaks.
     assert mrc["integrity_ok"] and mrc["messages_ok"] == mrc["messages"] > 0
     assert mrc["job_completion_s"] > 0 and mrc["goodput_mbps"] > 0
@@ -251,3 +256,17 @@ def test_a_path_loss_with_clustermapper_on_still_writes_its_report(tmp_path, tid
     assert "fault 1: mapped bad" in (folder / "report.md").read_text()
     raw = json.loads(gzip.decompress((folder / "logs" / "raw-mrc.json.gz").read_bytes()))
     assert raw["faults"][0]["kind"] == "path-loss" and raw["map"]["samples"]
+
+
+def test_the_scenario_pages_example_runs(tmp_path, tidy):
+    """docs/examples/scenario.yaml, the annotated example of "Write a scenario", runs as
+    written (at full speed: this checks that it runs and what it writes, not its figures)."""
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "scenario.yaml"
+    rep, folder = run(example, tmp_path / "runs")
+    assert set(rep["transports"]) == {"mrc", "roce"} and not rep["partial"]
+    for t in rep["transports"].values():
+        assert t["integrity_ok"] and t["messages_ok"] == t["messages"] > 0
+        assert [f["kind"] for f in t["faults"]] == ["gray", "degrade"]
+        assert all(f["error"] is None for f in t["faults"])
+    assert (folder / "capture.pcapng").stat().st_size > 0
+    assert "dropped in the fabric" in (folder / "report.md").read_text()

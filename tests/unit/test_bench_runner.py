@@ -4,6 +4,7 @@ generated BENCHMARKS.md's sections, in order."""
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import subprocess
 import sys
@@ -24,12 +25,13 @@ def test_each_section_is_a_module_and_their_titles_are_benchmarks_md_s_in_order(
     assert headings == titles
 
 
-def test_only_selects_sections_by_title(tmp_path):
-    # No title has this text: the runner writes the header and runs nothing.
-    out = tmp_path / "b.md"
+def test_only_selects_sections_by_title_and_keeps_the_others_as_measured(tmp_path):
+    # No title has this text: the runner runs nothing, and every section keeps what it
+    # had, with when and at which commit it was measured.
+    out, results = tmp_path / "b.md", tmp_path / "b.json"
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--only",
-                        "no such section", "--out", str(out)], capture_output=True,
-                       text=True, timeout=120)
+                        "no such section", "--out", str(out), "--json", str(results)],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    text = out.read_text()
-    assert text.startswith("# mrcemu benchmarks") and "## " not in text
+    assert json.loads(results.read_text()) == json.loads((ROOT / "BENCHMARKS.json").read_text())
+    assert out.read_text() == (ROOT / "BENCHMARKS.md").read_text()

@@ -282,3 +282,26 @@ def test_a_size_list_is_a_sweep_and_qps_are_roce_qps(tmp_path):
     one = load(write(tmp_path, {**BASE, "workload": {"kind": "all-to-all", "size": "1MiB"}},
                      "one.yaml")).workload
     assert one.sizes == (1 << 20,) and one.qps == 1
+
+
+def test_the_annotated_example_of_the_scenario_page_loads_and_shows_every_section():
+    import yaml
+
+    from mrcemu.scenario import model
+    from mrcemu.scenario.model import load
+
+    path = Path(__file__).resolve().parents[3] / "docs" / "examples" / "scenario.yaml"
+    sc = load(path)
+    assert sc.workload.kind == "stream" and len(sc.faults) == 2
+    # every top-level key a scenario may hold is in it, so the example shows them all
+    assert set(yaml.safe_load(path.read_text())) == set(model.SECTIONS[""])
+
+
+def test_every_key_the_parser_accepts_is_documented_and_every_kind_too():
+    from mrcemu.scenario import model
+    from mrcemu.topology import faults
+    from mrcemu.transport.config import TransportConfig
+
+    assert all(doc.strip() for keys in model.SECTIONS.values() for doc in keys.values())
+    assert set(faults.KIND_DOCS) == set(faults.KINDS)
+    assert set(model.TRANSPORT_SETTINGS) <= set(TransportConfig().to_json())

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Write every measured figure that README.md and docs/ show from the committed result
+files, so that a figure has one source.
+
+A page marks each generated region `<!-- figures:NAME -->` ... `<!-- /figures:NAME -->`;
+this rewrites what is between from the region's source (`REGIONS`). The sources are the
+committed full paper run (`mrcemu/paper/example/paper.json`), the committed `make demo`
+run (`mrcemu/scenarios/example/report.json`) and the benchmarks (`BENCHMARKS.json`),
+each of which says when, where and at which commit it was measured.
+
+    python scripts/figures.py           # rewrite every region, and BENCHMARKS.md
+    python scripts/figures.py --check   # exit 1 naming each stale region (the tests do)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "mrcemu" / "paper" / "example" / "paper.json"
+DEMO = ROOT / "mrcemu" / "scenarios" / "example" / "report.json"
+BENCH = ROOT / "BENCHMARKS.json"
+PAGES = ("README.md", "docs")
+REGION = re.compile(r"(<!-- figures:([\w-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.S)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _when(doc: dict, commit: bool = True) -> str:
+    """When and where a result file was measured, and at which commit (not on the README:
+    a front door names no commits)."""
+    day = str(doc.get("started", "?"))[:10]
+    at = (f" at `{doc['commit']}`" if doc.get("commit") else " at an unrecorded commit"
+          ) if commit else ""
+    return f"measured {day}{at} on {doc.get('machine', 'an unrecorded machine')}"
+
+
+def _wrap(text: str) -> str:
+    """A generated paragraph in lines a reader's editor shows whole."""
+    return textwrap.fill(text, WIDTH, break_long_words=False, break_on_hyphens=False)
+
+
+WIDTH = 100
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} minutes" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+# ---- the paper run ----------------------------------------------------------------------
+def paper_summary(doc: dict, commit: bool = True) -> str:
+    from mrcemu.paper.run import verdict
+
+    rows = doc["experiments"]
+    words = [verdict(r) for r in rows]
+    unfaithful = [r["id"] for r in rows if r.get("faithful") is False]
+    judged = len(words) - words.count("not run") - words.count("not judged")
+    return _wrap(f"The committed full run ({_when(doc, commit)}; every run slowed "
+            f"{doc['slowdown']:g} times, {_minutes(doc['wall_clock_s'])}) is consistent with "
+            f"the paper in **{words.count('consistent')} of {judged}** experiments judged. "
+            + (f"Experiments with a run that was not faithful (their rows say which): "
+               f"{', '.join(unfaithful)}." if unfaithful else "Every run was faithful."))
+
+
+def paper_verdicts(doc: dict) -> str:
+    """A line each experiment: what it does, its verdict, whether its runs were faithful."""
+    from mrcemu.paper.experiments import BY_ID
+    from mrcemu.paper.run import verdict
+
+    lines = ["| id | the paper's figure | what happens | verdict | faithful |",
+             "|---|---|---|---|---|"]
+    for r in doc["experiments"]:
+        e = BY_ID[r["id"]]
+        faithful = {True: "yes", False: "**no**", None: "-"}[r.get("faithful")]
+        lines.append(f"| {r['id']} | {e.figure} | {e.short} | {verdict(r)} | {faithful} |")
+    return paper_summary(doc, commit=False) + "\n\n" + "\n".join(lines)
+
+
+def paper_table(doc: dict) -> str:
+    """docs/paper.md's table: every experiment's figures, verdict and why."""
+    from mrcemu.paper.run import markdown
+
+    table = markdown(doc).split("\n| id |", 1)[1]
+    return paper_summary(doc) + "\n\n| id |" + table.rstrip("\n")
+
+
+# ---- the make demo run ------------------------------------------------------------------
+def _faithful(t: dict) -> str:
+    return "faithful" if (t.get("fidelity") or {}).get("ok") else "NOT faithful"
+
+
+def demo_line(rep: dict, commit: bool = False) -> str:
+    from mrcemu.scenario.report import label
+
+    faithful = ", ".join(f"{label(n)} {_faithful(t)}"
+                         for n, t in rep["transports"].items())
+    return _wrap(f"`make demo`'s run: `mrcemu run {rep['source']} --slowdown "
+                 f"{rep['slowdown']:g}`, {_when(rep, commit)}; it took "
+                 f"{_minutes(rep['wall_clock_s'])} ({faithful}).")
+
+
+def demo_table(rep: dict) -> str:
+    from mrcemu.scenario.report import fault_legend, table_rows
+
+    head, rows = table_rows(rep)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
+    legend = "; ".join(fault_legend(rep))
+    return (demo_line(rep) + "\n\n" + "\n".join(lines)
+            + ("\n\n" + _wrap(legend + ".") if legend else ""))
+
+
+def demo_time(rep: dict) -> str:
+    return f"about {_minutes(rep['wall_clock_s'])} on a 2-core machine"
+
+
+# ---- the benchmarks ---------------------------------------------------------------------
+def bench_markdown(doc: dict) -> str:
+    """BENCHMARKS.md: each section as BENCHMARKS.json holds it, under its title, with
+    when it was measured."""
+    parts = [doc["header"].rstrip("\n") + "\n"]
+    for s in doc["sections"]:
+        m = s["measured"]
+        where = f" on {m['machine']}" if m.get("machine") else ""
+        parts.append(f"## {s['title']}\n\n_Measured {m['date']} at `{m['commit']}`{where}._\n\n"
+                     + s["markdown"].rstrip("\n") + "\n")
+    return "\n".join(parts)
+
+
+# ---- the scenario format, from the model that checks it --------------------------------
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                      *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def scenario_keys(_: dict) -> str:
+    """Every key a scenario file may hold, every workload and fault kind, and every
+    transport setting with its value on the default fabric: what the parser checks."""
+    from mrcemu.scenario import model
+    from mrcemu.topology import faults, load
+    from mrcemu.transport.config import TransportConfig
+
+    cfg = TransportConfig.for_topology(load("default")).to_json()
+    parts = []
+    for title, where, keys in (("Top level", "", model.SECTIONS[""]),
+                               ("`workload`", "workload.", model.SECTIONS["workload."]),
+                               ("Each fault of `faults`", "", model.SECTIONS["faults[]."]),
+                               ("`capture`", "capture.", model.SECTIONS["capture."])):
+        parts.append(f"### {title}\n\n" + _table(("key", "what it is"), [
+            (f"`{where}{k}`", v) for k, v in keys.items()]))
+        if where == "workload.":
+            parts.append("Workload kinds:\n\n" + _table(("kind", "what the hosts do"), [
+                (f"`{k}`", v) for k, v in model.WORKLOAD_KINDS.items()]))
+        if title.startswith("Each fault"):
+            parts.append("Fault kinds (`mrcemu fail` takes the same):\n\n" + _table(
+                ("kind", "target", "what it does"),
+                [(f"`{k}`", t, d) for k, (t, d) in faults.KIND_DOCS.items()]))
+    parts.append("### `transport`\n\nThe settings a scenario may change; the clocks follow "
+                 "the links and are not among them. The value is the default on the "
+                 "`default` fabric.\n\n" + _table(("key", "what it sets", "on `default`"), [
+                     (f"`transport.{k}`", v, f"`{json.dumps(cfg[k])}`")
+                     for k, v in model.TRANSPORT_SETTINGS.items()]))
+    return "\n\n".join(parts)
+
+
+REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
+    "paper-verdicts": (PAPER, paper_verdicts),
+    "paper-table": (PAPER, paper_table),
+    "demo-table": (DEMO, demo_table),
+    "demo-line": (DEMO, lambda rep: demo_line(rep, commit=True)),
+    "demo-time": (DEMO, demo_time),
+    "scenario-keys": (None, scenario_keys),
+}
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    out = []
+    for p in PAGES:
+        path = root / p
+        out += sorted(path.rglob("*.md")) if path.is_dir() else [path]
+    return out
+
+
+def render(text: str, where: str = "") -> str:
+    """The page with every region rewritten from its source; an unknown region name is
+    an error naming the page."""
+    cache: dict[Path, dict] = {}
+
+    def fill(m: re.Match) -> str:
+        name = m.group(2)
+        if name not in REGIONS:
+            raise SystemExit(f"figures: {where}: unknown region '{name}'; known: "
+                             f"{', '.join(REGIONS)}")
+        src, fn = REGIONS[name]
+        doc = {} if src is None else cache.setdefault(src, _load(src))
+        return m.group(1) + fn(doc).rstrip("\n") + "\n" + m.group(4)
+
+    return REGION.sub(fill, text)
+
+
+def stale(text: str, where: str) -> list[str]:
+    """Each region of the page whose text is not what its source gives, named with its
+    first differing line: what the page says, and what the source says."""
+    out = []
+    want = {m.group(2): m.group(3) for m in REGION.finditer(render(text, where))}
+    for m in REGION.finditer(text):
+        have, should = m.group(3).splitlines(), want[m.group(2)].splitlines()
+        if have != should:
+            i = next((k for k, (a, b) in enumerate(zip(have, should, strict=False)) if a != b),
+                     min(len(have), len(should)))
+            line = text[:m.start(3)].count("\n") + 1 + i
+            src = REGIONS[m.group(2)][0]
+            out.append(f"{where}:{line}: region '{m.group(2)}' differs from "
+                       f"{src.relative_to(ROOT) if src else 'the scenario model'}: the page has "
+                       f"{(have[i] if i < len(have) else '<nothing>')!r}, the source gives "
+                       f"{(should[i] if i < len(should) else '<nothing>')!r}")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="only say which regions are stale")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    problems = []
+    targets = [(p, p.read_text()) for p in pages()]
+    if BENCH.exists():
+        targets.append((ROOT / "BENCHMARKS.md", None))
+    for path, text in targets:
+        rel = str(path.relative_to(ROOT))
+        new = bench_markdown(_load(BENCH)) if text is None else render(text, rel)
+        old = path.read_text()
+        if new == old:
+            continue
+        if args.check:
+            problems += stale(old, rel) if text is not None else [
+                f"{rel} is not BENCHMARKS.json rendered: run scripts/figures.py"]
+        else:
+            path.write_text(new)
+            print(f"figures: wrote {rel}", file=sys.stderr)
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

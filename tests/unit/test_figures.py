@@ -1,0 +1,85 @@
+"""scripts/figures.py: every generated region of README.md and docs/ is what its committed
+result file gives, a planted wrong figure is named, and the README is a front door."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import figures  # noqa: E402
+
+
+def test_every_generated_region_is_what_its_source_gives():
+    problems = [p for page in figures.pages() for p in
+                figures.stale(page.read_text(), str(page.relative_to(ROOT)))]
+    assert problems == [], "\n".join(problems) + "\n(run: python scripts/figures.py)"
+    names = {m.group(2) for page in figures.pages()
+             for m in figures.REGION.finditer(page.read_text())}
+    # the README's three, and docs/paper.md's table, at least
+    assert {"demo-time", "demo-table", "paper-verdicts", "paper-table"} <= names
+
+
+def test_a_wrong_figure_planted_in_the_readme_is_named_with_its_line():
+    text = (ROOT / "README.md").read_text()
+    good = re.search(r"\| RTOs \| (\d+) \|", text)
+    assert good, "the demo table's RTOs row"
+    planted = text.replace(good.group(0), f"| RTOs | {int(good.group(1)) + 7} |", 1)
+    (problem,) = figures.stale(planted, "README.md")
+    line = planted[:planted.index(f"| RTOs | {int(good.group(1)) + 7} |")].count("\n") + 1
+    assert problem.startswith(f"README.md:{line}: region 'demo-table' differs from "
+                              "mrcemu/scenarios/example/report.json")
+    assert f"| RTOs | {int(good.group(1)) + 7} |" in problem and good.group(0) in problem
+
+
+def test_the_check_command_exits_1_on_a_stale_page(tmp_path, monkeypatch):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "figures.py"), "--check"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_benchmarks_md_is_benchmarks_json_rendered_and_says_when_each_was_measured():
+    doc = json.loads(figures.BENCH.read_text())
+    assert (ROOT / "BENCHMARKS.md").read_text() == figures.bench_markdown(doc)
+    for s in doc["sections"]:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", s["measured"]["date"]), s["title"]
+        assert s["measured"]["commit"], s["title"]
+
+
+def _prose(text: str) -> str:
+    """The README without its generated regions and code blocks."""
+    text = figures.REGION.sub("", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link's address is no figure
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def test_the_readme_is_a_front_door():
+    text = (ROOT / "README.md").read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 200
+    assert max(len(x) for x in lines) <= 120
+    prose = _prose(text)
+    # no target codes, issue numbers or commit hashes: a reader has no key to them
+    assert re.findall(r"\bissues? #?\d+\b|\b[BLNRDSPTVG]\d{1,2}\b", prose) == []
+    assert re.findall(r"`[0-9a-f]{7,40}`|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7}\b",
+                      text) == []
+    # every measured figure is in a generated region: no decimal number in the prose
+    assert re.findall(r"(?<![\w.-])\d+\.\d+\b", prose) == []  # a version (OCP-MRC-1.0) is none
+    # links to what it emulates and compares against
+    for url in ("arxiv.org/abs/2605.04333", "opencompute.org", "ultraethernet/uet-htsim",
+                "arxiv.org/abs/2407.21625"):
+        assert url in text, url
+
+
+@pytest.mark.parametrize("name", sorted(figures.REGIONS))
+def test_each_region_renders_from_its_committed_source(name):
+    src, fn = figures.REGIONS[name]
+    out = fn(json.loads(src.read_text()) if src else {})
+    assert out.strip()
