@@ -79,7 +79,7 @@ def _stream(pairs: list[str], duration: float, both_ways: bool = True) -> dict:
 def _scenario(desc: str, workload: dict, faults: list[dict], **extra: Any) -> dict:
     return {"description": desc, "topology": "default", "workload": workload,
             "faults": faults, "transports": ["mrc"], "map_interval_ms": 0,
-            "capture": {"hosts": ["h0"], "snaplen": 128, "max_mb": 20}, **extra}
+            "capture": {"hosts": ["h0"], "snaplen": 256, "max_mb": 20}, **extra}
 
 
 def _mrc(report: dict) -> dict:
@@ -511,7 +511,7 @@ def _sweep_runs(kind: str, fig: str, quick: bool) -> list[tuple[str, dict]]:
                 "workload": {"kind": kind, "size": sweep_sizes(quick),
                              "iterations": 2 if quick else 3, "qps": qps},
                 "faults": faults, "timeout_s": 60 if quick else 150,
-                "capture": {"hosts": ["h0"], "snaplen": 128, "max_mb": 10}}))
+                "capture": {"hosts": ["h0"], "snaplen": 256, "max_mb": 10}}))
     return out
 
 
