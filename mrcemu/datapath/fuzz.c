@@ -216,6 +216,7 @@ static void roce_feed(const uint8_t *pkt, size_t len, uint8_t mode, double now)
 	if (roce_tx_frame(&rtx, &rports, &route.paths[route.index], psn) != 1)
 		abort();
 	rports.p[0].n = 0;
+	rports.p[0].cn = 0;
 }
 
 /* Two classes of 12 KiB: a 9,100-byte input fits one at a time, so rings wrap and fill. */

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "ports.h"
+#include "wire.h" /* MRC_DSCP_CONTROL */
 
 int mrc_ports_init(struct mrc_ports *ps, size_t n, size_t cap, size_t slot, size_t slots,
 		   double bucket)
@@ -30,7 +31,8 @@ int mrc_ports_init(struct mrc_ports *ps, size_t n, size_t cap, size_t slot, size
 		/* malloc, not calloc: pages cost memory only once frames fill them */
 		ps->p[i].buf = malloc(cap * slot);
 		ps->p[i].len = calloc(cap, sizeof(uint32_t));
-		if (!ps->p[i].buf || !ps->p[i].len) {
+		ps->p[i].cbuf = malloc(MRC_CTL_CAP * MRC_CTL_SLOT);
+		if (!ps->p[i].buf || !ps->p[i].len || !ps->p[i].cbuf) {
 			mrc_ports_free(ps);
 			return -1;
 		}
@@ -43,6 +45,7 @@ void mrc_ports_free(struct mrc_ports *ps)
 	for (size_t i = 0; ps->p && i < ps->n; i++) {
 		free(ps->p[i].buf);
 		free(ps->p[i].len);
+		free(ps->p[i].cbuf);
 	}
 	free(ps->p);
 	ps->p = NULL;
@@ -94,10 +97,35 @@ uint8_t *mrc_ports_slot(struct mrc_ports *ps, uint32_t ev, size_t len, size_t *p
 	return f + MRC_ETH_LEN;
 }
 
+static uint8_t *ctl_at(const struct mrc_port *pt, size_t k)
+{
+	return pt->cbuf + ((pt->chead + k) % MRC_CTL_CAP) * MRC_CTL_SLOT;
+}
+
+/* A frame's DSCP, from its (outer) IPv6 header's traffic class; -1 for no IPv6 header. */
+static int frame_dscp(const uint8_t *frame, size_t len)
+{
+	if (len < MRC_ETH_LEN + 2 || frame[MRC_ETH_LEN] >> 4 != 6)
+		return -1;
+	unsigned tclass = (frame[MRC_ETH_LEN] & 0x0F) << 4 | frame[MRC_ETH_LEN + 1] >> 4;
+	return (int)(tclass >> 2);
+}
+
 void mrc_ports_commit(struct mrc_ports *ps, size_t port, size_t len)
 {
 	struct mrc_port *pt = &ps->p[port];
-	pt->len[(pt->head + pt->n) % ps->cap] = (uint32_t)(len + MRC_ETH_LEN);
+	uint8_t *f = frame_at(ps, pt, pt->n);
+	size_t flen = len + MRC_ETH_LEN;
+	/* A control frame goes to the control lane, when it fits there (else it waits with
+	 * the data: late, never lost). */
+	if (flen <= MRC_CTL_SLOT && pt->cn < MRC_CTL_CAP &&
+	    frame_dscp(f, flen) == MRC_DSCP_CONTROL) {
+		memcpy(ctl_at(pt, pt->cn), f, flen);
+		pt->clen[(pt->chead + pt->cn) % MRC_CTL_CAP] = (uint32_t)flen;
+		pt->cn++;
+		return;
+	}
+	pt->len[(pt->head + pt->n) % ps->cap] = (uint32_t)flen;
 	pt->n++;
 }
 
@@ -120,7 +148,7 @@ size_t mrc_ports_queued(const struct mrc_ports *ps)
 {
 	size_t q = 0;
 	for (size_t i = 0; i < ps->n; i++)
-		q += ps->p[i].n;
+		q += ps->p[i].n + ps->p[i].cn;
 	return q;
 }
 
@@ -141,15 +169,29 @@ static void late_add(struct mrc_ports *ps, double late)
 		ps->late_max = late;
 }
 
-/* Hand the port's first k frames to the kernel: how many it took. */
+/* The k-th frame in sending order: the control lane's, then the data queue's. */
+static uint8_t *next_frame(const struct mrc_ports *ps, const struct mrc_port *pt, size_t k,
+			   uint32_t *len)
+{
+	if (k < pt->cn) {
+		*len = pt->clen[(pt->chead + k) % MRC_CTL_CAP];
+		return ctl_at(pt, k);
+	}
+	k -= pt->cn;
+	*len = pt->len[(pt->head + k) % ps->cap];
+	return frame_at(ps, pt, k);
+}
+
+/* Hand the port's first k frames (in sending order) to the kernel: how many it took. */
 static size_t send_port(struct mrc_ports *ps, struct mrc_port *pt, size_t k)
 {
 	struct mmsghdr msgs[MRC_PORT_BURST];
 	struct iovec iov[MRC_PORT_BURST];
 	memset(msgs, 0, sizeof(msgs[0]) * k);
 	for (size_t j = 0; j < k; j++) {
-		iov[j].iov_base = frame_at(ps, pt, j);
-		iov[j].iov_len = pt->len[(pt->head + j) % ps->cap];
+		uint32_t len;
+		iov[j].iov_base = next_frame(ps, pt, j, &len);
+		iov[j].iov_len = len;
 		msgs[j].msg_hdr.msg_iov = &iov[j];
 		msgs[j].msg_hdr.msg_iovlen = 1;
 	}
@@ -161,8 +203,27 @@ static size_t send_port(struct mrc_ports *ps, struct mrc_port *pt, size_t k)
 		pt->send_errors++;
 		pt->head = (pt->head + pt->n) % ps->cap;
 		pt->n = 0;
+		pt->chead = (pt->chead + pt->cn) % MRC_CTL_CAP;
+		pt->cn = 0;
 	}
 	return 0;
+}
+
+/* The port's first frame in sending order is gone: its length. */
+static uint32_t pop_frame(struct mrc_ports *ps, struct mrc_port *pt)
+{
+	uint32_t len;
+	if (pt->cn) {
+		len = pt->clen[pt->chead];
+		pt->chead = (pt->chead + 1) % MRC_CTL_CAP;
+		pt->cn--;
+		pt->tx_control++;
+		return len;
+	}
+	len = pt->len[pt->head];
+	pt->head = (pt->head + 1) % ps->cap;
+	pt->n--;
+	return len;
 }
 
 /* One port, as the daemon's Python loop did it (docs/fidelity.md): the bucket fills
@@ -185,22 +246,22 @@ static size_t drain_port(struct mrc_ports *ps, struct mrc_port *pt, double now)
 			late_add(ps, dt + before / pt->rate);
 	}
 	size_t k = 0;
-	while (k < pt->n && k < MRC_PORT_BURST && tokens >= 0) {
-		tokens -= pt->len[(pt->head + k) % ps->cap];
+	while (k < pt->n + pt->cn && k < MRC_PORT_BURST && tokens >= 0) {
+		uint32_t len;
+		next_frame(ps, pt, k, &len);
+		tokens -= len;
 		k++;
 	}
 	size_t sent = k ? send_port(ps, pt, k) : 0;
 	for (size_t j = 0; j < sent; j++) {
-		uint32_t len = pt->len[pt->head];
+		uint32_t len = pop_frame(ps, pt);
 		pt->tokens -= len;
 		pt->tx_frames++;
 		pt->tx_bytes += len;
 		if (waited)
 			pt->sent_backlogged += len;
-		pt->head = (pt->head + 1) % ps->cap;
-		pt->n--;
 	}
-	pt->waiting = pt->n > 0;
+	pt->waiting = pt->n + pt->cn > 0;
 	return sent;
 }
 
@@ -208,7 +269,7 @@ size_t mrc_ports_drain(struct mrc_ports *ps, double now)
 {
 	size_t sent = 0;
 	for (size_t i = 0; i < ps->n; i++)
-		if (ps->p[i].n)
+		if (ps->p[i].n || ps->p[i].cn)
 			sent += drain_port(ps, &ps->p[i], now);
 	return sent;
 }
@@ -218,7 +279,7 @@ double mrc_ports_next_send(const struct mrc_ports *ps)
 	double due = NAN;
 	for (size_t i = 0; i < ps->n; i++) {
 		const struct mrc_port *pt = &ps->p[i];
-		if (!pt->n)
+		if (!pt->n && !pt->cn)
 			continue;
 		double t = pt->token_t - pt->tokens / pt->rate;
 		if (isnan(due) || t < due)

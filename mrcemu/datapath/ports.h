@@ -16,6 +16,13 @@
 #define MRC_PLANES 16 /* an EV's plane is 4 bits (topology/paths.py: make_ev) */
 #define MRC_PORT_BURST 64
 #define MRC_LATE_BUCKETS 512
+/* Each port's control lane: SACK, NACK and ACK frames (DSCP CONTROL) leave before the
+ * data queued on the port, as the fabric's switches serve them (bpf/switch.c). Without
+ * it a NACK queued behind a port's data reached the sender tens of round-trip
+ * fractions after a SACK sent later on another port, and per-EV order took its packet
+ * for lost. */
+#define MRC_CTL_CAP 64
+#define MRC_CTL_SLOT 512
 
 /* The plane an EV's path runs in: bits 26..29 (topology/paths.py: make_ev, ev_fields). */
 static inline unsigned mrc_ev_plane(uint32_t ev)
@@ -35,11 +42,15 @@ struct mrc_port {
 	uint8_t *buf;
 	uint32_t *len;
 	size_t head, n;
+	/* the control lane: a ring of MRC_CTL_CAP slots of MRC_CTL_SLOT bytes, sent first */
+	uint8_t *cbuf;
+	uint32_t clen[MRC_CTL_CAP];
+	size_t chead, cn;
 	/* the pacing, measured since the last reset */
 	double backlogged_s;
 	uint64_t sent_backlogged;
 	/* counters */
-	uint64_t tx_frames, tx_bytes, queue_full, send_errors;
+	uint64_t tx_frames, tx_bytes, queue_full, send_errors, tx_control;
 };
 
 struct mrc_ports {

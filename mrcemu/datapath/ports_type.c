@@ -643,7 +643,7 @@ static PyObject *plane_dict(const PortsObject *self, PyObject *(*value)(const st
 
 static PyObject *backlog_of(const struct mrc_port *pt)
 {
-	return PyLong_FromSize_t(pt->n);
+	return PyLong_FromSize_t(pt->n + pt->cn);
 }
 
 static PyObject *load_of(const struct mrc_port *pt)
@@ -653,10 +653,11 @@ static PyObject *load_of(const struct mrc_port *pt)
 
 static PyObject *counters_of(const struct mrc_port *pt)
 {
-	return Py_BuildValue("{sKsKsKsK}", "tx_frames", (unsigned long long)pt->tx_frames,
+	return Py_BuildValue("{sKsKsKsKsK}", "tx_frames", (unsigned long long)pt->tx_frames,
 			     "tx_bytes", (unsigned long long)pt->tx_bytes, "queue_full",
 			     (unsigned long long)pt->queue_full, "send_errors",
-			     (unsigned long long)pt->send_errors);
+			     (unsigned long long)pt->send_errors, "tx_control",
+			     (unsigned long long)pt->tx_control);
 }
 
 /* backlog() -> {plane: frames waiting} */

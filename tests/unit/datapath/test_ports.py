@@ -110,6 +110,51 @@ def test_the_bucket_paces_sends_and_measures_how_late_they_ran():
         r.close()
 
 
+def ip6(dscp: int, n: int, fill: int) -> bytes:
+    """`n` bytes that begin as an IPv6 header of this DSCP: a frame the port classes."""
+    tclass = dscp << 2
+    return bytes([0x60 | tclass >> 4, (tclass & 0xF) << 4]) + bytes([fill]) * (n - 2)
+
+
+def test_control_frames_leave_before_the_data_queued_on_their_port_in_their_order():
+    from mrcemu.wire.constants import Dscp
+
+    r = Rig(rate=1e6, planes=1, slots=2, bucket=2000)
+    try:
+        p = r.ports
+        data = [ip6(Dscp.TRIMMABLE, 986, i) for i in range(3)]
+        for f in data:
+            assert p.queue(ev(0), f)
+        assert p.budget == 0
+        sack, nack = ip6(Dscp.CONTROL, 140, 0xA), ip6(Dscp.CONTROL, 120, 0xB)
+        big = ip6(Dscp.CONTROL, 700, 0xC)  # larger than a control slot: waits with the data
+        for f in (sack, nack, big):
+            assert p.queue(ev(0), f)
+        # the control lane takes no slot of the transport's, and is counted as queued
+        assert p.budget == 0 and p.queued == 6 and p.backlog() == {0: 6}
+        r.send_all()
+        assert r.wire(0) == [ETH + f for f in (sack, nack, *data, big)]
+        assert p.counters()["ports"][0]["tx_control"] == 2
+        assert p.counters()["ports"][0]["tx_frames"] == 6
+    finally:
+        r.close()
+
+
+def test_a_control_frame_is_paced_like_any_other():
+    from mrcemu.wire.constants import Dscp
+
+    r = Rig(rate=1e6, planes=1, slots=2, bucket=1000)
+    try:
+        p = r.ports
+        assert p.queue(ev(0), ip6(Dscp.TRIMMABLE, 986, 1))
+        assert p.drain(0.0) == 1  # the bucket borrows the data frame's 1000 bytes
+        assert p.queue(ev(0), ip6(Dscp.CONTROL, 186, 2))
+        assert p.drain(0.0005) == 0  # still owed: the control lane waits for tokens too
+        assert p.drain(0.0011) == 1
+    finally:
+        r.close()
+
+
 @given(st.floats(min_value=0.0, max_value=100.0, allow_nan=False))
 def test_the_lateness_buckets_are_the_meters(late):
     assert datapath.Ports.late_bucket(late) == Lateness.bucket(late)
