@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import fid, run_report
-from benchmarks.degraded_stream import DEGRADED
+from benchmarks.degraded_stream import SLOWED
 
 TITLE = "NSCC against UEC's reference simulator (N1, N2, N4, N5)"
 
@@ -42,12 +42,10 @@ def incast_spec(size: int) -> dict:
             "faults": [], "transports": ["mrc"], "seed": 5}
 
 
-# The L6 stream with writes of 1 MiB: four in flight a direction (4 MiB) is more than a
-# host's BDP over the scale model's round trip (1.3 MB), so the stream is bound by the
-# fabric's capacity, not by its own depth (with 256 KiB writes it filled about half of
-# the host ports, and a slowed spine took little from it).
-SLOWED = {**DEGRADED, "workload": {**DEGRADED["workload"], "size": "1MiB"},
-          "description": DEGRADED["description"].replace("256 KiB", "1 MiB")}
+# The L6 stream with writes of 1 MiB (degraded_stream.SLOWED): four in flight a
+# direction (4 MiB) is more than a host's BDP over the scale model's round trip (1.3 MB),
+# so the stream is bound by the fabric's capacity, not by its own depth (with 256 KiB
+# writes it filled about half of the host ports, and a slowed spine took little from it).
 CLEAN = {**SLOWED, "description": SLOWED["description"].split(";")[0] + ".", "faults": []}
 SLOWED_SPINE = 1  # DEGRADED slows spine 1 of every plane
 
