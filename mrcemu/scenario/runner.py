@@ -8,6 +8,7 @@ collects the daemons' records for `analysis`. Nothing here computes a result.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -142,15 +143,20 @@ def _with_slowdown(notify: Notify, k: float) -> Notify:
     return lambda event, d: notify(event, {**d, "slowdown": k})
 
 
-def fabric_counters(pids: dict[str, int]) -> dict:
+def fabric_counters(pids: dict[str, int]) -> dict | None:
     """Every switch port's counters now (its program's: packets, marks, trims, buffer
     drops, by port MAC) and the kernel's drops at every interface (by port name): taken
-    before and after a run, whose report holds the difference."""
+    before and after a run, whose report holds the difference. None if they cannot be
+    read (a server gone): the run's report is never lost to them, and has no fabric."""
     from mrcemu.fabric import state
 
     st = state.load_state()
     servers = of_running(st) if st else Servers()
-    return {"switch": servers.counters()["state"], "kernel": servers.kernel_drops(pids)}
+    try:
+        return {"switch": servers.counters()["state"], "kernel": servers.kernel_drops(pids)}
+    except (MrcemuError, OSError) as e:
+        print(f"runner: fabric counters not read: {e}", file=sys.stderr)
+        return None
 
 
 def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, int],
