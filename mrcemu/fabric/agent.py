@@ -158,10 +158,11 @@ def ecmp_routes(topology: dict, dead: list[str], nodes: dict[str, int]) -> None:
 
 
 @op
-def nft(pid: int, rules: list[str]) -> None:
+def nft(pid: int, rules: list[list[str]]) -> None:
+    """A node's fault drop rules, each [egress port, match] (netns.nft_rules)."""
     from mrcemu.fabric.netns import nft_rules
 
-    nft_rules(pid, rules)
+    nft_rules(pid, [(port, match) for port, match in rules])
 
 
 @op
@@ -239,18 +240,21 @@ def wait_up(topology: dict, nodes: dict[str, int], timeout: float = 10.0) -> flo
 def kernel_drops(nodes: dict[str, int]) -> dict[str, dict[str, int]]:
     """What the kernel dropped at each interface of these nodes (name -> PID), per port
     name, from its start: `qdisc`, its root qdisc's (htb's queue full; the switch
-    program's own drops are counted in its map, not here), and `link`, the device's
-    (a veth counts a packet its peer's backlog refused as tx_dropped)."""
-    from mrcemu.fabric.netns import iproute
+    program's own drops are counted in its map, not here), `link`, the device's (a veth
+    counts a packet its peer's backlog refused as tx_dropped), and `fault`, what a
+    gray, loss or host-loss fault's nftables rule dropped on its way out."""
+    from mrcemu.fabric.netns import iproute, nft_counter, nft_drops
 
     out: dict[str, dict[str, int]] = {}
-    for pid in nodes.values():
+    for name, pid in nodes.items():
+        rules = nft_drops(pid) if not name.startswith("h") else {}
         with iproute(pid) as ipr:
             names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
             for x in ipr.get_links():
                 st = x.get_attr("IFLA_STATS64") or {}
-                out[x.get_attr("IFLA_IFNAME")] = {
-                    "qdisc": 0, "link": st.get("tx_dropped", 0) + st.get("rx_dropped", 0)}
+                port = x.get_attr("IFLA_IFNAME")
+                out[port] = {"qdisc": 0, "fault": rules.get(nft_counter(port), 0),
+                             "link": st.get("tx_dropped", 0) + st.get("rx_dropped", 0)}
             for q in ipr.get_qdiscs():
                 if q["parent"] == TC_H_ROOT and q["index"] in names:
                     out[names[q["index"]]]["qdisc"] += _qdisc_drops(q)

@@ -72,7 +72,7 @@ def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
               also: set[str]) -> None:
     """Rewrite the drop rules of every switch an active gray/loss/host-loss fault touches, and of
     the switches in `also` (a healed fault's, which may now need none)."""
-    rules: dict[str, list[str]] = {}
+    rules: dict[str, list[tuple[str, str]]] = {}
     for d in active.values():
         f = Fault(**d)
         if f.kind not in DROP_KINDS:
@@ -86,7 +86,7 @@ def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
             if ppm <= 0:
                 continue
             cond = "" if ppm >= 1_000_000 else f"numgen random mod 1000000 < {ppm} "
-            rules.setdefault(i.node, []).append(f'oifname "{i.name}" {cond}drop')
+            rules.setdefault(i.node, []).append((i.name, cond))
     servers = _servers()
     for node in sorted(set(rules) | also):
         servers.call(servers.of(node), "nft", pid=pids[node], rules=rules.get(node, []))

@@ -40,6 +40,7 @@ def write_sysctls(pid: int, values: dict[str, str]) -> None:
 
 
 NFT_TABLE = "mrcemu_faults"  # the node's table of fault drop rules
+NFT_CHAIN = "forward_drops"
 
 
 def run_in(pid: int, *args: str) -> None:
@@ -50,15 +51,43 @@ def run_in(pid: int, *args: str) -> None:
         raise MrcemuError(f"{' '.join(args[:4])}: {r.stderr.strip()[:300]}")
 
 
-def nft_rules(pid: int, rules: list[str]) -> None:
-    """Replace the node's fault table with these forward-path drop rules (none: remove it).
-    Creating the table first makes the delete idempotent."""
-    script = f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\n"
-    if rules:
-        script += (f"table inet {NFT_TABLE} {{\n chain forward_drops {{ type filter hook forward "
-                   f"priority 0; policy accept;\n" + "".join(f"  {r}\n" for r in rules)
-                   + " }\n}\n")
+def nft_counter(port: str) -> str:
+    """The named counter of the packets a fault's rule dropped at `port`'s egress."""
+    return "drops_" + port.replace("-", "_")
+
+
+def nft_rules(pid: int, rules: list[tuple[str, str]]) -> None:
+    """Replace the node's fault drop rules with these, each (egress port, nft match before
+    its verdict); none leaves the chain empty. Each rule counts what it drops in its
+    port's named counter, which outlives the rules (the chain is flushed, the table and
+    its counters kept): `nft_drops` reads them, and a run's report holds what they
+    counted over it."""
+    script = (f"table inet {NFT_TABLE} {{\n chain {NFT_CHAIN} {{ type filter hook forward "
+              "priority 0; policy accept; }\n}\n"
+              f"flush chain inet {NFT_TABLE} {NFT_CHAIN}\n")
+    for port, match in rules:
+        script += (f"add counter inet {NFT_TABLE} {nft_counter(port)}\n"
+                   f"add rule inet {NFT_TABLE} {NFT_CHAIN} oifname \"{port}\" {match}"
+                   f"counter name {nft_counter(port)} drop\n")
     r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "-f", "-"],
                        input=script, capture_output=True, text=True)
     if r.returncode:
         raise MrcemuError(f"nft: {r.stderr.strip()[:300]}")
+
+
+def nft_drops(pid: int) -> dict[str, int]:
+    """What the node's fault rules dropped, per named counter, since the node began
+    (empty: no fault of the drop kinds ever touched it)."""
+    import json
+
+    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "-j", "list",
+                        "counters", "table", "inet", NFT_TABLE],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return {}  # no such table: nothing ever dropped here by a fault
+    out = {}
+    for item in json.loads(r.stdout).get("nftables", []):
+        c = item.get("counter")
+        if c:
+            out[c["name"]] = int(c["packets"])
+    return out

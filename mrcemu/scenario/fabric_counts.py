@@ -16,9 +16,10 @@ from mrcemu.topology.paths import ev_fields, is_ecmp_ev, path_label, paths
 SWITCH_COUNTERS = {"packets": "packets", "marked": "ecn_marked", "trimmed": "trimmed",
                    "dropped_buffer": "dropped"}
 # Why a packet was dropped in the fabric: the switch program's buffer, a port's queue
-# (its root qdisc), the device itself (a veth whose peer's backlog was full), or a
-# path-loss fault.
-DROP_REASONS = ("buffer", "qdisc", "link", "path_loss")
+# (its root qdisc), the device itself (a veth whose peer's backlog was full, a link down),
+# a fault's drop rule (gray, loss, host-loss: nftables), or a path-loss fault.
+DROP_REASONS = ("buffer", "qdisc", "link", "fault", "path_loss")
+KERNEL_REASONS = ("qdisc", "link", "fault")
 RETIRED = "ASSUMED_BAD"
 
 
@@ -37,8 +38,8 @@ def port_counters(raw: dict, layout: Layout) -> dict[str, dict[str, int]]:
             row = ({k: _delta(after["switch"].get(i.mac, {}), before["switch"].get(i.mac, {}),
                               src) for k, src in SWITCH_COUNTERS.items()} if switch else {})
             ka, kb = after["kernel"].get(i.name, {}), before["kernel"].get(i.name, {})
-            row["dropped_qdisc"] = _delta(ka, kb, "qdisc")
-            row["dropped_link"] = _delta(ka, kb, "link")
+            for reason in KERNEL_REASONS:
+                row[f"dropped_{reason}"] = _delta(ka, kb, reason)
             out[i.name] = row
     return out
 
@@ -51,7 +52,7 @@ def fabric(raw: dict, layout: Layout) -> dict:
         return {}
     ports = port_counters(raw, layout)
     dropped = {r: sum(p.get(f"dropped_{r}", 0) for p in ports.values())
-               for r in DROP_REASONS[:3]}
+               for r in DROP_REASONS[:-1]}
     dropped["path_loss"] = sum(f.get("dropped") or 0 for f in raw["faults"])
     dropping = sorted(n for n, p in ports.items()
                       if any(p.get(f"dropped_{r}") for r in DROP_REASONS))

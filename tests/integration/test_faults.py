@@ -241,3 +241,24 @@ def test_a_host_loss_breaks_the_paths_of_that_host_only(fabric):
     assert failed and all("h3" in (a, b) for a, b, _ in failed), failed
     assert {(a, b) for a, b, _ in failed} >= {("h0", "h3"), ("h1", "h3"), ("h2", "h3")}
     assert failed_evs() == set()
+
+
+def test_a_gray_links_drops_are_counted_at_its_ports_and_outlive_its_heal(fabric):
+    """What a drop rule drops is the fabric's too (a run's report: `fault` drops): each
+    port's named counter counts it, and keeps it when the rules are rewritten."""
+    from mrcemu.fabric import agent
+
+    pids = state.load_state().nodes
+
+    def drops() -> dict[str, int]:
+        got = agent.kernel_drops({n: pids[n] for n in ("p1l1", "p1s0")})
+        return {p: got[p]["fault"] for p in ("p1l1-s0", "p1s0-l1", "p1l1-h2")}
+
+    before = drops()
+    assert mrcemu("fail", "gray", "p1l1-p1s0").returncode == 0
+    failed_evs()  # probes cross the link both ways, and die there
+    during = drops()
+    assert during["p1l1-s0"] > before["p1l1-s0"] and during["p1s0-l1"] > before["p1s0-l1"]
+    assert during["p1l1-h2"] == before["p1l1-h2"]  # a port of the switch it does not touch
+    assert mrcemu("heal").returncode == 0
+    assert drops() == during  # healed: the rules are gone, what they counted is not

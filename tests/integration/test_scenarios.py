@@ -117,7 +117,7 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
             assert {"at_s", "last_packet_on_failed_path_s", "recovered_90pct_s"} <= set(f)
         # What the fabric did: every switch port counted over the run, drops by reason.
         fab = t["fabric"]
-        assert set(fab["dropped"]) == {"buffer", "qdisc", "link", "path_loss"}
+        assert set(fab["dropped"]) == {"buffer", "qdisc", "link", "fault", "path_loss"}
         assert sum(p.get("packets", 0) for p in fab["ports"].values()) > 0
         assert fab["false_retirements"] == len(fab["false_retirement_list"])
     # MRC delivers every message intact, through whatever the scenario breaks.

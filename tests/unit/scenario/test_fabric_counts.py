@@ -25,21 +25,23 @@ def with_counters(raw: dict, before: dict, after: dict) -> dict:
 def test_every_ports_counters_are_the_difference_over_the_run_and_drops_have_reasons():
     before = counters({"p3l0-s0": {"packets": 100, "ecn_marked": 5, "trimmed": 1,
                                      "dropped": 2}},
-                      {"p3l0-s0": {"qdisc": 1, "link": 0}, "h0-p3": {"qdisc": 0, "link": 4}})
+                      {"p3l0-s0": {"qdisc": 1, "link": 0, "fault": 3},
+                       "h0-p3": {"qdisc": 0, "link": 4}})
     after = counters({"p3l0-s0": {"packets": 400, "ecn_marked": 9, "trimmed": 4,
                                     "dropped": 7},
                       "p0s0-l1": {"packets": 50, "ecn_marked": 3}},
-                     {"p3l0-s0": {"qdisc": 3, "link": 0}, "h0-p3": {"qdisc": 0, "link": 6}})
+                     {"p3l0-s0": {"qdisc": 3, "link": 0, "fault": 10},
+                      "h0-p3": {"qdisc": 0, "link": 6}})
     raw = with_counters(raw_record(), before, after)
     f = fabric_counts.fabric(raw, LAYOUT)
     assert f["ports"]["p3l0-s0"] == {"packets": 300, "marked": 4, "trimmed": 3,
                                        "dropped_buffer": 5, "dropped_qdisc": 2,
-                                       "dropped_link": 0}
-    assert f["ports"]["h0-p3"] == {"dropped_qdisc": 0, "dropped_link": 2}
+                                       "dropped_link": 0, "dropped_fault": 7}
+    assert f["ports"]["h0-p3"] == {"dropped_qdisc": 0, "dropped_link": 2, "dropped_fault": 0}
     # every port of the fabric is there, switch and host
     assert set(f["ports"]) == set(PORTS)
     assert (f["marked"], f["trimmed"]) == (7, 3)
-    assert f["dropped"] == {"buffer": 5, "qdisc": 2, "link": 2, "path_loss": 0}
+    assert f["dropped"] == {"buffer": 5, "qdisc": 2, "link": 2, "fault": 7, "path_loss": 0}
     assert f["ports_that_dropped"] == ["h0-p3", "p3l0-s0"]
 
 
