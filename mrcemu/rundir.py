@@ -17,6 +17,8 @@ SOCKET = RUN_DIR / "manager.sock"
 MANAGER_LOG = RUN_DIR / "manager.log"
 CHILDREN = RUN_DIR / "children.json"  # helper processes `down` and `clean` must end
 FAULTS = RUN_DIR / "faults.json"  # the active faults
+# The node shells (PIDs) that ever had fault drop rules: the nodes with drop counters.
+NFT_NODES = RUN_DIR / "nft-nodes"
 FAULT_LOG = LOGS / "faults.jsonl"
 # The cluster file of the last fabric split over servers: `clean` cleans its servers.
 LAST_CLUSTER = RUN_DIR / "cluster-last"

@@ -59,7 +59,8 @@ def clean() -> dict[str, int]:
     bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
-              rundir.FAULTS, rundir.CHILDREN, *(() if problems else (rundir.LAST_CLUSTER,)),
+              rundir.FAULTS, rundir.NFT_NODES, rundir.CHILDREN,
+              *(() if problems else (rundir.LAST_CLUSTER,)),
               *rundir.SSH_CONTROL.glob("*"),
               *state.RUN_DIR.glob("nic-*.sock")):
         try:

@@ -174,7 +174,7 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
         fabric.stop()
         if cluster:
             servers.stop_masters(cluster)
-        for p in (state.STATE, state.SOCKET, rundir.FAULTS,
+        for p in (state.STATE, state.SOCKET, rundir.FAULTS, rundir.NFT_NODES,
                   *((rundir.LAST_CLUSTER,) if cluster else ())):
             try:
                 p.unlink()

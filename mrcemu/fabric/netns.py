@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from pyroute2 import IPRoute, netns
 
+from mrcemu import rundir
 from mrcemu.errors import MrcemuError
 
 
@@ -69,10 +70,28 @@ def nft_rules(pid: int, rules: list[tuple[str, str]]) -> None:
         script += (f"add counter inet {NFT_TABLE} {nft_counter(port)}\n"
                    f"add rule inet {NFT_TABLE} {NFT_CHAIN} oifname \"{port}\" {match}"
                    f"counter name {nft_counter(port)} drop\n")
+    if rules:
+        _ruled(pid)
     r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "nft", "-f", "-"],
                        input=script, capture_output=True, text=True)
     if r.returncode:
         raise MrcemuError(f"nft: {r.stderr.strip()[:300]}")
+
+
+def nft_nodes() -> set[int]:
+    """The node shells (PIDs) on this server that ever had fault drop rules: only they
+    have counters to read."""
+    try:
+        return {int(x) for x in rundir.NFT_NODES.read_text().split()}
+    except (FileNotFoundError, ValueError):
+        return set()
+
+
+def _ruled(pid: int) -> None:
+    if pid not in nft_nodes():
+        rundir.NFT_NODES.parent.mkdir(parents=True, exist_ok=True)
+        with open(rundir.NFT_NODES, "a") as f:
+            f.write(f"{pid}\n")
 
 
 def nft_drops(pid: int) -> dict[str, int]:

@@ -103,3 +103,17 @@ def test_an_interface_is_up_only_when_it_carries_packets():
         "h0:h0-p1 (UNKNOWN)", "h0:h0-p2 (MISSING)", "p0l0:p0l0-h0 (DOWN)"]
     assert agent.not_up(states, {"h0": ["h0-p0"], "p0l0": ["p0l0-p0s0"]}) == []
     assert agent.not_up({}, {"p1l0": ["p1l0-h0"]}) == ["p1l0:p1l0-h0 (MISSING)"]
+
+
+def test_the_kernels_drops_are_read_per_interface_from_proc_net_dev_and_tc():
+    dev = "\n".join([
+        "Inter-|   Receive                |  Transmit",
+        " face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop",
+        "    lo: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+        "p0l0-s1: 4096 10 0 2 0 0 0 0 8192 20 0 5 0 0 0 0"])
+    assert agent.dev_drops(dev) == {"lo": 0, "p0l0-s1": 7}  # received and sent
+    tc = [{"kind": "htb", "dev": "p0l0-s1", "root": True, "drops": 3},
+          {"kind": "clsact", "dev": "p0l0-s1", "parent": "ffff:fff1", "drops": 9},
+          {"kind": "noqueue", "dev": "lo", "root": True, "drops": 0}]
+    # a clsact's drops are the switch program's own, counted in its map: not a queue's
+    assert agent.root_qdisc_drops(tc) == {"p0l0-s1": 3, "lo": 0}
