@@ -421,13 +421,15 @@ static int delay_class(const PortsObject *self, const uint8_t *f, size_t len)
 {
 	if (len < MRC_ETH_LEN + MRC_IP6_LEN)
 		return -1;
+	static const uint8_t block[MRC_BLOCK_BYTES] = MRC_BLOCK_INIT;
 	const uint8_t *src = f + MRC_ETH_LEN + 8;
-	if (src[0] != 0xFC || src[1] != 0xBB || src[2] != 0xBB || src[3] != 0x00)
+	if (memcmp(src, block, MRC_BLOCK_BYTES) != 0)
 		return -1;
-	unsigned u = (unsigned)src[4] << 8 | src[5];
-	if (((u >> 10) & 3) != 3)
+	/* the source's first uSID: a host port's, whose index is the host */
+	unsigned u = (unsigned)src[MRC_BLOCK_BYTES] << 8 | src[MRC_BLOCK_BYTES + 1];
+	if (((u >> MRC_USID_KIND_SHIFT) & MRC_USID_KIND_MASK) != MRC_USID_KIND_HOST)
 		return -1;
-	uint8_t c = self->cls_of[u & 0x3FF];
+	uint8_t c = self->cls_of[u & MRC_USID_INDEX_MASK];
 	return c == 0xFF ? -1 : c;
 }
 

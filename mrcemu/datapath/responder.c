@@ -11,7 +11,6 @@ const char *const mrc_drop_names[MRC_D_N] = {
 	"trimmed", "psn_out_of_window", "bad_rkey", "va_out_of_range", "no_control_path",
 };
 
-#define PSN_MASK 0xFFFFFFu
 
 /* ---- fields by name ---------------------------------------------------------------- */
 const struct mrc_field *mrc_find_field(int header, const char *name)
@@ -253,12 +252,12 @@ void mrc_resp_sack(struct mrc_responder *r, double now, int probe, uint32_t entr
 	uint8_t body[sizeof(r->sack_body)];
 	memcpy(body, r->sack_body, r->sack_len);
 	uint8_t *seth = body + MRC_BTH_LEN, *cc = seth + MRC_HEADERS[MRC_H_SETH].len;
-	mrc_put_field(body, F_BTH_PSN, (uint64_t)cack & PSN_MASK);
+	mrc_put_field(body, F_BTH_PSN, (uint64_t)cack & MRC_PSN_MASK);
 	mrc_put_field(seth, F_SETH_M, r->mark);
 	mrc_put_field(seth, F_SETH_PR, probe ? 1 : 0);
 	mrc_put_field(seth, F_SETH_ACKOFF, (uint16_t)ack_off);
 	mrc_put_field(seth, F_SETH_ENTROPY, entropy);
-	mrc_put_field(seth, F_SETH_CACK, (uint64_t)cack & PSN_MASK);
+	mrc_put_field(seth, F_SETH_CACK, (uint64_t)cack & MRC_PSN_MASK);
 	mrc_put_field(seth, F_SETH_SACKOFF, (uint16_t)off);
 	mrc_put_field(seth, F_SETH_BITMAP, bm);
 	mrc_put_field(cc, F_CC_TS, ts);
@@ -277,10 +276,10 @@ static void nack(struct mrc_responder *r, int64_t psn, uint8_t reason, uint32_t 
 	uint8_t body[sizeof(r->nack_body)];
 	memcpy(body, r->nack_body, r->nack_len);
 	uint8_t *neth = body + MRC_BTH_LEN;
-	mrc_put_field(body, F_BTH_PSN, (uint64_t)psn & PSN_MASK);
+	mrc_put_field(body, F_BTH_PSN, (uint64_t)psn & MRC_PSN_MASK);
 	mrc_put_field(neth, F_NETH_REASON, reason);
 	mrc_put_field(neth, F_NETH_ENTROPY, ev);
-	mrc_put_field(neth, F_NETH_PSN, (uint64_t)psn & PSN_MASK);
+	mrc_put_field(neth, F_NETH_PSN, (uint64_t)psn & MRC_PSN_MASK);
 	mrc_put_field(neth, F_NETH_TS, r->last_ts);
 	emit(r, body, r->nack_len);
 	r->nacks_tx++;
@@ -291,7 +290,7 @@ static void ack(struct mrc_responder *r)
 {
 	uint8_t body[sizeof(r->ack_body)];
 	memcpy(body, r->ack_body, r->ack_len);
-	mrc_put_field(body, F_BTH_PSN, (uint64_t)(r->cack - 1) & PSN_MASK);
+	mrc_put_field(body, F_BTH_PSN, (uint64_t)(r->cack - 1) & MRC_PSN_MASK);
 	mrc_put_field(body + MRC_BTH_LEN, F_AETH_MSN, r->next_msn & 0xFFFFFF);
 	emit(r, body, r->ack_len);
 	r->acks_tx++;

@@ -12,7 +12,6 @@ const char *const roce_drop_names[ROCE_D_N] = {
 	"unexpected_opcode", "no_path",
 };
 
-#define PSN_MASK 0xFFFFFFu
 
 static const struct mrc_field *F_PSN, *F_DQPN, *F_ACKREQ, *F_VA, *F_RKEY, *F_DMALEN, *F_IMM,
 	*F_SYNDROME, *F_MSN;
@@ -127,7 +126,7 @@ static void ack(struct roce_rx *r, uint8_t syndrome, int64_t psn)
 	const struct mrc_path *p = &rt->paths[rt->index];
 	uint8_t body[sizeof(r->ack_body)];
 	memcpy(body, r->ack_body, r->ack_len);
-	mrc_put_field(body, F_PSN, (uint64_t)psn & PSN_MASK);
+	mrc_put_field(body, F_PSN, (uint64_t)psn & MRC_PSN_MASK);
 	mrc_put_field(body + MRC_BTH_LEN, F_SYNDROME, syndrome);
 	mrc_put_field(body + MRC_BTH_LEN, F_MSN, r->rx_msn & 0xFFFFFF);
 	struct mrc_ctl_frame *f = &r->ctl[r->nctl++];
@@ -378,7 +377,7 @@ void roce_tx_build(struct roce_tx *s, const struct roce_pick *p, const struct mr
 	const struct roce_txmsg *m = p->m;
 	uint8_t body[sizeof(s->t[0].body)];
 	memcpy(body, s->t[p->kind].body, s->t[p->kind].len);
-	mrc_put_field(body, F_PSN, p->psn & PSN_MASK);
+	mrc_put_field(body, F_PSN, p->psn & MRC_PSN_MASK);
 	mrc_put_field(body, F_ACKREQ, (uint64_t)(p->offset + s->pmtu >= m->size));
 	if (s->t[p->kind].reth >= 0) {
 		mrc_put_field(body + s->t[p->kind].reth, F_VA, m->va);

@@ -9,7 +9,6 @@
 
 #include "responder.h"
 
-#define PSN_MASK 0xFFFFFFu
 
 static const struct mrc_field *F_TS_FLAG, *F_PSN, *F_ACKREQ, *F_RTX, *F_MSN, *F_TS, *F_VA,
 	*F_RKEY, *F_DMALEN, *F_IMM;
@@ -313,7 +312,7 @@ static void append_out(struct mrc_sender *s, struct mrc_out *o)
 static uint64_t unwrap(uint32_t psn24, uint64_t ref)
 {
 	int64_t base = (int64_t)ref - (1 << 23);
-	return (uint64_t)(base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & PSN_MASK));
+	return (uint64_t)(base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & MRC_PSN_MASK));
 }
 
 static void quiet(struct mrc_evslot *fb, double now)
@@ -524,7 +523,7 @@ void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, ui
 	const struct mrc_txpath *path = &s->paths[p->path];
 	uint8_t body[sizeof(t->body)];
 	memcpy(body, t->body, t->len);
-	mrc_put_field(body, F_PSN, o->psn & PSN_MASK);
+	mrc_put_field(body, F_PSN, o->psn & MRC_PSN_MASK);
 	mrc_put_field(body, F_ACKREQ, o->offset + o->len >= m->size);
 	mrc_put_field(body, F_RTX, (uint64_t)p->rtx);
 	mrc_put_field(body + t->meth, F_MSN, m->msn & 0xFFFF);
@@ -1012,7 +1011,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	struct mrc_ack_result r;
 	uint64_t una = s->una;
 	/* With pr = 1, ack_psn_offset is a probe_id, not a trigger PSN. */
-	mrc_tx_ack(s, k->cack & PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now, &r);
+	mrc_tx_ack(s, k->cack & MRC_PSN_MASK, k->sack_offset, k->bitmap, !k->pr, k->ack_off, now, &r);
 	if (!s->newly)
 		return -1;
 	if (r.beyond) /* no proof of life, no sample, no verdict: not our peer's */
@@ -1074,7 +1073,7 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 		mrc_nscc_on_ack(s->cc, r.acked_bytes, r.rtt, ecn, now, (double)s->inflight);
 	/* Per-EV order, from what this ack reports. One whose cumulative PSN is behind the
 	 * one already taken crossed the reverse path late: leave it be. */
-	uint64_t cack = unwrap(k->cack & PSN_MASK, una);
+	uint64_t cack = unwrap(k->cack & MRC_PSN_MASK, una);
 	if (cack < una || !s->outstanding)
 		return 0;
 	return (int64_t)mrc_tx_evorder(s, r.newly, cack, cack + (uint64_t)(int64_t)k->sack_offset,

@@ -100,14 +100,8 @@ struct mrc_txdone {
 	uint64_t msn;
 };
 
-/* How a packet was found lost (never by a trim: the network said where it went), or
- * its EV found overdue. */
-enum { MRC_LOSS_HOLE = 0,   /* per-EV order: a later packet on its EV arrived, it did not */
-       MRC_LOSS_RTO = 1,    /* the retransmission timeout */
-       MRC_LOSS_OVERDUE = 2 /* not a verdict: a packet overdue against its EV's own round
-			     * trips goes again elsewhere, and its EV is stopped (one entry
-			     * per EV stopped, the oldest such packet's) */
-};
+/* How a packet was found lost, or its EV found overdue: MRC_LOSS_* (mrc_shared.h,
+ * generated from the Python side's LossKind). */
 
 struct mrc_txloss { /* a packet found lost: the path it went on, when, how, its PSN */
 	int32_t slot;

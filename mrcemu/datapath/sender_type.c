@@ -400,7 +400,7 @@ static PyObject *sender_ack(SenderObject *self, PyObject *args)
 	if (trig != Py_None && (t = PyLong_AsLong(trig)) == -1 && PyErr_Occurred())
 		return NULL;
 	struct mrc_ack_result r;
-	mrc_tx_ack(&self->s, (uint32_t)cack & 0xFFFFFF, off, bitmap, trig != Py_None, (int32_t)t,
+	mrc_tx_ack(&self->s, (uint32_t)cack & MRC_PSN_MASK, off, bitmap, trig != Py_None, (int32_t)t,
 		   now, &r);
 	if (!self->s.newly)
 		return PyErr_NoMemory();
@@ -462,7 +462,7 @@ static PyObject *sender_sack(SenderObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "kiKikbbd", &cack, &off, &bitmap, &ackoff, &entropy, &m, &pr,
 			      &now))
 		return NULL;
-	k = (struct mrc_sack){(uint32_t)cack & 0xFFFFFF, off, bitmap, ackoff, (uint32_t)entropy,
+	k = (struct mrc_sack){(uint32_t)cack & MRC_PSN_MASK, off, bitmap, ackoff, (uint32_t)entropy,
 			      m, pr};
 	uint64_t beyond = self->s.acks_beyond_sent;
 	if (sender_take_sack((PyObject *)self, &k, now) < 0)
@@ -541,7 +541,7 @@ static PyObject *sender_is_outstanding(SenderObject *self, PyObject *arg)
 	unsigned long psn = PyLong_AsUnsignedLong(arg);
 	if (psn == (unsigned long)-1 && PyErr_Occurred())
 		return NULL;
-	return PyBool_FromLong(mrc_tx_outstanding(&self->s, (uint32_t)psn & 0xFFFFFF));
+	return PyBool_FromLong(mrc_tx_outstanding(&self->s, (uint32_t)psn & MRC_PSN_MASK));
 }
 
 /* rto(now, rto) -> how many fired (each queued for take_losses) */
@@ -564,7 +564,7 @@ static PyObject *sender_nack(SenderObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "kidp", &psn, &path, &now, &trimmed))
 		return NULL;
 	return PyLong_FromUnsignedLong(
-		mrc_tx_nack(&self->s, (uint32_t)psn & 0xFFFFFF, path, now, trimmed));
+		mrc_tx_nack(&self->s, (uint32_t)psn & MRC_PSN_MASK, path, now, trimmed));
 }
 
 static PyObject *sender_heard(SenderObject *self, PyObject *args)
@@ -626,7 +626,7 @@ static PyObject *sender_take_losses(SenderObject *self, PyObject *unused)
 	for (size_t i = 0; l && i < self->s.nloss; i++) {
 		const struct mrc_txloss *x = &self->s.loss[i];
 		PyObject *v = Py_BuildValue("(idiK)", x->slot, x->sent, x->how,
-					    (unsigned long long)(x->psn & 0xFFFFFF));
+					    (unsigned long long)(x->psn & MRC_PSN_MASK));
 		if (!v) {
 			Py_CLEAR(l);
 			break;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mrc_layout.h"
+#include "mrc_shared.h"
 
 #define MRC_IP6_LEN 40
 #define MRC_UDP_LEN 8
@@ -52,8 +53,11 @@ static inline int64_t mrc_unwrap(uint32_t psn24, int64_t ref)
 	return base + (int64_t)(((uint64_t)psn24 - (uint64_t)base) & 0xFFFFFFu);
 }
 
-/* zlib's CRC-32 (reflected 0xEDB88320), continuing from `crc` (0 to start). */
+/* zlib's CRC-32 (reflected 0xEDB88320), continuing from `crc` (0 to start): by
+ * carry-less multiplication where the CPU has it (64 bytes a step), else by tables. */
 uint32_t mrc_crc32(uint32_t crc, const uint8_t *p, size_t n);
+/* The same by tables alone (slicing by 8): the reference the folded one is held to. */
+uint32_t mrc_crc32_table(uint32_t crc, const uint8_t *p, size_t n);
 
 /* The RoCEv2 ICRC over an IPv6 packet's bytes [0, end): masked as codec's icrc.crc. */
 uint32_t mrc_icrc(const uint8_t *ip6, size_t end);

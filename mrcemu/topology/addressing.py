@@ -14,6 +14,10 @@ BLOCK = 0xFCBB_BB00
 BLOCK_BITS = 32
 USID_BITS = 16
 USIDS_PER_ADDRESS = (128 - BLOCK_BITS) // USID_BITS  # 6
+# A uSID's fields, high to low: plane, kind, index (the C side's from mrc_shared.h).
+PLANE_BITS, KIND_BITS, INDEX_BITS = 4, 2, 10
+KIND_SHIFT = INDEX_BITS
+PLANE_SHIFT = KIND_BITS + INDEX_BITS
 
 
 class Kind(enum.IntEnum):
@@ -25,15 +29,16 @@ class Kind(enum.IntEnum):
 
 
 def usid(plane: int, kind: Kind, index: int) -> int:
-    if not 0 <= plane < 16:
-        raise ValueError(f"plane {plane} does not fit the 4-bit uSID field")
-    if not 0 <= index < 1024:
-        raise ValueError(f"index {index} does not fit the 10-bit uSID field")
-    return (plane << 12) | (int(kind) << 10) | index
+    if not 0 <= plane < 1 << PLANE_BITS:
+        raise ValueError(f"plane {plane} does not fit the {PLANE_BITS}-bit uSID field")
+    if not 0 <= index < 1 << INDEX_BITS:
+        raise ValueError(f"index {index} does not fit the {INDEX_BITS}-bit uSID field")
+    return (plane << PLANE_SHIFT) | (int(kind) << KIND_SHIFT) | index
 
 
 def split_usid(value: int) -> tuple[int, Kind, int]:
-    return value >> 12, Kind((value >> 10) & 0x3), value & 0x3FF
+    return (value >> PLANE_SHIFT, Kind((value >> KIND_SHIFT) & ((1 << KIND_BITS) - 1)),
+            value & ((1 << INDEX_BITS) - 1))
 
 
 def container(*usids: int) -> IPv6Address:
@@ -56,10 +61,6 @@ def container_usids(addr: IPv6Address) -> list[int]:
             break
         out.append(u)
     return out
-
-
-def in_block(addr: IPv6Address) -> bool:
-    return int(addr) >> (128 - BLOCK_BITS) == BLOCK
 
 
 def shift(addr: IPv6Address) -> IPv6Address:

@@ -17,8 +17,7 @@ from mrcemu.transport.events import Event, MessageCompleted
 from mrcemu.transport.evs import EvProfile
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
-
-PSN_MASK = 0xFFFFFF
+from mrcemu.wire.constants import PSN_MASK
 
 
 def unwrap(psn24: int, ref: int) -> int:

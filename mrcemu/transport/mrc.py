@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mrcemu import datapath
-from mrcemu.transport.base import PSN_MASK, ConnectionBase, Message, Stats, put_frames
+from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import EvStateChanged, MessageReceived
 from mrcemu.transport.evs import Ev, EvProfile, EvState
@@ -39,6 +39,7 @@ from mrcemu.wire.constants import (
     EV_HIGH_HALF_IN_SPORT,
     MRC_DATA,
     PROBE_DSCP,
+    PSN_MASK,
     RCVD_BYTES_UNIT,
     TIMESTAMP_UNIT,
     Dscp,

@@ -60,10 +60,11 @@ from dataclasses import dataclass
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.lb import Feedback
+from mrcemu.wire.constants import LossKind
 
-LOSS_HOLE = 0  # datapath: MRC_LOSS_HOLE, per-EV order
-LOSS_RTO = 1  # datapath: MRC_LOSS_RTO
-LOSS_OVERDUE = 2  # datapath: MRC_LOSS_OVERDUE, not a loss: the EV's oldest packet is late
+LOSS_HOLE = LossKind.HOLE
+LOSS_RTO = LossKind.RTO
+LOSS_OVERDUE = LossKind.OVERDUE
 # The verdict that says a path forwards nothing at all (its control-class probe, which
 # crosses every queue in the priority lane, went unanswered): its other packets are lost
 # too. A proven loss (per-EV order, the data probe) says only that one packet was.

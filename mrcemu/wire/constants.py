@@ -27,6 +27,19 @@ TIMESTAMP_UNIT = 128e-9
 TIMESTAMP_FTYPE = 1
 # CC_STATE.rcvd_bytes counts 256-byte units (medium), rounded up.
 RCVD_BYTES_UNIT = 256
+# PSNs are 24 bits on the wire; the transports keep them unwrapped and mask on framing.
+PSN_MASK = 0xFFFFFF
+
+
+class LossKind(enum.IntEnum):
+    """How the compiled sender found a packet lost (never by a trim: the network said
+    where it went), or its EV overdue; the policy core reads them from its queue."""
+
+    HOLE = 0  # per-EV order: a later packet on its EV arrived, it did not
+    RTO = 1  # the retransmission timeout
+    # Not a verdict: a packet overdue against its EV's own round trips goes again
+    # elsewhere and its EV is stopped (one entry per EV stopped, its oldest packet's).
+    OVERDUE = 2
 
 
 class Opcode(enum.IntEnum):

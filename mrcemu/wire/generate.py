@@ -4,6 +4,9 @@
   switch (and the coming compiled data path) reads packets with;
 - `mrcemu/datapath/mrc_layout.h`: every header's fields and the headers after BTH per
   opcode, as tables the compiled data path parses and frames packets with;
+- `mrcemu/datapath/mrc_shared.h`: what the compiled data path and the Python side must
+  agree on beyond the wire: the PSN mask, the sender's loss kinds, the address block and
+  the uSID layout (the delay line classes a frame by its source's uSID);
 - the generated block of `mrcemu/wireshark/mrc.lua`: every header's ProtoFields (filter
   names `<prefix>.<field>`), value names and field positions; the dissector's hand-written
   rest walks headers through it.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mrcemu.topology import addressing
 from mrcemu.topology.paths import EV_FIELDS
 from mrcemu.wire import layout
 from mrcemu.wire.constants import (
@@ -28,8 +32,10 @@ from mrcemu.wire.constants import (
     IPPROTO_IPV6,
     MRC_DATA,
     MRC_UDP_PORT_TRANSPOSED,
+    PSN_MASK,
     ROCE_UDP_PORT,
     Dscp,
+    LossKind,
     Opcode,
     SackMark,
 )
@@ -37,6 +43,7 @@ from mrcemu.wire.constants import (
 PACKAGE = Path(__file__).resolve().parents[1]
 C_HEADER = PACKAGE / "bpf" / "mrc_wire.h"
 C_TABLES = PACKAGE / "datapath" / "mrc_layout.h"
+C_SHARED = PACKAGE / "datapath" / "mrc_shared.h"
 LUA = PACKAGE / "wireshark" / "mrc.lua"
 LUA_BEGIN = "-- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit\n"
 LUA_END = "-- END GENERATED\n"
@@ -202,6 +209,28 @@ def lua_block(headers: tuple[layout.Layout, ...] = layout.HEADERS) -> str:
     return LUA_BEGIN + "\n".join(head + tables + decls + h_lines) + "\n" + LUA_END
 
 
+def c_shared() -> str:
+    """The constants C takes from the Python side's own tables (wire/constants.py,
+    topology/addressing.py), so that neither is kept in step by hand."""
+    block = addressing.BLOCK.to_bytes(addressing.BLOCK_BITS // 8, "big")
+    out = ["/* Generated from mrcemu/wire/constants.py and mrcemu/topology/addressing.py by",
+           "   `make generate`: do not edit. */",
+           "#ifndef MRC_SHARED_H", "#define MRC_SHARED_H", "",
+           f"#define MRC_PSN_MASK 0x{PSN_MASK:X}u", "",
+           "/* How the sender found a packet lost, or its EV overdue (LossKind). */"]
+    out += [f"#define MRC_LOSS_{k.name} {int(k)}" for k in LossKind]
+    out += ["", "/* The address block every address starts with, and a uSID's layout:",
+            "   plane(4) | kind(2) | index(10). */",
+            f"#define MRC_BLOCK_BYTES {len(block)}",
+            "#define MRC_BLOCK_INIT { " + ", ".join(f"0x{b:02X}" for b in block) + " }",
+            f"#define MRC_USID_KIND_SHIFT {addressing.KIND_SHIFT}",
+            f"#define MRC_USID_KIND_MASK 0x{(1 << addressing.KIND_BITS) - 1:X}u",
+            f"#define MRC_USID_INDEX_MASK 0x{(1 << addressing.INDEX_BITS) - 1:X}u"]
+    out += [f"#define MRC_USID_KIND_{k.name} {int(k)}" for k in addressing.Kind]
+    out += ["", "#endif /* MRC_SHARED_H */", ""]
+    return "\n".join(out)
+
+
 def lua_file(current: str, block: str | None = None) -> str:
     """`current` (mrc.lua) with its generated block replaced."""
     start, end = current.index(LUA_BEGIN), current.index(LUA_END) + len(LUA_END)
@@ -209,7 +238,8 @@ def lua_file(current: str, block: str | None = None) -> str:
 
 
 def outputs() -> dict[Path, str]:
-    return {C_HEADER: c_header(), C_TABLES: c_tables(), LUA: lua_file(LUA.read_text())}
+    return {C_HEADER: c_header(), C_TABLES: c_tables(), C_SHARED: c_shared(),
+            LUA: lua_file(LUA.read_text())}
 
 
 def main(argv: list[str]) -> int:
