@@ -140,24 +140,6 @@ class VxlanLink(RemoteLink):  # type: ignore[misc]
         self.vni = vni
         super().__init__(node1, node2, **kwargs)
 
-    def makeTunnel(self, node1: RemoteNode, node2: RemoteNode, intfname1: str,  # noqa: N802
-                   intfname2: str, addr1: str | None = None,
-                   addr2: str | None = None) -> bool:
-        for me, peer, intf, addr in ((node1, node2, intfname1, addr1),
-                                     (node2, node1, intfname2, addr2)):
-            make = ["ip", "link", "add", intf, "type", "vxlan", "id", str(self.vni),
-                    "remote", peer.underlay_ip(me), "local", me.underlay_ip(peer),
-                    "dstport", str(VXLAN_PORT), "nolearning"]
-            if me.on.underlay:
-                make += ["dev", me.on.underlay]
-            steps = [make, ["ip", "link", "set", intf, "mtu", str(LINK_MTU),
-                            *(["address", addr] if addr else [])],
-                     ["ip", "link", "set", intf, "netns", str(me.pid)]]
-            # one round trip to the server, not three; the first failure stops it
-            me.root("sh", "-c", " && ".join(shlex.join(step) for step in steps))
-        self.tunnel = None
-        return True
-
     def stop(self) -> None:
         # Deleting one end in its node is enough: the VXLAN device goes with it.
         self.intf1.delete()

@@ -83,9 +83,6 @@ class Workload:
         return [[(h, (h + 1) % hosts, chunk) for h in range(hosts)]
                 for _ in range(2 * (hosts - 1))]
 
-    def bytes_per_iteration(self, hosts: int) -> int:
-        return sum(n for phase in self.phases(hosts) for _, _, n in phase)
-
 
 @dataclass(frozen=True)
 class Capture:

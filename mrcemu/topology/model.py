@@ -99,9 +99,6 @@ class Topology:
     def leaf_of(self, host: int) -> int:
         return host // self.hosts_per_leaf
 
-    def hosts_of_leaf(self, leaf: int) -> range:
-        return range(leaf * self.hosts_per_leaf, (leaf + 1) * self.hosts_per_leaf)
-
     @property
     def switch_count(self) -> int:
         return self.planes * (self.leaves_per_plane + self.spines_per_plane)

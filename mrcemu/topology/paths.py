@@ -86,10 +86,6 @@ class Path:
         return len(self.hops) - 2
 
     @property
-    def src_port(self) -> str:
-        return f"{host_name(self.src)}-p{self.plane}"
-
-    @property
     def dst_port(self) -> str:
         return f"{host_name(self.dst)}-p{self.plane}"
 

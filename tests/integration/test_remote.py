@@ -3,6 +3,7 @@ a local server, a VXLAN link to it, and a jumbo frame across."""
 
 from __future__ import annotations
 
+import shlex
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mrcemu.fabric import cluster_local as local
-from mrcemu.fabric.remote import LINK_MTU, RemoteNode, VxlanLink
+from mrcemu.fabric.build import BareIntf
+from mrcemu.fabric.remote import LINK_MTU, LinkPlan, PlannedLink, RemoteNode
 from mrcemu.topology.cluster import Cluster
 from tests.integration.conftest import alive, wait_for
 
@@ -49,8 +51,14 @@ def test_a_vxlan_link_to_a_node_on_another_server_carries_a_jumbo_frame(cluster)
         signal.signal(signal.SIGHUP, hup)
     try:
         assert not a.isRemote and b.isRemote
-        VxlanLink(a, b, vni=4242, intfName1="a-0", intfName2="b-0",
-                  addr1="02:00:00:00:00:0a", addr2="02:00:00:00:00:0b")
+        plan = LinkPlan()
+        PlannedLink(a, b, vni=4242, plan=plan, intf=BareIntf, intfName1="a-0",
+                    intfName2="b-0", addr1="02:00:00:00:00:0a", addr2="02:00:00:00:00:0b")
+        for n in (a, b):  # each server's share of the plan, as its agent runs it
+            batch = "\n".join(plan.lines[n.on])
+            n.root("sh", "-c", f"printf '%s\\n' {shlex.quote(batch)} | ip -batch -")
+        for n, intf in ((a, "a-0"), (b, "b-0")):  # as the agent's programming does
+            n.cmd(f"ip link set dev {intf} up")
         # b's end is a VXLAN device in b's namespace, bound to the server's underlay
         detail = b.cmd("ip -d link show b-0")
         here_ip = local.address(0)
