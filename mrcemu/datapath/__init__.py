@@ -21,6 +21,7 @@ except ImportError as e:  # pragma: no cover - only on an install that skipped t
 _datapath.setup(codec.Decoded, codec.DecodeError)
 
 icrc = _datapath.icrc
+crc32 = _datapath.crc32
 # The MRC responder's per-packet work (responder.c) and the memory it places into.
 Regions = _datapath.Regions
 Responder = _datapath.Responder

@@ -45,6 +45,18 @@ static PyObject *py_icrc(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLong(c);
 }
 
+static PyObject *py_crc32(PyObject *self, PyObject *args)
+{
+	Py_buffer b;
+	unsigned int crc = 0;
+	int tables = 0;
+	if (!PyArg_ParseTuple(args, "y*|Ip", &b, &crc, &tables))
+		return NULL;
+	uint32_t c = (tables ? mrc_crc32_table : mrc_crc32)(crc, b.buf, (size_t)b.len);
+	PyBuffer_Release(&b);
+	return PyLong_FromUnsignedLong(c);
+}
+
 static PyObject *py_udp_checksum(PyObject *self, PyObject *args)
 {
 	Py_buffer s, d, u;
@@ -265,6 +277,8 @@ static PyMethodDef methods[] = {
 	 "dmalen, ackreq, rtx, timestamp, imm, payload) -> an MRC data packet"},
 	{"setup", setup, METH_VARARGS, "setup(Decoded, DecodeError): the codec's classes"},
 	{"icrc", py_icrc, METH_VARARGS, "icrc(packet, end=len-4) -> the ICRC value"},
+	{"crc32", py_crc32, METH_VARARGS,
+	 "crc32(data, crc=0, tables=False) -> zlib's CRC-32, folded or (tables) by tables"},
 	{"udp_checksum", py_udp_checksum, METH_VARARGS, "udp_checksum(src, dst, udp_and_data)"},
 	{"finish", (PyCFunction)(void (*)(void))py_finish, METH_FASTCALL,
 	 "finish(src, dst, sport, tclass, flow_label, hlim, body, payload, delivered, via)"},

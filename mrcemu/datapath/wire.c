@@ -8,7 +8,7 @@ const char *const mrc_error_names[] = {
 	"ok", "truncated", "not_roce", "unknown_opcode", "bad_length", "bad_icrc",
 };
 
-/* ---- CRC-32, slicing by 8: about 2 GB/s, no zlib headers needed ------------------ */
+/* ---- CRC-32, slicing by 8: short runs and the tail of long ones ------------------ */
 static uint32_t crc_table[8][256];
 static int crc_ready;
 
@@ -46,11 +46,85 @@ static uint32_t crc_update(uint32_t c, const uint8_t *p, size_t n)
 	return c;
 }
 
-uint32_t mrc_crc32(uint32_t crc, const uint8_t *p, size_t n)
+uint32_t mrc_crc32_table(uint32_t crc, const uint8_t *p, size_t n)
 {
 	if (!crc_ready)
 		crc_init();
 	return ~crc_update(~crc, p, n);
+}
+
+/* ---- CRC-32 by carry-less multiplication: 64 bytes a step, folded ------------------- */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Folding constants of the reflected polynomial 0x04C11DB7: x^(4*128+32) and
+ * x^(4*128-32) mod P for the 512-bit stride, x^(128+32) and x^(128-32) for 128 bits,
+ * x^64 mod P for 64 to 32, and P' with mu for Barrett's reduction. Each is checked
+ * against the table's result by the tests, not taken on trust. */
+static const uint64_t k1k2[2] = {0x0154442bd4ull, 0x01c6e41596ull};
+static const uint64_t k3k4[2] = {0x01751997d0ull, 0x00ccaa009eull};
+static const uint64_t k5k0[2] = {0x0163cd6124ull, 0};
+static const uint64_t barrett[2] = {0x01db710641ull, 0x01f7011641ull};
+
+#define FOLD(x, k, y) \
+	_mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), \
+				    _mm_clmulepi64_si128(x, k, 0x11)), y)
+
+/* The internal (inverted) state over n bytes, n >= 64 and a multiple of 16. */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t c,
+								 const uint8_t *p, size_t n)
+{
+	__m128i x1 = _mm_loadu_si128((const __m128i *)p);
+	__m128i x2 = _mm_loadu_si128((const __m128i *)(p + 16));
+	__m128i x3 = _mm_loadu_si128((const __m128i *)(p + 32));
+	__m128i x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+	__m128i k = _mm_loadu_si128((const __m128i *)k1k2);
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)c));
+	for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+		x1 = FOLD(x1, k, _mm_loadu_si128((const __m128i *)p));
+		x2 = FOLD(x2, k, _mm_loadu_si128((const __m128i *)(p + 16)));
+		x3 = FOLD(x3, k, _mm_loadu_si128((const __m128i *)(p + 32)));
+		x4 = FOLD(x4, k, _mm_loadu_si128((const __m128i *)(p + 48)));
+	}
+	k = _mm_loadu_si128((const __m128i *)k3k4);
+	x1 = FOLD(x1, k, x2);
+	x1 = FOLD(x1, k, x3);
+	x1 = FOLD(x1, k, x4);
+	for (; n >= 16; p += 16, n -= 16)
+		x1 = FOLD(x1, k, _mm_loadu_si128((const __m128i *)p));
+	/* 128 bits to 64, 64 to 32, then Barrett's reduction to the remainder */
+	const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
+	__m128i t = _mm_clmulepi64_si128(x1, k, 0x10);
+	x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), t);
+	t = _mm_srli_si128(x1, 4);
+	x1 = _mm_clmulepi64_si128(_mm_and_si128(x1, low32),
+				  _mm_loadu_si128((const __m128i *)k5k0), 0x00);
+	x1 = _mm_xor_si128(x1, t);
+	k = _mm_loadu_si128((const __m128i *)barrett);
+	t = _mm_clmulepi64_si128(_mm_and_si128(x1, low32), k, 0x10);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), k, 0x00);
+	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x1, t), 1);
+}
+
+static int have_clmul = -1;
+#endif
+
+uint32_t mrc_crc32(uint32_t crc, const uint8_t *p, size_t n)
+{
+	if (!crc_ready)
+		crc_init();
+	uint32_t c = ~crc;
+#if defined(__x86_64__)
+	if (have_clmul < 0)
+		have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	if (have_clmul && n >= 64) {
+		size_t m = n & ~(size_t)15;
+		c = crc_fold(c, p, m);
+		p += m;
+		n -= m;
+	}
+#endif
+	return ~crc_update(c, p, n);
 }
 
 uint32_t mrc_icrc(const uint8_t *m, size_t end)
