@@ -45,6 +45,9 @@ RoceQp = _datapath.RoceQp
 # The scale model's delay line (delay.c): frames held until the fabric's fixed latency
 # has passed, per class (hops) a FIFO.
 DelayLine = _datapath.DelayLine
+# The NIC's event loop over its Ports (loop.c): waits with microsecond timeouts, reads,
+# releases, paces, and serves the MRC QPs the policy armed until the policy has work.
+Loop = _datapath.Loop
 peek_dqpn = _datapath.peek_dqpn
 # An MRC data packet from a per-opcode body template (codec.data_body with the
 # per-packet fields zero): the requester's framing in one call.

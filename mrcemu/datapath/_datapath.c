@@ -8,6 +8,7 @@
 #include <structmember.h>
 
 #include "fill.h"
+#include "loop.h"
 #include "delay_type.h"
 #include "nscc_type.h"
 #include "ports_ref.h"
@@ -308,7 +309,8 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	if (PyType_Ready(&RegionsType) < 0 || PyType_Ready(&ResponderType) < 0 ||
 	    PyType_Ready(&EvSlotType) < 0 || PyType_Ready(&SenderType) < 0 ||
 	    PyType_Ready(&PortsType) < 0 || PyType_Ready(&NsccType) < 0 ||
-	    PyType_Ready(&RoceQpType) < 0 || PyType_Ready(&DelayLineType) < 0)
+	    PyType_Ready(&RoceQpType) < 0 || PyType_Ready(&DelayLineType) < 0 ||
+	    PyType_Ready(&LoopType) < 0)
 		return NULL;
 	mrc_ports_register(&PortsType, ports_queues); /* the QP types send onto Ports */
 	PyObject *m = PyModule_Create(&module);
@@ -323,6 +325,7 @@ PyMODINIT_FUNC PyInit__datapath(void)
 	    PyModule_AddObjectRef(m, "Nscc", (PyObject *)&NsccType) < 0 ||
 	    PyModule_AddObjectRef(m, "RoceQp", (PyObject *)&RoceQpType) < 0 ||
 	    PyModule_AddObjectRef(m, "DelayLine", (PyObject *)&DelayLineType) < 0 ||
+	    PyModule_AddObjectRef(m, "Loop", (PyObject *)&LoopType) < 0 ||
 	    PyModule_AddIntConstant(m, "MAX_DEVIATIONS", MRC_MAX_DEVS) < 0) {
 		Py_DECREF(m);
 		return NULL;

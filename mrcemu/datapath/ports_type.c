@@ -141,7 +141,7 @@ static void ports_dealloc(PortsObject *self)
 
 static size_t qpn_hash(uint32_t qpn, size_t mask) { return (qpn * 2654435761u) & mask; }
 
-static struct ports_qp *qp_find(const PortsObject *self, long qpn)
+struct ports_qp *ports_qp_find(const PortsObject *self, long qpn)
 {
 	if (qpn < 0 || !self->by_qpn)
 		return NULL;
@@ -198,10 +198,11 @@ static PyObject *ports_attach(PortsObject *self, PyObject *args)
 				    Py_TYPE(tx)->tp_name);
 	if (qpn > 0xFFFFFF)
 		return PyErr_Format(PyExc_ValueError, "a QPN has 24 bits: %lu", qpn);
-	struct ports_qp *q = qp_find(self, (long)qpn);
-	if (q) { /* attached again: the new pair replaces the old */
+	struct ports_qp *q = ports_qp_find(self, (long)qpn);
+	if (q) { /* attached again: the new pair replaces the old, the policy's until armed */
 		Py_SETREF(q->rx, Py_NewRef(rx));
 		Py_SETREF(q->tx, Py_NewRef(tx));
+		q->fast = q->wake = q->starved = 0;
 		Py_RETURN_NONE;
 	}
 	size_t n = self->nqps + 1, mask;
@@ -212,7 +213,8 @@ static PyObject *ports_attach(PortsObject *self, PyObject *args)
 	int32_t *by = new_index(n, &mask);
 	if (!by)
 		return PyErr_NoMemory();
-	qps[n - 1] = (struct ports_qp){(uint32_t)qpn, Py_NewRef(rx), Py_NewRef(tx), 0};
+	qps[n - 1] = (struct ports_qp){.qpn = (uint32_t)qpn, .rx = Py_NewRef(rx),
+				       .tx = Py_NewRef(tx), .py_due = -1.0, .data_due = -1.0};
 	self->nqps = n;
 	index_into(by, qps, n, mask);
 	PyMem_Free(self->by_qpn);
@@ -230,7 +232,7 @@ static PyObject *ports_detach(PortsObject *self, PyObject *args)
 	unsigned long qpn;
 	if (!PyArg_ParseTuple(args, "k", &qpn))
 		return NULL;
-	struct ports_qp *q = qpn > 0xFFFFFF ? NULL : qp_find(self, (long)qpn);
+	struct ports_qp *q = qpn > 0xFFFFFF ? NULL : ports_qp_find(self, (long)qpn);
 	if (!q)
 		Py_RETURN_FALSE;
 	size_t n = self->nqps - 1, mask;
@@ -295,7 +297,7 @@ static struct mrc_port *port_of(PortsObject *self, PyObject *plane_obj)
 
 /* Up to `max` waiting frames of one port, read in one recvmmsg without the GIL: -1
  * with errno set, else how many (0 when none waits). */
-static int read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
+int ports_read_burst(int fd, int max, struct mmsghdr *msgs, struct iovec *iov)
 {
 	memset(msgs, 0, sizeof(msgs[0]) * (size_t)max);
 	for (int i = 0; i < max; i++) {
@@ -320,7 +322,7 @@ static int take_frame(PortsObject *self, struct mrc_port *pt, const uint8_t *f, 
 	PyObject *item = NULL; /* what goes back for this frame; NULL: nothing */
 	struct ports_qp *q = NULL;
 	if (len >= MRC_ETH_LEN + MRC_IP6_LEN)
-		q = qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
+		q = ports_qp_find(self, mrc_peek_dqpn(f + MRC_ETH_LEN, len - MRC_ETH_LEN));
 	if (q && (PyObject_TypeCheck(q->rx, &RoceQpType)
 			  ? !((RoceQpObject *)q->rx)->ready
 			  : !((ResponderObject *)q->rx)->ready))
@@ -433,9 +435,23 @@ static int delay_class(const PortsObject *self, const uint8_t *f, size_t len)
 	return c == 0xFF ? -1 : c;
 }
 
+int ports_take(PortsObject *self, struct mrc_port *pt, const uint8_t *f, size_t len,
+	       double now, PyObject *rest, uint64_t *placed, int tagged)
+{
+	int cls = self->delayed ? delay_class(self, f, len) : -1;
+	if (cls >= 0) { /* held: dropped (and counted) if the line is full */
+		mrc_delay_push(&self->delay, (size_t)cls, now + self->cls_delay[cls],
+			       (uint32_t)(pt - self->ps.p), f, len);
+		return 0;
+	}
+	return take_frame(self, pt, f, len, now, rest, placed, tagged);
+}
+
+const uint8_t *ports_rx_frame(int i) { return rx_buf[i]; }
+
 /* Every held frame due at `now`, to the data path; bytes placed by port. */
-static int release_due(PortsObject *self, double now, PyObject *rest, uint64_t *placed,
-		       int *n)
+int ports_release_due(PortsObject *self, double now, PyObject *rest, uint64_t *placed,
+		      int *n)
 {
 	size_t len;
 	uint32_t tag;
@@ -476,7 +492,7 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 	struct iovec iov[MRC_PORT_BURST];
 	int n, err;
 	Py_BEGIN_ALLOW_THREADS
-	n = read_burst(pt->fd, (int)max, msgs, iov);
+	n = ports_read_burst(pt->fd, (int)max, msgs, iov);
 	err = errno;
 	Py_END_ALLOW_THREADS
 	if (n < 0) {
@@ -487,19 +503,9 @@ static PyObject *ports_receive(PortsObject *self, PyObject *const *args, Py_ssiz
 	if (!rest)
 		return NULL;
 	uint64_t placed = 0;
-	for (int i = 0; i < n; i++) {
-		const uint8_t *f = rx_buf[i];
-		size_t len = msgs[i].msg_len;
-		int cls = self->delayed ? delay_class(self, f, len) : -1;
-		if (cls >= 0) {
-			/* held: dropped (and counted) if the line is full */
-			mrc_delay_push(&self->delay, (size_t)cls, now + self->cls_delay[cls],
-				       (uint32_t)(pt - self->ps.p), f, len);
-			continue;
-		}
-		if (take_frame(self, pt, f, len, now, rest, &placed, 0) < 0)
+	for (int i = 0; i < n; i++)
+		if (ports_take(self, pt, rx_buf[i], msgs[i].msg_len, now, rest, &placed, 0) < 0)
 			goto fail;
-	}
 	return burst_result(self, n, placed, rest); /* frames read */
 fail:
 	for (size_t i = 0; i < self->nqps; i++)
@@ -521,7 +527,7 @@ static PyObject *ports_release(PortsObject *self, PyObject *arg)
 		return NULL;
 	uint64_t placed[MRC_PLANES] = {0};
 	int taken = 0;
-	if (self->delayed && release_due(self, now, rest, placed, &taken) < 0) {
+	if (self->delayed && ports_release_due(self, now, rest, placed, &taken) < 0) {
 		for (size_t i = 0; i < self->nqps; i++)
 			self->qps[i].touched = 0;
 		Py_DECREF(rest);
@@ -677,7 +683,7 @@ static PyObject *ports_load(PortsObject *self, PyObject *unused)
 }
 
 /* ({bucket: count}, samples, max seconds) of a lateness histogram: meter.py's Lateness */
-static PyObject *late_tuple(const uint64_t *late, size_t nbuckets, uint64_t n, double max)
+PyObject *ports_late_tuple(const uint64_t *late, size_t nbuckets, uint64_t n, double max)
 {
 	PyObject *d = PyDict_New();
 	for (size_t k = 0; d && k < nbuckets; k++) {
@@ -695,11 +701,26 @@ static PyObject *late_tuple(const uint64_t *late, size_t nbuckets, uint64_t n, d
 	return Py_BuildValue("(NKd)", d, (unsigned long long)n, max);
 }
 
+void ports_timer_ran(PortsObject *self, double late)
+{
+	self->tlate[mrc_late_bucket(late)]++;
+	self->tlate_n++;
+	if (late > self->tlate_max)
+		self->tlate_max = late;
+}
+
+/* timer_late() -> as send_late, for the timers the NIC's loop ran */
+static PyObject *ports_timer_late(PortsObject *self, PyObject *unused)
+{
+	NEED_READY(self);
+	return ports_late_tuple(self->tlate, MRC_LATE_BUCKETS, self->tlate_n, self->tlate_max);
+}
+
 /* send_late() -> ({bucket: count}, samples, max seconds): paced sends' lateness */
 static PyObject *ports_send_late(PortsObject *self, PyObject *unused)
 {
 	NEED_READY(self);
-	return late_tuple(self->ps.late, MRC_LATE_BUCKETS, self->ps.late_n, self->ps.late_max);
+	return ports_late_tuple(self->ps.late, MRC_LATE_BUCKETS, self->ps.late_n, self->ps.late_max);
 }
 
 /* release_late() -> as send_late, for the delay line's releases; None without latency */
@@ -708,13 +729,16 @@ static PyObject *ports_release_late(PortsObject *self, PyObject *unused)
 	if (!self->delayed)
 		Py_RETURN_NONE;
 	const struct mrc_delay *d = &self->delay;
-	return late_tuple(d->late, sizeof(d->late) / sizeof(d->late[0]), d->late_n, d->late_max);
+	return ports_late_tuple(d->late, sizeof(d->late) / sizeof(d->late[0]), d->late_n, d->late_max);
 }
 
 static PyObject *ports_reset_meter(PortsObject *self, PyObject *unused)
 {
 	NEED_READY(self);
 	mrc_ports_reset_meter(&self->ps);
+	memset(self->tlate, 0, sizeof(self->tlate));
+	self->tlate_n = 0;
+	self->tlate_max = 0;
 	if (self->delayed) /* the delay line's releases are metered as the sends are */
 		mrc_delay_reset_meter(&self->delay);
 	Py_RETURN_NONE;
@@ -795,6 +819,8 @@ static PyMethodDef ports_methods[] = {
 	{"reset_meter", (PyCFunction)ports_reset_meter, METH_NOARGS,
 	 "reset_meter(): zero the pacing and release measurements"},
 	{"counters", (PyCFunction)ports_counters, METH_NOARGS, "counters() -> dict"},
+	{"timer_late", (PyCFunction)ports_timer_late, METH_NOARGS,
+	 "timer_late() -> ({bucket: n}, samples, max): the loop's own timers' lateness"},
 	{"late_bucket", (PyCFunction)ports_late_bucket, METH_O | METH_STATIC,
 	 "late_bucket(seconds) -> the lateness histogram's bucket"},
 	{NULL, NULL, 0, NULL},

@@ -4,6 +4,7 @@
  * NACKs, R_Key/VA drops with memory unchanged, PSN window, MSN order) now run on it. */
 #include "responder.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,7 @@ int mrc_resp_init(struct mrc_responder *r, uint32_t local_qpn, uint32_t remote_q
 	r->done_cap = 64;
 	r->done = malloc(r->done_cap * sizeof(struct mrc_completion));
 	r->sack_due = -1.0;
+	r->last_data = -INFINITY;
 	if (!r->bits || !r->msgs || !r->ctl || !r->done) {
 		mrc_resp_free(r);
 		return -1;
@@ -404,6 +406,7 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 	memcpy(mr->buf + (va - mr->base), pkt + p->payload_at, plen);
 	r->rx_data++;
 	r->rx_bytes += plen;
+	r->last_data = now;
 	if (!m->used) {
 		/* The slot keeps its MSN in the top 16 bits of length (dmalen is 32 bits). */
 		*m = (struct mrc_rxmsg){(uint64_t)msn16 << 48 | mrc_field(reth, F_RETH_DMALEN), 0,

@@ -106,6 +106,7 @@ struct mrc_responder {
 	 * the bitmap's 64 (valid while unsacked > 0) */
 	int64_t span_lo, span_hi;
 	double sack_due;     /* < 0: none */
+	double last_data;    /* when data was last placed (-inf: never) */
 	int64_t last_trigger;
 	uint32_t last_ev;
 	uint16_t last_ts;

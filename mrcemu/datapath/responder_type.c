@@ -268,6 +268,8 @@ static PyMemberDef responder_members[] = {
 	 "payload bytes placed"},
 	{"rx_data", T_ULONGLONG, offsetof(ResponderObject, r.rx_data), READONLY,
 	 "data packets placed"},
+	{"last_data_at", T_DOUBLE, offsetof(ResponderObject, r.last_data), READONLY,
+	 "when data was last placed (-inf: never)"},
 	{NULL, 0, 0, 0, NULL},
 };
 

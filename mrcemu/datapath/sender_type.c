@@ -101,14 +101,23 @@ typedef struct {
 	PyObject *slots;   /* the EvSlots the paths point into (kept alive here) */
 	PyObject *cc;      /* the Nscc its SACKs move (kept alive here) */
 	int ready;
+	double now;        /* the send under way's time: its rotations' */
+	/* The policy has work the ports' loop cannot do (an EV's state changed during a
+	 * rotation, a control frame to frame): set by the policy, cleared at its flush. */
+	int wanted;
 } SenderObject;
 
-/* The policy's next rotation: it hands the new order over (set_order), or returns False
- * when the order stands as it was (EvProfile.new_rotation): spray it again. */
+/* The policy's next rotation, at the send's time: it hands the new order over
+ * (set_order), or returns False when the order stands as it was
+ * (EvProfile.new_rotation): spray it again. */
 static int call_rotate(void *ctx)
 {
 	SenderObject *self = ctx;
-	PyObject *r = PyObject_CallNoArgs(self->rotate);
+	PyObject *t = PyFloat_FromDouble(self->now);
+	if (!t)
+		return -1;
+	PyObject *r = PyObject_CallOneArg(self->rotate, t);
+	Py_DECREF(t);
 	if (!r)
 		return -1;
 	if (r == Py_False)
@@ -117,7 +126,8 @@ static int call_rotate(void *ctx)
 	return 0;
 }
 
-/* Sender(window, pmtu, templates(6), (tclass_new, tclass_rtx, timestamp_unit), rotate) */
+/* Sender(window, pmtu, templates(6), (tclass_new, tclass_rtx, timestamp_unit),
+ *        rotate(now)) */
 static int sender_init(SenderObject *self, PyObject *args, PyObject *kw)
 {
 	unsigned long long window;
@@ -323,6 +333,65 @@ static PyObject *sender_post(SenderObject *self, PyObject *args)
  * (ev, frame), or a Ports, on whose queues each is framed in place. A packet no port
  * takes (counted there) is queued to go again, and the burst ends: it never left the
  * host, so it is no path's loss. */
+/* Up to `budget` data packets framed straight onto the ports' queues: how many were
+ * picked (a frame no port took counts, and goes again), or -1 with an exception set. */
+static long long send_onto(SenderObject *self, struct mrc_ports *ps, double now,
+			   long long budget, double cwnd, double silent)
+{
+	self->now = now;
+	long long sent = 0;
+	while (sent < budget) {
+		struct mrc_pick p;
+		int r = mrc_tx_pick(&self->s, now, cwnd, silent, &p);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		uint32_t ev = self->s.paths[p.path].ev;
+		sent++;
+		size_t port;
+		uint8_t *at = mrc_ports_slot(ps, ev, p.frame_len, &port);
+		if (!at) { /* never left this host: no path lost it (the port counted it) */
+			mrc_tx_unsent(&self->s, &p);
+			break;
+		}
+		/* mrc_tx_pick recorded it as sent: framing is all that is left */
+		mrc_tx_frame(&self->s, &p, now, at);
+		mrc_ports_commit(ps, port, p.frame_len);
+	}
+	return sent;
+}
+
+long long sender_send_ports(PyObject *sender, struct mrc_ports *ps, double now,
+			    long long budget)
+{
+	SenderObject *self = (SenderObject *)sender;
+	if (!self->ready || !self->cc) {
+		PyErr_SetString(PyExc_RuntimeError, "Sender: no use_cc() before a send");
+		return -1;
+	}
+	if (!self->s.pending_pkts && !self->s.rtxq.n)
+		return 0;
+	/* as the policy's _output: the window, and the RTO without its backoff as the
+	 * silence after which an EV gets no new packets */
+	double silent = mrc_tx_rto_value(&self->s) / (self->s.backoff ? self->s.backoff : 1);
+	return send_onto(self, ps, now, budget, self->s.cc->cwnd, silent);
+}
+
+int sender_wants_policy(PyObject *sender, double now)
+{
+	SenderObject *self = (SenderObject *)sender;
+	if (self->s.done.n || self->s.nloss || self->wanted)
+		return 1;
+	double at = mrc_tx_overdue_at(&self->s);
+	return at >= 0 && at <= now;
+}
+
+double sender_due(PyObject *sender)
+{
+	return mrc_tx_overdue_at(&((SenderObject *)sender)->s);
+}
+
 static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	NEED_READY(self);
@@ -341,6 +410,11 @@ static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize
 	double silent = PyFloat_AsDouble(args[4]);
 	if (PyErr_Occurred())
 		return NULL;
+	if (to_ports) {
+		long long sent = send_onto(self, ps, now, budget, cwnd, silent);
+		return sent < 0 ? NULL : PyLong_FromLongLong(sent);
+	}
+	self->now = now;
 	long long sent = 0;
 	while (sent < budget) {
 		struct mrc_pick p;
@@ -351,18 +425,6 @@ static PyObject *sender_send(SenderObject *self, PyObject *const *args, Py_ssize
 			break;
 		uint32_t ev = self->s.paths[p.path].ev;
 		sent++;
-		if (to_ports) {
-			size_t port;
-			uint8_t *at = mrc_ports_slot(ps, ev, p.frame_len, &port);
-			if (!at) { /* never left this host: no path lost it (the port counted it) */
-				mrc_tx_unsent(&self->s, &p);
-				break;
-			}
-			/* mrc_tx_pick recorded it as sent: framing is all that is left */
-			mrc_tx_frame(&self->s, &p, now, at);
-			mrc_ports_commit(ps, port, p.frame_len);
-			continue;
-		}
 		PyObject *frame = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)p.frame_len);
 		if (!frame)
 			return NULL;
@@ -763,6 +825,8 @@ static PyMemberDef sender_members[] = {
 	 "the RTO multiplier: doubles per RTO round, 1 again on progress"},
 	{"pending", T_ULONGLONG, offsetof(SenderObject, s.pending_pkts), READONLY,
 	 "packets posted and never sent"},
+	{"policy_wanted", T_INT, offsetof(SenderObject, wanted), 0,
+	 "the policy has work the ports' loop cannot do: it hands the QP back"},
 	{NULL, 0, 0, 0, NULL},
 };
 

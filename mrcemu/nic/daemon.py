@@ -43,7 +43,6 @@ ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263  # not exported by Python's socket module
 MAX_TIMER_DEFERRALS = 8  # loop rounds (of up to 256 frames a port) timers may wait
-READ_BURST = 4  # frames read from a port before the next port's turn (one recvmmsg)
 # Frames a port may have waiting in our backlog: the NIC paces each port at its line
 # rate itself, so the kernel's qdisc (and our RTT samples) never see a standing queue.
 PORT_SLOTS = 2
@@ -65,6 +64,10 @@ PORT_QUEUE = 64
 SLOT_TIME = 100e-6
 # Received goodput is binned per plane at this width for reports (goodput over time).
 RX_BIN = 0.01
+# The longest the compiled loop runs before the policy's loop turns once more.
+LOOP_LIMIT = 0.5
+# Why the compiled loop hands a QP back (ports_type.h: PORTS_WAKE_*).
+WAKE_TOUCHED, WAKE_TIMER = 1, 2
 
 
 def port_slots(rate: float, mtu: int) -> int:
@@ -148,6 +151,7 @@ class Nic:
         # The scale model's fixed latency (topology/latency.py), held on receipt: a frame
         # from host h reaches the data path the one-way latency from h later.
         self.delay_bytes = self._set_delay()
+        self.loop = datapath.Loop(self.tx_ports)
         self.ctl_path = socket_path(self.name)
         self.poller = select.epoll()
         self.control = ControlServer(self.ctl_path, self._try, self.poller)
@@ -260,19 +264,32 @@ class Nic:
 
     def flush(self, c: Connection) -> None:
         """Queue what the connection has to send, and take note of its next timer: call
-        after anything that changes a connection's state."""
+        after anything that changes a connection's state. A connection the policy can
+        leave to the compiled loop (loop_state) is armed there: the loop sends for it,
+        runs its delayed SACK and hands it back when the policy is needed or its own
+        timer is due; the others are the loop's here."""
         now = self.now()
         given = self.tx_ports.budget_of(c.plane_mask)
         n = c.send_to(self.tx_ports, now, given)
+        self.drain_events(c)
         # Every slot taken (control frames count too): it may have more, so it gets the
         # next free slots. Short of that, its windows stopped it, and an ack or a timer
         # brings it back.
-        if n >= given:
-            self.wake.starve(c)
-        else:
+        starved = n >= given
+        fast, due, data_due = c.loop_state()
+        self.loop.arm(c.local_qpn, fast, c.plane_mask, -1.0 if due is None else due,
+                      starved, -1.0 if data_due is None else data_due)
+        if fast:
             self.wake.fed(c)
-        self.drain_events(c)
-        self.wake.schedule(c, c.next_timer(), now)
+            self.wake.schedule(c, None, now)
+        else:
+            (self.wake.starve if starved else self.wake.fed)(c)
+            self.wake.schedule(c, c.next_timer(), now)
+        # Out now, as far as the tokens allow: the next connection's flush then finds the
+        # slots these frames left. Without it a batch of writes gave the first connection
+        # every slot, its SACKs kept them, and each sender sent its messages one
+        # destination at a time, every sender the same one first: an incast (trims at
+        # one host's leaf ports in every plane, fifty times the usual).
         self.drain_backlogs()
 
     def _flush_touched(self) -> None:
@@ -292,18 +309,6 @@ class Nic:
         self.tx_ports.set_delay(delays, latency.delay_ring_bytes(t))
         return latency.delay_line_bytes(t)
 
-    def release(self, now: float) -> int:
-        """The held frames due at `now`, handled as `receive` handles frames read."""
-        n, placed, qpns, rest = self.tx_ports.release(now)
-        if not n:
-            return 0
-        for plane, b in placed.items():
-            bins = self.rx_bins[plane]
-            k = int(now / RX_BIN)
-            bins[k] = bins.get(k, 0) + b
-        self._took(qpns, rest, now, tagged=True)
-        return n
-
     def drain_backlogs(self) -> None:
         """Send what each port's token bucket allows (ports.c)."""
         self.tx_ports.drain(self.now())
@@ -316,29 +321,17 @@ class Nic:
         if reason != "not_roce":  # other traffic on the port is not ours to count
             self.malformed[reason] = self.malformed.get(reason, 0) + 1
 
-    def receive(self, plane: int, now: float) -> int:
-        """Read a burst from a port: the compiled path places data for attached QPs and
-        takes their unmarked SACKs; their other packets come here parsed, and the rest
-        as frames. Returns how many frames were read."""
-        read, placed, qpns, rest = self.tx_ports.receive(plane, READ_BURST, now)
-        if placed:  # new payload placed in memory: goodput
-            b = self.rx_bins[plane]
-            k = int(now / RX_BIN)
-            b[k] = b.get(k, 0) + placed
-        self._took(qpns, rest, now, plane)
-        return read
-
-    def _took(self, qpns: list[int], rest: list, now: float, plane: int = -1,
-              tagged: bool = False) -> None:
-        """What the compiled path did with a burst, and what it left us (`tagged`: each
-        item with the plane it came in on, as `release` gives them)."""
-        for q in qpns:
+    def _took(self, wake: list[tuple[int, int]], rest: list, now: float) -> None:
+        """What the loop handed us: the QPs the policy must see (why: touched, a timer
+        due), then what no QP took, each item with the plane it came in on."""
+        for q, why in wake:
             c = self.by_qpn[q]
-            c.received(now)
+            if why & WAKE_TOUCHED:
+                c.received(now)
+            if why & WAKE_TIMER:
+                c.timer(now)
             self.touched.add(c)
-        for item in rest:
-            if tagged:
-                plane, item = item
+        for plane, item in rest:
             if type(item) is bytes:
                 self.on_frame(item, plane)
             else:  # a Decoded for an attached QP (Ports.attach): by its DQPN
@@ -608,75 +601,58 @@ class Nic:
 
     # ---- loop -------------------------------------------------------------------
     def run(self) -> None:
-        fd_plane = {}
-        for plane, s in self.ports.items():
+        for s in self.ports.values():
             self.poller.register(s.fileno(), select.EPOLLIN)
-            fd_plane[s.fileno()] = plane
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
         self.refresh_links()  # the state before the first notification
+        epfd = self.poller.fileno()
         while self.running:
+            # The compiled loop (datapath/loop.c) waits, reads the ports, releases held
+            # frames, paces sends and serves the connections armed in it, until the
+            # policy has work or its timers (`due`) are due.
+            events, wake, rest, bins, (waits, left) = self.loop.run(
+                epfd, self.wake.next_due(), LOOP_LIMIT, RX_BIN, self._hungry())
+            self.meter.wakeups += waits
+            for plane, k, b in bins:  # new payload placed in memory: goodput
+                pb = self.rx_bins[plane]
+                pb[k] = pb.get(k, 0) + b
             now = self.now()
-            due = [t for t in (self.wake.next_due(), self.next_send_time(),
-                               self.tx_ports.next_release()) if t is not None]
-            wait = min(due, default=now + 0.5) - now
-            events = self.poller.poll(max(0.0, min(wait, 0.5)))
-            self.meter.wakeups += 1
-            # Read the ports round-robin, a few frames each: draining one port's queue
-            # before the next would reorder arrivals by milliseconds (and fool RACK).
-            readable = [self.ports[fd_plane[fd]] for fd, _ in events if fd in fd_plane]
-            for _ in range(64):
-                if not readable:
-                    break
-                still = []
-                for s in readable:
-                    try:
-                        read = self.receive(fd_plane[s.fileno()], self.now())
-                    except OSError:  # ENETDOWN: the port lost carrier; LinkWatch says
-                        read = 0
-                    if read == READ_BURST:
-                        still.append(s)
-                readable = still
-                if self.touched and not self.tx_ports.queued:
-                    self._flush_touched()
-                else:
-                    # Frames waiting to go out go out when due, not after every frame
-                    # read: a long read burst otherwise idles the ports (the fidelity
-                    # monitor's paced-send lateness showed it).
-                    self.drain_backlogs()
-            self.release(self.now())  # held frames now due (the scale model's latency)
+            self._took(wake, rest, now)
             self._flush_touched()
             for fd, mask in events:
                 if fd == self.links.fileno():
                     if self.links.changed():
                         self.refresh_links()
-                elif fd not in fd_plane:
+                else:
                     self.control.on_event(fd, mask)
-            now = self.now()
-            # Timers judge silence: not while frames we have not read may answer it
-            # (a stalled NIC's backlog), but no more than a few rounds in a row, so
-            # that an input flood cannot starve SACKs and RTOs.
-            self.deferred = self.deferred + 1 if readable else 0
-            run_timers = self.deferred == 0 or self.deferred > MAX_TIMER_DEFERRALS
-            if self.deferred > MAX_TIMER_DEFERRALS:
-                self.deferred = 0
-            if run_timers:
-                for c, due in self.wake.pop_due(now):
-                    self.meter.timers.add(now - due)
-                    c.timer(now)
-                    self.flush(c)
-            # What is due goes out first, so that the slots it frees are refilled in this
-            # round, not the next: a wake-up by the pacer alone (no frame read, no timer)
-            # otherwise found every slot still taken, queued nothing, and left the port
-            # one frame from empty until the next wake-up, at least 1 ms away (epoll's
-            # resolution). On `ecmp`'s faster port a RoCE QP then sent ~500 frames a
-            # second whatever its rate (15 of 40 Mb/s, slowed 4 times).
+            self._run_timers(left)
             self.drain_backlogs()
             for c in self.wake.starved():  # longest-waiting first, while slots are free
                 if not self.budget():
                     break
                 self.flush(c)
-            self.drain_backlogs()
         self.log("stop")
+
+    def _hungry(self) -> int:
+        """The planes our own connections wait for slots on (bit p: plane p)."""
+        mask = 0
+        for c in self.wake.starved():
+            mask |= c.plane_mask
+        return mask
+
+    def _run_timers(self, left: bool) -> None:
+        """The policy's timers that are due. They judge silence: not while frames we
+        have not read may answer it (a stalled NIC's backlog), but no more than a few
+        rounds in a row, so that an input flood cannot starve SACKs and RTOs."""
+        self.deferred = self.deferred + 1 if left else 0
+        if 0 < self.deferred <= MAX_TIMER_DEFERRALS:
+            return
+        self.deferred = 0
+        now = self.now()
+        for c, due in self.wake.pop_due(now):
+            self.meter.timers.add(now - due)
+            c.timer(now)
+            self.flush(c)
 
 
 def main() -> int:

@@ -54,6 +54,15 @@ class Lateness:
         h.buckets, h.n, h.max = dict(buckets), n, max_late
         return h
 
+    def merged(self, other: Lateness) -> Lateness:
+        """Both histograms' samples as one."""
+        h = Lateness()
+        h.buckets = dict(self.buckets)
+        for k, v in other.buckets.items():
+            h.buckets[k] = h.buckets.get(k, 0) + v
+        h.n, h.max = self.n + other.n, max(self.max, other.max)
+        return h
+
     def quantile(self, q: float) -> float:
         """The upper edge of the bucket holding the q-quantile (0 with no samples)."""
         if not self.n:
@@ -92,6 +101,7 @@ class Pacer(Protocol):
     def reset_meter(self) -> None: ...
     def send_late(self) -> tuple[dict[int, int], int, float]: ...
     def release_late(self) -> tuple[dict[int, int], int, float] | None: ...
+    def timer_late(self) -> tuple[dict[int, int], int, float]: ...
     def delay_counters(self) -> dict | None: ...
     def load(self) -> dict[int, tuple[float, int]]: ...
 
@@ -117,7 +127,8 @@ class Meter:
             socket_stats(s)  # zero the kernel's counters
         self.t0 = now
         self.cpu0 = _cpu()
-        self.timers = Lateness()
+        self.timers = Lateness()  # the policy's timers (the loop's own: loop_timers)
+        self.loop_timers = Lateness()
         self.sends = Lateness()
         self.releases = Lateness()
         self.load = {p: PortLoad(r) for p, r in self.rates.items()}
@@ -158,6 +169,7 @@ class Meter:
         if self.pacer is None:
             return
         self.sends = Lateness.of(*self.pacer.send_late())
+        self.loop_timers = Lateness.of(*self.pacer.timer_late())
         released = self.pacer.release_late()
         if released is not None:
             self.releases = Lateness.of(*released)
@@ -169,7 +181,8 @@ class Meter:
         self._take_pacer()
         return {"wall_s": round(now - self.t0, 4), "cpu_s": round(_cpu() - self.cpu0, 4),
                 "harness_cpu_s": round(self.harness_cpu, 4), "wakeups": self.wakeups,
-                "timer_late": self.timers.to_json(), "send_late": self.sends.to_json(),
+                "timer_late": self.timers.merged(self.loop_timers).to_json(),
+                "send_late": self.sends.to_json(),
                 "release_late": self.releases.to_json(),
                 "delay_dropped": self._delay_dropped() - self.delay_dropped0,
                 "ports": {str(p): {"socket_packets": self.packets.get(p, 0),

@@ -104,7 +104,6 @@ class MrcConnection(ConnectionBase):
         # seeded by the pair's first QPN: the same choices however often it was made again
         self.reverse = ReverseEvs(profile, random.Random(cfg.seed * 1_000_003
                                                          + first_qpn(local_qpn)))
-        self._rx_count, self._rx_at = 0, float("-inf")  # data received, and when it last grew
         self._rx_probed = 0  # the data count at the last reverse probe (or when none was due)
         # requester: the compiled sender, framing from the codec's per-opcode bodies with
         # every per-packet field zero (it writes those by name)
@@ -119,7 +118,7 @@ class MrcConnection(ConnectionBase):
         self.tx = datapath.Sender(
             cfg.rcv_window, cfg.pmtu, templates,
             ((Dscp.TRIMMABLE << 2) | ECT0, (Dscp.TRIMMABLE_RETX << 2) | ECT0, TIMESTAMP_UNIT),
-            self.profile.new_rotation)
+            self._rotate)
         self._evs = list(self.profile.evs.values())  # by the sender's path index
         self.tx.set_paths([(e.fb, e.ev, *ev_split(e.ev), e.path.src, e.path.delivered,
                             e.path.container) for e in self._evs])
@@ -244,6 +243,7 @@ class MrcConnection(ConnectionBase):
               budget: int) -> int:
         """What packets_to_send says, into a list of (EV, frame) or onto the ports."""
         self.profile.now = now  # rotations start while sending: their changes' time
+        self.tx.policy_wanted = 0
         self._reverse_upkeep(now)
         if self._paths_dirty:  # Ports.receive may answer for us before receive_frame
             self._control_paths()
@@ -363,8 +363,17 @@ class MrcConnection(ConnectionBase):
                                  "dqpn": self.remote_qpn if dqpn is None else dqpn},
                             headers=headers)
 
+    def _rotate(self, now: float) -> bool:
+        """The sender's next rotation, at its send's time (the NIC's loop may send
+        without a Python call in between: the time is the sender's to give)."""
+        self.profile.now = now
+        return self.profile.new_rotation()
+
     def _on_profile_change(self, ev: EvStateChanged) -> None:
         self._events.append(ev)
+        # An EV's state changed, perhaps inside a send the NIC's loop made without us:
+        # the loop hands the connection back for its events and their consequences.
+        self.tx.policy_wanted = 1
         # A suspect path is no place for our acks either (B9).
         if ev.new in (EvState.STOPPED.value, EvState.ASSUMED_BAD.value, EvState.DENIED.value):
             if self.reverse.retired(ev.ev):
@@ -405,8 +414,6 @@ class MrcConnection(ConnectionBase):
         send, by a probe an RTT while we only receive."""
         interval = self._reverse_interval()
         rx = self.rx.rx_data
-        if rx != self._rx_count:
-            self._rx_count, self._rx_at = rx, now
         if not self.idle:
             if self.reverse.refresh(now, interval):
                 self._paths_dirty = True
@@ -414,7 +421,7 @@ class MrcConnection(ConnectionBase):
             # Armed by data that came since the last probe; whether it came within the
             # last interval decides if we still only receive, or have gone quiet.
             self._rx_probed = rx
-            if now - self._rx_at > interval:
+            if now - self.rx.last_data_at > interval:
                 self.reverse.last_probe = now
             elif (e := self.reverse.probe_due(now, interval)) is not None:
                 self._stats.reverse_probes += 1
@@ -582,15 +589,37 @@ class MrcConnection(ConnectionBase):
         # which the overdue scan acts on first: its deadline is the one to wake for.
         if (due := self.tx.overdue_at()) is not None:
             times.append(due)
-        if (due := self.health.next_deadline(self._probe_rtt)) is not None:
-            times.append(due)
-        if (probe := self.health.next_probe_at()) is not None:
-            times.append(probe)
-        if (due := self._port_update_due()) is not None:
-            times.append(due)
+        times += self._policy_timers()
         if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
             times.append(self.reverse.next_probe_at(self._reverse_interval()))
         return min(times) if times else None
+
+    def _policy_timers(self) -> list[float]:
+        """The path monitor's deadlines and probes, and our port update's resend."""
+        times = [self.health.next_deadline(self._probe_rtt), self.health.next_probe_at(),
+                 self._port_update_due()]
+        return [t for t in times if t is not None]
+
+    def loop_state(self) -> tuple[bool, float | None, float | None]:
+        """Whether the NIC's loop may serve this connection without us until we are
+        needed (its sends, its control frames, its delayed SACK: Loop.arm), when our own
+        timers fall due meanwhile, and from when data arriving is news to us (a
+        receiver's reverse probe, armed by data: next_timer). Not while anything only we
+        can do is pending: control frames of ours, stale control paths, an EV's change, a
+        stopped EV or a hole awaiting its verdict (each SACK may settle it)."""
+        if (self.control or self._paths_dirty or self.tx.policy_wanted
+                or not self.health.quiet):
+            return False, None, None
+        times = self._policy_timers()
+        interval = self._reverse_interval()
+        data_due = None
+        if not self.idle:  # the reverse set's refresh while we send
+            times.append(self.reverse.last_refresh + interval)
+        elif self.rx.rx_data != self._rx_probed:  # a receiver's probe, armed
+            times.append(self.reverse.next_probe_at(interval))
+        else:  # armed by the next data after this
+            data_due = self.reverse.next_probe_at(interval)
+        return True, min(times, default=None), data_due
 
     @property
     def _probe_rtt(self) -> float:

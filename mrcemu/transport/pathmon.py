@@ -179,6 +179,12 @@ class PathMonitor:
             s.probe_at = now
             self._proofs[ev] = _Proof(data_probe_id, psn, s.sent)
 
+    @property
+    def quiet(self) -> bool:
+        """No EV stopped and no hole awaiting its verdict: no acknowledgement can change
+        anything here (heard() has nothing to do)."""
+        return not self._stops and not self._holes
+
     def heard(self, now: float) -> None:
         """Feedback came from a STOPPED EV (an ack of data sent on it, a SACK or NACK it
         carried) about a packet sent on it as late as the overdue one or later: the path

@@ -52,8 +52,9 @@ class Rig:
                             addr(0x10 + routes[i]))
                            for i, (s, ev) in enumerate(zip(self.slots, self.evs, strict=True))])
 
-    def rotate(self) -> None:
+    def rotate(self, now: float) -> None:
         self.rotations += 1
+        self.rotated_at = now
         self.tx.set_order(self.order or range(len(self.slots)))
 
     def send(self, now: float, budget: int = 1 << 20, cwnd: float = 1e12,
@@ -512,7 +513,7 @@ def test_bad_set_up_is_refused():
     with pytest.raises(ValueError):
         rig.tx.set_order([0, 9])  # names no path
     with pytest.raises(ValueError):
-        datapath.Sender(0, PMTU, (b"",) * 6, (0, 0, 1.0), lambda: None)
+        datapath.Sender(0, PMTU, (b"",) * 6, (0, 0, 1.0), lambda now: None)
     with pytest.raises(ValueError):
         rig.tx.set_paths([(rig.slots[0], 1, 2, 3, b"short", addr(1), addr(2))])
 
