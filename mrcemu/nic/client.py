@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from mrcemu.errors import MrcemuError
+from mrcemu.nic import ops
 from mrcemu.nic.control import Relay, request
 from mrcemu.transport.config import clock_scale
 
@@ -34,12 +35,6 @@ def poll_interval(host_link_mbps: float) -> float:
     that delay the same in round trips, and spares the NICs k times the requests. Never
     more often than at 20 Mb/s."""
     return POLL * max(1.0, clock_scale(host_link_mbps))
-
-
-def qp_arg(w: dict) -> dict:
-    """The `qp` of a request about write `w`'s connection (none for the first QP, so
-    that requests of one-QP workloads are as they were)."""
-    return {"qp": w["qp"]} if w.get("qp") else {}
 
 
 class NicClient:
@@ -61,12 +56,12 @@ class NicClient:
     def close(self) -> None:
         self.pool.shutdown(wait=True)
 
-    def ask(self, calls: list[tuple[int, dict]]) -> list[dict]:
+    def ask(self, calls: list[tuple[int, ops.Op]]) -> list[dict]:
         """Each (host, request): the replies in the order of `calls`. One batch a host,
         the hosts at once; those another server runs, one relayed batch a server."""
         per_host: dict[int, list[dict]] = {}
         for h, req in calls:
-            per_host.setdefault(h, []).append(req)
+            per_host.setdefault(h, []).append(req.to_json())
         relayed: dict[Hashable, dict[str, list[dict]]] = {}
         futs: dict[int, Future] = {}
         for h, rs in per_host.items():
@@ -91,9 +86,9 @@ class NicClient:
                 raise MrcemuError(f"h{h}: {r.get('error')}")
         return out
 
-    def ask_each(self, op: str, **args: object) -> list[dict]:
+    def ask_each(self, op: ops.Op) -> list[dict]:
         """The same request to every host."""
-        return self.ask([(h, {"op": op, **args}) for h in self.hosts])
+        return self.ask([(h, op) for h in self.hosts])
 
     def match_settings(self, writes: list[dict], stats: list[dict]) -> bool:
         """Make each write's connection again where it was made with other settings
@@ -109,10 +104,9 @@ class NicClient:
         if stale:
             # Both ends at the next generation of the pair's QPN: what either end's old
             # QP still has on the wire reaches neither new one.
-            self.ask([(a, {"op": "reconnect", "peer": b, "transport": t, "qp": q,
-                           "settings": settings, "gen": gen})
+            self.ask([(a, ops.Reconnect(peer=b, transport=t, qp=q, settings=settings, gen=gen))
                       for (a, b, t, q), (settings, gen) in stale.items()]
-                     + [(b, {"op": "reconnect", "peer": a, "transport": t, "qp": q, "gen": gen})
+                     + [(b, ops.Reconnect(peer=a, transport=t, qp=q, gen=gen))
                         for (a, b, t, q), (_s, gen) in stale.items()])
         return bool(stale)
 
@@ -120,17 +114,14 @@ class NicClient:
         """Register each write's region at its destination, then post it at its source.
         If any is refused (over a NIC's memory budget, say), the regions already made
         are freed before the error is raised."""
-        regions = self.ask([(w["dst"], {"op": "register", "size": w["size"]}) for w in writes])
+        regions = self.ask([(w["dst"], ops.Register(size=w["size"])) for w in writes])
         for w, mr in zip(writes, regions, strict=True):
             w["rkey"], w["va"] = mr["rkey"], mr["va"]
         try:
-            wrote = self.ask([(w["src"], {"op": "write", "peer": w["dst"],
-                                          "transport": w["transport"], "size": w["size"],
-                                          "seed": w["seed"], "va": w["va"], "rkey": w["rkey"],
-                                          **qp_arg(w),
-                                          **({"settings": w["settings"]}
-                                             if w.get("settings") else {})})
-                              for w in writes])
+            wrote = self.ask([(w["src"], ops.Write(
+                peer=w["dst"], transport=w["transport"], size=w["size"], seed=w["seed"],
+                va=w["va"], rkey=w["rkey"], qp=w.get("qp", 0),
+                settings=w.get("settings") or None)) for w in writes])
         except MrcemuError:
             self.free(writes)
             raise
@@ -139,9 +130,8 @@ class NicClient:
         return writes
 
     def poll(self, writes: list[dict]) -> None:
-        states = self.ask([(w["src"], {"op": "msg", "peer": w["dst"],
-                                       "transport": w["transport"], "msn": w["msn"],
-                                       **qp_arg(w)})
+        states = self.ask([(w["src"], ops.Msg(peer=w["dst"], transport=w["transport"],
+                                              msn=w["msn"], qp=w.get("qp", 0)))
                            for w in writes])
         for w, m in zip(writes, states, strict=True):
             for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
@@ -166,7 +156,7 @@ class NicClient:
     def verify(self, writes: list[dict]) -> None:
         """SHA-256 of each destination region against the source's; frees the regions."""
         try:
-            hashes = self.ask([(w["dst"], {"op": "hash", "rkey": w["rkey"]}) for w in writes])
+            hashes = self.ask([(w["dst"], ops.Hash(rkey=w["rkey"])) for w in writes])
         finally:
             self.free(writes)
         for w, h in zip(writes, hashes, strict=True):
@@ -175,7 +165,8 @@ class NicClient:
 
     def free(self, writes: list[dict]) -> None:
         # Best effort: a region that is already gone is not an error here.
-        calls = [(w["dst"], {"op": "free", "rkey": w["rkey"]}) for w in writes if "rkey" in w]
+        calls: list[tuple[int, ops.Op]] = [(w["dst"], ops.Free(rkey=w["rkey"]))
+                                           for w in writes if "rkey" in w]
         try:
             self.ask(calls)
         except MrcemuError:

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
+from mrcemu.nic import ops
 
 
 def socket_path(host: str) -> Path:
@@ -35,13 +36,17 @@ class Relay(Protocol):
         {"ok": false, "error": ...}}."""
 
 
-def request(host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+def request(host: str, op: str | ops.Op, timeout: float = 10.0, **args: object) -> dict:
+    """One request to `host`'s daemon: an Op, or its name and fields (checked here as
+    the daemon would, so a malformed one never leaves). Its reply; MrcemuError if the
+    daemon refuses it or does not answer."""
+    body = (op if isinstance(op, ops.Op) else ops.parse({"op": op, **args})).to_json()
     path = socket_path(host)
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(str(path))
-            s.sendall(json.dumps({"op": op, **args}).encode() + b"\n")
+            s.sendall(json.dumps(body).encode() + b"\n")
             buf = b""
             while not buf.endswith(b"\n"):
                 chunk = s.recv(1 << 20)
@@ -66,9 +71,10 @@ class ControlServer:
 
     Replies are queued per client and written as the socket takes them (EPOLLOUT), so
     a client that stops reading stalls only itself; one whose unread replies pass
-    MAX_QUEUED bytes is dropped."""
+    MAX_QUEUED bytes, or whose request passes MAX_LINE without its newline, is dropped."""
 
     MAX_QUEUED = 64 << 20
+    MAX_LINE = 16 << 20  # a request's bytes before its newline
 
     def __init__(self, path: Path, handle: Callable[[dict], dict], poller: select.epoll
                  ) -> None:
@@ -124,11 +130,18 @@ class ControlServer:
         while b"\n" in c.inbuf:
             line, c.inbuf = c.inbuf.split(b"\n", 1)
             try:
-                reply = self.handle(json.loads(line))
-            except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
-                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                req = json.loads(line)
+            except ValueError as e:
+                reply = {"ok": False, "error": f"a request is one JSON object a line: {e}"}
+            else:
+                try:
+                    reply = self.handle(req)
+                except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
+                    reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             c.out += json.dumps(reply).encode() + b"\n"
-        if len(c.out) > self.MAX_QUEUED:
+        # A line that never ends would grow without bound: its client goes, as one that
+        # stops reading does.
+        if len(c.out) > self.MAX_QUEUED or len(c.inbuf) > self.MAX_LINE:
             self._drop(c)
 
     def _write(self, c: _Client) -> None:

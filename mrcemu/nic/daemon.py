@@ -8,7 +8,6 @@ namespace (the fabric manager does this at `up`, with its topology snapshot).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import select
@@ -22,7 +21,7 @@ from ipaddress import IPv6Address
 
 from mrcemu import datapath
 from mrcemu.errors import MrcemuError
-from mrcemu.nic import meter, sink
+from mrcemu.nic import handlers, meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
@@ -33,8 +32,8 @@ from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
 from mrcemu.transport.factory import make_connection
-from mrcemu.transport.memory import BudgetExceeded, MemoryTable
-from mrcemu.transport.profiles import MAX_QPS, qp_of
+from mrcemu.transport.memory import MemoryTable
+from mrcemu.transport.profiles import qp_of
 from mrcemu.wire import codec
 from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
 
@@ -86,11 +85,6 @@ def announcers(keys: Iterable[tuple[int, str, int]]) -> set[tuple[int, str, int]
         if transport == "mrc" and qp < first.get(peer, qp + 1):
             first[peer] = qp
     return {(peer, "mrc", qp) for peer, qp in first.items()}
-
-
-def _busy(c: Connection) -> bool:
-    """Writes unfinished or packets unacknowledged: a connection not to be made again."""
-    return not c.idle or next(iter(c.unfinished()), None) is not None
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -154,7 +148,8 @@ class Nic:
         self.loop = datapath.Loop(self.tx_ports)
         self.ctl_path = socket_path(self.name)
         self.poller = select.epoll()
-        self.control = ControlServer(self.ctl_path, self._try, self.poller)
+        self.control = ControlServer(self.ctl_path, lambda req: handlers.dispatch(self, req),
+                                     self.poller)
         log_path(self.name).parent.mkdir(parents=True, exist_ok=True)
         self.log_file = open(log_path(self.name), "a", buffering=1)
         self.links = LinkWatch()
@@ -168,6 +163,7 @@ class Nic:
         self.wake: Wakeups[Connection] = Wakeups()
         self.keys: dict[Connection, ConnKey] = {}
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
+        self.rx_bin_s = RX_BIN
         self.meter = meter.Meter(self.ports, self.rate, self.now(), self.tx_ports)
 
     def now(self) -> float:
@@ -219,7 +215,7 @@ class Nic:
         unacknowledged."""
         c = self.conns.get(key)
         if c is not None:
-            if _busy(c):
+            if self.busy(c):
                 return (f"h{self.host}'s {key[1]} connection to h{key[0]} is busy: wait for "
                         "its writes to finish")
             if settings is None:
@@ -235,6 +231,11 @@ class Nic:
             self.touched.discard(c)
         self.conn(key[0], key[1], settings, key[2], gen)
         return None
+
+    @staticmethod
+    def busy(c: Connection) -> bool:
+        """Writes unfinished or packets unacknowledged: a connection not to be made again."""
+        return not c.idle or next(iter(c.unfinished()), None) is not None
 
     def drain_events(self, c: Connection) -> None:
         """Take the connection's events into its history, logging the ones a person
@@ -427,177 +428,6 @@ class Nic:
             for key, c in self.conns.items():
                 c.port_status(up, self.now(), announce=key in heralds)
                 self.flush(c)
-
-    # ---- control ----------------------------------------------------------------
-    def handle(self, req: dict) -> dict:
-        op = req.get("op")
-        if op == "ping":
-            return {"ok": True, "host": self.name, "pid": os.getpid(),
-                    "malformed": self.malformed, "transport": self.cfg.to_json(),
-                    "memory_used": self.memory.used + self.held_bytes(),
-                    "memory_budget": self.memory.budget,
-                    "delay_line_bytes": self.delay_bytes,
-                    "delay_line": self.tx_ports.delay_counters()}
-        if op == "register":
-            try:
-                with self.meter.harness():  # allocating (zeroing) the region
-                    mr = self.memory.register(int(req["size"]), also_held=self.held_bytes())
-            except BudgetExceeded as e:
-                return {"ok": False, "error": str(e)}
-            self.log("register", rkey=mr.rkey, size=len(mr.buf))
-            return {"ok": True, "rkey": mr.rkey, "va": mr.base}
-        if op == "free":
-            self.memory.free(int(req["rkey"]))
-            return {"ok": True}
-        if op == "hash":
-            mr = self.memory.regions.get(int(req["rkey"]))
-            if mr is None:
-                return {"ok": False, "error": f"no memory region with R_Key {req['rkey']}"}
-            with self.meter.harness():
-                digest = mr.sha256()
-            return {"ok": True, "sha256": digest}
-        if op == "write":
-            peer, transport, qp = self._key(req)
-            if not 0 <= peer < self.topo.hosts or peer == self.host:
-                return {"ok": False, "error": f"no peer h{peer}"}
-            if not 0 <= qp < (MAX_QPS if transport == "roce" else 1):
-                return {"ok": False, "error": f"no {transport} QP {qp}: a pair has "
-                        f"{MAX_QPS if transport == 'roce' else 1} at most"}
-            size = int(req["size"])
-            try:
-                self.memory.check_budget(size, also_held=self.held_bytes())
-            except BudgetExceeded as e:
-                return {"ok": False, "error": str(e)}
-            with self.meter.harness():
-                data = bytearray(size)
-                datapath.fill(data, int(req.get("seed", 1)))
-                digest = hashlib.sha256(data).hexdigest()  # before posting: it takes a while
-            try:
-                c = self.conn(peer, transport, req.get("settings"), qp)
-            except MrcemuError as e:
-                return {"ok": False, "error": str(e)}
-            msn = c.post_write(data, int(req["va"]), int(req["rkey"]), self.now(),
-                               imm=req.get("imm"))
-            self.log("post", peer=peer, transport=transport, qp=qp, msn=msn, size=size)
-            self.flush(c)
-            return {"ok": True, "msn": msn, "sha256": digest}
-        if op == "stats":
-            key = self._key(req)
-            c = self.conns.get(key)
-            if c is None:
-                if req.get("missing_ok"):
-                    return {"ok": True, "stats": None}
-                return {"ok": False, "error": f"no {key[1]} connection to h{key[0]}"}
-            self.drain_events(c)
-            h = self.history[key]
-            return {"ok": True, "stats": c.stats.to_json(),
-                    "unfinished": [h.message(c, m.msn) for m in c.unfinished()],
-                    "ev_states": c.profile.states(), "failed": c.failed,
-                    "ev_changes": h.ev_change_rows(), "path_changes": h.path_change_rows(),
-                    "planes_down": sorted(c.profile.planes_down), "cwnd": c.cwnd,
-                    "cc": c.cc_state(), "settings": self.conn_settings.get(key, {}),
-                    "load_balancing": c.profile.policy.name,
-                    "srtt": c.srtt, "history_dropped": h.dropped,
-                    "gen": self.conn_gen.get(key, 0),
-                    "malformed": self.malformed}
-        if op == "reconnect":  # settings None: the connection's own, kept
-            # Both ends at one generation, which only the caller, asking both, can give:
-            # an end made again alone would hear nothing from its peer.
-            if "gen" not in req:
-                return {"ok": False, "error": "reconnect needs the pair's new generation "
-                        "(`gen`, the same at both ends)"}
-            err = self.remake(self._key(req), req.get("settings"), int(req["gen"]))
-            return {"ok": False, "error": err} if err else {"ok": True}
-        if op == "configure":
-            # The NIC's own transport settings (`transport:` in a scenario) changed between
-            # runs: every connection is made again over them, keeping its own settings.
-            try:
-                cfg = TransportConfig.from_json({**self.cfg.to_json(), **req["transport"]})
-            except MrcemuError as e:
-                return {"ok": False, "error": str(e)}
-            busy = [k for k, c in self.conns.items() if _busy(c)]
-            if busy:
-                return {"ok": False, "error": f"h{self.host} has connections busy: "
-                        + ", ".join(f"{t} to h{p}" for p, t, _q in busy)}
-            self.cfg = cfg
-            # Every connection, and every pair made from now on, at the generation the
-            # client gave every NIC alike: past any either end of a pair has had.
-            self.epoch = int(req.get("gen", self.epoch + 1))
-            for key in list(self.conns):
-                self.remake(key, None, self.epoch)
-            return {"ok": True}
-        if op == "generation":  # the highest this NIC's connections have had
-            return {"ok": True, "gen": max([self.epoch, *self.conn_gen.values()])}
-        if op in ("deny", "allow"):
-            c = self.conn(int(req["peer"]), "mrc")
-            ev = int(str(req["ev"]), 0)
-            if ev not in c.profile.evs:
-                return {"ok": False, "error": f"no EV 0x{ev:08x} toward h{req['peer']}"}
-            (c.profile.deny if op == "deny" else c.profile.allow)(ev, self.now())
-            self.flush(c)  # a denied EV is probed back: timers to run
-            return {"ok": True}
-        if op == "batch":
-            return {"ok": True, "replies": [self._try(r) for r in req.get("requests", [])]}
-        if op == "msg":
-            key = self._key(req)
-            c = self.conns.get(key)
-            if c is None:
-                return {"ok": False, "error": f"no {key[1]} connection to h{key[0]}"}
-            self.drain_events(c)
-            m = self.history[key].message(c, int(req["msn"]))
-            if m is None:
-                return {"ok": False, "error": f"no message {req['msn']} (unknown, or "
-                                             "completed too long ago to be remembered)"}
-            return {"ok": True, **m, "failed": c.failed}
-        if op == "internals":  # a snapshot of each busy connection, for diagnosis
-            now = self.now()
-            out = [{"peer": peer, "transport": transport, "qp": qp, **c.snapshot(now)}
-                   for (peer, transport, qp), c in self.conns.items() if c.busy]
-            return {"ok": True, "conns": out, "backlog": self.tx_ports.backlog(),
-                    "ports": self.tx_ports.counters(),
-                    "connections": len(self.conns), "active": len(self.wake)}
-        if op == "trace_reset":
-            for c in self.conns.values():
-                c.tx_trace.clear()
-            self.rx_bins = {p: {} for p in self.ports}
-            self.meter.reset(self.now())
-            return {"ok": True, "t": self.now()}
-        if op == "trace":
-            conns = []
-            for (peer, transport, qp), c in self.conns.items():
-                self.drain_events(c)
-                h = self.history[(peer, transport, qp)]
-                conns.append({
-                    "peer": peer, "transport": transport, "qp": qp,
-                    "stats": c.stats.to_json(),
-                    "tx": c.tx_trace.to_json(), "ev_changes": h.ev_change_rows(),
-                    "path_changes": h.path_change_rows(), "rto": c.rto, "srtt": c.srtt,
-                    "cwnd": c.cwnd, "cc": c.cc_state(),
-                    "pmtu": self.cfg.pmtu, "history_dropped": h.dropped})
-            return {"ok": True, "host": self.host, "conns": conns, "rx_bin_s": RX_BIN,
-                    "rx_bins": {str(p): {str(k): v for k, v in b.items()}
-                                for p, b in self.rx_bins.items()},
-                    "malformed": self.malformed, "fidelity": self.meter.to_json(self.now())}
-        if op == "fidelity":  # the self-measurements (mrcemu.nic.meter); reset: start anew
-            if req.get("reset"):
-                self.meter.reset(self.now())
-                return {"ok": True}
-            return {"ok": True, "fidelity": self.meter.to_json(self.now())}
-        if op == "shutdown":
-            self.running = False
-            return {"ok": True}
-        return {"ok": False, "error": f"unknown op {op!r}"}
-
-    @staticmethod
-    def _key(req: dict) -> ConnKey:
-        """The connection a request names: peer, transport (MRC by default) and QP."""
-        return int(req["peer"]), req.get("transport", "mrc"), int(req.get("qp", 0))
-
-    def _try(self, req: dict) -> dict:
-        try:
-            return self.handle(req)
-        except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
-            return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
     # ---- loop -------------------------------------------------------------------
     def run(self) -> None:

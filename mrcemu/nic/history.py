@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
+from mrcemu.nic.ops import EvChange, PathChange
 from mrcemu.transport.base import Connection
 from mrcemu.transport.events import (
     ConnectionFailed,
@@ -71,8 +72,8 @@ class History:
         return {"msn": d.msn, "size": d.size, "acked_pkts": d.npkts, "npkts": d.npkts,
                 "posted_at": d.posted_at, "done_at": d.done_at}
 
-    def ev_change_rows(self) -> list[list]:
-        return [[e.t, e.ev, e.old, e.new, e.why, e.lost_sent] for e in self.ev_changes]
+    def ev_change_rows(self) -> list[EvChange]:
+        return [EvChange(e.t, e.ev, e.old, e.new, e.why, e.lost_sent) for e in self.ev_changes]
 
-    def path_change_rows(self) -> list[list]:
-        return [[p.t, p.old_ev, p.new_ev] for p in self.path_changes]
+    def path_change_rows(self) -> list[PathChange]:
+        return [PathChange(p.t, p.old_ev, p.new_ev) for p in self.path_changes]

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from mrcemu import fidelity
 from mrcemu.errors import MrcemuError
-from mrcemu.nic.client import NicClient, poll_interval, qp_arg
+from mrcemu.nic import ops
+from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.nic.control import Relay
 from mrcemu.topology import Topology, latency
 from mrcemu.topology.paths import ev_fields, path_label
@@ -25,8 +26,9 @@ Spec = tuple[int, int, int, str, int]  # src, dst, size, transport, seed
 
 def _stats(client: NicClient, writes: list[dict]) -> list[dict]:
     """Each write's connection's stats reply (empty before its first use)."""
-    return client.ask([(w["src"], {"op": "stats", "peer": w["dst"], "transport": w["transport"],
-                                   "missing_ok": True, **qp_arg(w)}) for w in writes])
+    return client.ask([(w["src"], ops.Stats(peer=w["dst"], transport=w["transport"],
+                                            missing_ok=True, qp=w.get("qp", 0)))
+                       for w in writes])
 
 
 def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: float,
@@ -45,7 +47,7 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
     if client.match_settings(writes, before):  # some made again: their counters restart
         before = _stats(client, writes)
     nics = sorted({h for w in writes for h in (w["src"], w["dst"])})
-    client.ask([(h, {"op": "fidelity", "reset": True}) for h in nics])
+    client.ask([(h, ops.Fidelity(reset=True)) for h in nics])
     t0 = time.monotonic()
     client.post(writes)
 
@@ -57,7 +59,7 @@ def run_writes(client: NicClient, topo: Topology, specs: list[Spec], timeout: fl
                 every=poll_interval(topo.host_link_mbps))
     elapsed = time.monotonic() - t0
     after = _stats(client, writes)
-    measured = client.ask([(h, {"op": "fidelity"}) for h in nics])
+    measured = client.ask([(h, ops.Fidelity()) for h in nics])
     verdict = fidelity.judge({f"h{h}": r["fidelity"] for h, r in zip(nics, measured,
                                                                       strict=True)},
                              fidelity.cpus(), fidelity.for_links(topo.host_link_mbps))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from mrcemu import fidelity
+from mrcemu.nic import ops
 from mrcemu.scenario.fabric_counts import fabric
 from mrcemu.topology import Layout, faults
 from mrcemu.topology.paths import path_label
@@ -148,13 +150,15 @@ def _conns(raw: dict) -> list[tuple[int, dict]]:
             if c["transport"] == raw["transport"]]
 
 
+PathKey = tuple[int, int, int]  # source host, destination host, EV
+
+
 def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) -> list[dict]:
     out = []
     conns = _conns(raw)
 
     def broken_by(rec: dict) -> set[str]:
-        return faults.links_of(layout, faults.Fault(rec["kind"], rec["target"],
-                                                    one_way=rec["spec"].get("one_way", False)))
+        return faults.links_of(layout, _fault(rec))
 
     for rec in raw["faults"]:
         entry: dict = {"kind": rec["kind"], "target": rec["target"], "scheduled_s": rec["at_s"],
@@ -166,161 +170,223 @@ def fault_metrics(raw: dict, layout: Layout, series: dict, window_packets: int) 
         # A figure that cannot be computed leaves what was, and says why: the run's
         # report is never lost to one of its figures (its raw record is beside it).
         try:
-            _fault_entry(entry, rec, raw, layout, conns, series, window_packets, broken_by)
+            _fault_entry(entry, rec, raw, layout, conns, series, window_packets)
+            others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
+            t0, span = raw["t0"], _span(rec, raw)
+            entry.update(map_after(raw.get("map"), span[0] - t0, span[1] - t0,
+                                   broken_by(rec), others))
         except Exception as e:  # noqa: BLE001 - any defect here must not cost the report
             entry["not_computed"] = f"{type(e).__name__}: {e}"
     return out
 
 
+def _fault(rec: dict) -> faults.Fault:
+    return faults.Fault(rec["kind"], rec["target"], one_way=rec["spec"].get("one_way", False))
+
+
+def _span(rec: dict, raw: dict) -> tuple[float, float]:
+    """A fault's time in the NICs' clock: from its injection to its heal or the run's end."""
+    return rec["t_inject"], rec["t_heal"] if rec["t_heal"] is not None else raw["t_end"]
+
+
 def _fault_entry(entry: dict, rec: dict, raw: dict, layout: Layout,
-                 conns: list[tuple[int, dict]], series: dict, window_packets: int,
-                 broken_by: Callable[[dict], set[str]]) -> None:
-    """One fault's figures, written into `entry` as each is computed."""
-    t0, t_end = raw["t0"], raw["t_end"]
-    t_f = rec["t_inject"]
-    end = rec["t_heal"] if rec["t_heal"] is not None else t_end
+                 conns: list[tuple[int, dict]], series: dict, window_packets: int) -> None:
+    """One fault's figures, written into `entry` as each group is computed."""
+    t0 = raw["t0"]
+    t_f, end = _span(rec, raw)
     entry["at_s"] = round(t_f - t0, 4)
     entry["healed_s"] = None if rec["t_heal"] is None else round(rec["t_heal"] - t0, 4)
-    hit = faults.affects(layout, faults.Fault(rec["kind"], rec["target"],
-                                              one_way=rec["spec"].get("one_way", False)))
-    last = None
-    new_total = 0
-    new_max = 0
-    used: dict[tuple[int, int, int], float] = {}
-    sends: dict[tuple[int, int, int], list[float]] = defaultdict(list)
-    paths_hit = 0
+    hit = faults.affects(layout, _fault(rec))
+    use = PathUse.of(conns, hit, t_f, end)
+    entry.update(use.figures(), window_packets=window_packets)
+    entry.update(_goodput_figures(series, conns, t_f - t0, end - t0, raw.get("slowdown", 1.0)))
+    v = Verdicts()
     for src, c in conns:
-        evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
-        paths_hit += len(evs)
-        n_new = 0
-        for t, ev, rtx in zip(c["tx"]["t"], c["tx"]["ev"], c["tx"]["rtx"], strict=True):
-            if ev in evs and t_f <= t < end:
-                last = t if last is None else max(last, t)
-                used.setdefault((src, c["peer"], ev), t)
-                sends[(src, c["peer"], ev)].append(round(t - t_f, 4))
-                if not rtx:
-                    n_new += 1
-        new_total += n_new
-        new_max = max(new_max, n_new)
-    entry["last_packet_on_failed_path_s"] = round(last - t_f, 4) if last else 0.0
-    entry["failed_path_evs"] = paths_hit
-    entry["new_packets_on_failed_path"] = new_total
-    entry["new_packets_on_failed_path_max_per_connection"] = new_max
-    entry["window_packets"] = window_packets
-    level, rec_s = recovery(series, t_f - t0, end - t0, raw.get("slowdown", 1.0))
-    entry["goodput_before_mbps"] = None if level is None else round(level, 2)
-    entry["recovered_90pct_s"] = rec_s
-    entry["rtt_s"] = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))
-    entry["cost_rtts"] = fault_cost_rtts(series, t_f - t0, end - t0, level,
-                                         entry["rtt_s"])
-    # How fast the transport stopped trusting each failed path it used after the fault:
-    # from the fault, from the path's first use after it, and from the loss that
-    # retired it (the lost packet's send time), in seconds and in the connection's
-    # smoothed RTTs.
-    detect: list[float] = []
-    since_use: list[float] = []  # from the first packet on the path after the fault
-    since_loss: list[float] = []
-    since_loss_rtts: list[float] = []
-    within_2rto = within_2rtt = 0
-    bad_at: dict[tuple[int, int, int], float] = {}
-    loss_at: dict[tuple[int, int, int], float] = {}
-    rtts_of: dict[tuple[int, int, int], float] = {}
-    stop_rtts_of: dict[tuple[int, int, int], float] = {}  # stopped (or retired) after loss
-    stop_at: dict[tuple[int, int, int], float] = {}
-    while_stopped: dict[tuple[int, int, int], int] = {}  # data onto it, stopped to retired
-    after_retire: dict[tuple[int, int, int], int] = {}
-    undetected = 0
-    rtos = []
-    for src, c in conns:
-        rtos.append(c["rto"])
+        v.add(src, c, use, hit, t_f, end)
+    entry.update(v.figures(use))
+
+
+@dataclass
+class PathUse:
+    """The paths a fault hit that the connections sent on after it: when each was first
+    used, the send times on it (from the fault), the last send on any, and the new
+    (not resent) packets sent onto them."""
+    used: dict[PathKey, float] = field(default_factory=dict)
+    sends: dict[PathKey, list[float]] = field(default_factory=lambda: defaultdict(list))
+    last: float | None = None
+    t_f: float = 0.0
+    evs_hit: int = 0
+    new_total: int = 0
+    new_max: int = 0
+
+    @classmethod
+    def of(cls, conns: list[tuple[int, dict]], hit: Callable[[int, int, int], bool],
+           t_f: float, end: float) -> PathUse:
+        u = cls(t_f=t_f)
+        for src, c in conns:
+            evs = {ev for ev in set(c["tx"]["ev"]) if hit(src, c["peer"], ev)}
+            u.evs_hit += len(evs)
+            n_new = 0
+            for t, ev, rtx in zip(c["tx"]["t"], c["tx"]["ev"], c["tx"]["rtx"], strict=True):
+                if ev in evs and t_f <= t < end:
+                    u.last = t if u.last is None else max(u.last, t)
+                    u.used.setdefault((src, c["peer"], ev), t)
+                    u.sends[(src, c["peer"], ev)].append(round(t - t_f, 4))
+                    n_new += not rtx
+            u.new_total += n_new
+            u.new_max = max(u.new_max, n_new)
+        return u
+
+    def figures(self) -> dict:
+        return {"last_packet_on_failed_path_s": round(self.last - self.t_f, 4) if self.last
+                else 0.0,
+                "failed_path_evs": self.evs_hit,
+                "new_packets_on_failed_path": self.new_total,
+                "new_packets_on_failed_path_max_per_connection": self.new_max}
+
+
+def _goodput_figures(series: dict, conns: list[tuple[int, dict]], at: float, until: float,
+                     slowdown: float) -> dict:
+    """The level before a fault, how long goodput took to come back, and the fault's
+    cost in round trips (`at`, `until`: seconds from t0)."""
+    level, rec_s = recovery(series, at, until, slowdown)
+    rtt = _r(percentile([c["srtt"] for _, c in conns if c.get("srtt")], 50))
+    return {"goodput_before_mbps": None if level is None else round(level, 2),
+            "recovered_90pct_s": rec_s, "rtt_s": rtt,
+            "cost_rtts": fault_cost_rtts(series, at, until, level, rtt)}
+
+
+def _first_changes(c: dict, t_f: float) -> tuple[dict[int, float], dict[int, float],
+                                                  dict[int, tuple[float, float]]]:
+    """A connection's first verdicts on each EV after the fault at `t_f`: (retired
+    (ASSUMED_BAD or DENIED) at, the lost packet's send time that retired it, and the
+    stop still in effect when it was retired: (stopped at, lost packet's send time)).
+
+    MRC stops using a path before it retires it (docs/transport.md, loss recovery). The
+    stop that counts is the one still in effect when the path was retired (or at the
+    end), with the send time of the late packet that caused it: a stop cleared since
+    (its packet arrived after all: a queue, not the fault) was no verdict on the
+    failure. A retirement with no stop before it is its own stop."""
+    first_bad: dict[int, float] = {}
+    first_loss: dict[int, float] = {}
+    first_stop: dict[int, tuple[float, float]] = {}
+    for ch in ops.ev_changes(c):
+        k = ch.ev & 0xFFFFFFFF
+        if ch.t < t_f or k in first_bad:
+            continue
+        if ch.new == "STOPPED" and ch.lost_sent is not None:
+            first_stop.setdefault(k, (ch.t, ch.lost_sent))
+        elif ch.new in ("ASSUMED_BAD", "DENIED"):
+            first_bad[k] = ch.t
+            if ch.lost_sent is not None:
+                first_loss[k] = ch.lost_sent
+                first_stop.setdefault(k, (ch.t, ch.lost_sent))
+        elif ch.new in ("GOOD", "SKIP"):
+            first_stop.pop(k, None)  # back in use: that stop was cleared
+    return first_bad, first_loss, first_stop
+
+
+def _count_on(c: dict, ev: int, after: float, before: float) -> int:
+    """Data packets (new or resent) the connection sent on `ev` strictly between."""
+    return sum(1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
+               if e == ev and after < t < before)
+
+
+@dataclass
+class Verdicts:
+    """How fast the transport stopped trusting each failed path it used after the
+    fault: from the fault, from the path's first use after it, and from the loss that
+    retired it (the lost packet's send time), in seconds and in smoothed RTTs."""
+    detect: list[float] = field(default_factory=list)
+    since_use: list[float] = field(default_factory=list)
+    since_loss: list[float] = field(default_factory=list)
+    since_loss_rtts: list[float] = field(default_factory=list)
+    within_2rto: int = 0
+    within_2rtt: int = 0
+    undetected: int = 0
+    rtos: list[float] = field(default_factory=list)
+    bad_at: dict[PathKey, float] = field(default_factory=dict)
+    loss_at: dict[PathKey, float] = field(default_factory=dict)
+    rtts_of: dict[PathKey, float] = field(default_factory=dict)
+    stop_rtts_of: dict[PathKey, float] = field(default_factory=dict)
+    stop_at: dict[PathKey, float] = field(default_factory=dict)
+    while_stopped: dict[PathKey, int] = field(default_factory=dict)  # stopped to retired
+    after_retire: dict[PathKey, int] = field(default_factory=dict)
+
+    def add(self, src: int, c: dict, use: PathUse, hit: Callable[[int, int, int], bool],
+            t_f: float, end: float) -> None:
+        """One connection's verdicts on the failed paths it used."""
+        self.rtos.append(c["rto"])
         srtt = c.get("srtt")
-        first_bad: dict[int, float] = {}
-        first_loss: dict[int, float] = {}
-        # MRC stops using a path before it retires it (docs/transport.md, loss recovery). The stop
-        # that counts is the one still in effect when the path was retired (or at the
-        # end), with the send time of the late packet that caused it: a stop cleared
-        # since (its packet arrived after all: a queue, not the fault) was no verdict
-        # on the failure, and the data sent on the EV after it was new data on a path
-        # in use, not data onto a stopped one. A retirement with no stop before it is
-        # its own stop.
-        first_stop: dict[int, tuple[float, float]] = {}
-        for t, ev, _old, new, _why, *rest in c["ev_changes"]:
-            k = ev & 0xFFFFFFFF
-            lost = rest[0] if rest else None
-            if t < t_f or k in first_bad:
+        first_bad, first_loss, first_stop = _first_changes(c, t_f)
+        for ch in ops.path_changes(c):
+            if ch.t >= t_f and hit(src, c["peer"], ch.old_ev):
+                first_bad.setdefault(ch.old_ev & 0xFFFFFFFF, ch.t)
+        for key, t_use in use.used.items():
+            s, peer, ev = key
+            if s != src or peer != c["peer"]:
                 continue
-            if new == "STOPPED" and lost is not None:
-                first_stop.setdefault(k, (t, lost))
-            elif new in ("ASSUMED_BAD", "DENIED"):
-                first_bad[k] = t
-                if lost is not None:
-                    first_loss[k] = lost
-                    first_stop.setdefault(k, (t, lost))
-            elif new in ("GOOD", "SKIP"):
-                first_stop.pop(k, None)  # back in use: that stop was cleared
-        for t, old, _new in c["path_changes"]:
-            if t >= t_f and hit(src, c["peer"], old):
-                first_bad.setdefault(old & 0xFFFFFFFF, t)
-        for (s, peer, ev), _t in used.items():
-            if s == src and peer == c["peer"]:
-                key = (s, peer, ev)
-                if ev in first_stop and first_stop[ev][0] < end:
-                    t_stop = first_stop[ev][0]
-                    stop_at[key] = t_stop - t_f
-                    if srtt:
-                        stop_rtts_of[key] = (t_stop - first_stop[ev][1]) / srtt
-                    if ev in first_bad:
-                        while_stopped[key] = sum(
-                            1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
-                            if e == ev and t_stop < t < first_bad[ev])
-                if ev in first_bad and first_bad[ev] < end:
-                    detect.append(first_bad[ev] - t_f)
-                    bad_at[key] = first_bad[ev] - t_f
-                    since_use.append(first_bad[ev] - _t)
-                    within_2rto += first_bad[ev] - _t <= 2 * c["rto"]
-                    # data (new or resent) that still went onto it once retired
-                    after_retire[key] = sum(
-                        1 for t, e in zip(c["tx"]["t"], c["tx"]["ev"], strict=True)
-                        if e == ev and first_bad[ev] < t < end)
-                    if ev in first_loss:
-                        loss_at[key] = first_loss[ev] - t_f
-                        since_loss.append(first_bad[ev] - first_loss[ev])
-                        if srtt:
-                            rtts_of[key] = (first_bad[ev] - first_loss[ev]) / srtt
-                            since_loss_rtts.append(rtts_of[key])
-                            within_2rtt += rtts_of[key] <= 2
-                else:
-                    undetected += 1
-    entry["failed_paths"] = [
-        {"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}", "sends_after_fault_s":
-         sends[(s, d, ev)][:20], "first_loss_s": _r(loss_at.get((s, d, ev))),
-         "bad_s": _r(bad_at.get((s, d, ev))),
-         "retire_rtts": _r(rtts_of.get((s, d, ev)), 2),
-         "stop_s": _r(stop_at.get((s, d, ev))),
-         "stop_rtts": _r(stop_rtts_of.get((s, d, ev)), 2),
-         "data_while_stopped": while_stopped.get((s, d, ev)),
-         "data_after_retire": after_retire.get((s, d, ev))}
-        for (s, d, ev) in sorted(used)][:200]
-    entry["paths_used_after_fault"] = len(used)
-    entry["paths_detected"] = len(detect)
-    entry["paths_not_detected"] = undetected
-    entry["detect_s_p50"] = _r(percentile(detect, 50))
-    entry["detect_s_max"] = _r(max(detect) if detect else None)
-    entry["detect_after_first_use_s_p50"] = _r(percentile(since_use, 50))
-    entry["detect_after_first_use_s_max"] = _r(max(since_use) if since_use else None)
-    entry["paths_detected_within_2_rto_of_first_use"] = within_2rto
-    entry["retire_after_loss_s_p50"] = _r(percentile(since_loss, 50))
-    entry["retire_after_loss_s_max"] = _r(max(since_loss) if since_loss else None)
-    entry["retire_after_loss_rtts_max"] = _r(max(since_loss_rtts), 2) if since_loss_rtts \
-        else None
-    entry["paths_retired_within_2_rtts_of_loss"] = within_2rtt
-    stops = list(stop_rtts_of.values())
-    entry["stop_after_loss_rtts_max"] = _r(max(stops), 2) if stops else None
-    entry["paths_stopped_within_2_rtts_of_loss"] = sum(x <= 2 for x in stops)
-    entry["data_packets_after_retire"] = sum(after_retire.values())
-    entry["rto_s_max"] = _r(max(rtos) if rtos else None)
-    others = {k for r in raw["faults"] if r is not rec for k in broken_by(r)}
-    entry.update(map_after(raw.get("map"), t_f - t0, end - t0, broken_by(rec), others))
+            if ev in first_stop and first_stop[ev][0] < end:
+                t_stop, lost = first_stop[ev]
+                self.stop_at[key] = t_stop - t_f
+                if srtt:
+                    self.stop_rtts_of[key] = (t_stop - lost) / srtt
+                if ev in first_bad:
+                    self.while_stopped[key] = _count_on(c, ev, t_stop, first_bad[ev])
+            if ev in first_bad and first_bad[ev] < end:
+                self._retired(key, c, first_bad[ev], first_loss.get(ev), t_use, t_f, end)
+            else:
+                self.undetected += 1
+
+    def _retired(self, key: PathKey, c: dict, t_bad: float, lost: float | None,
+                 t_use: float, t_f: float, end: float) -> None:
+        self.detect.append(t_bad - t_f)
+        self.bad_at[key] = t_bad - t_f
+        self.since_use.append(t_bad - t_use)
+        self.within_2rto += t_bad - t_use <= 2 * c["rto"]
+        self.after_retire[key] = _count_on(c, key[2], t_bad, end)  # data onto it once retired
+        if lost is None:
+            return
+        self.loss_at[key] = lost - t_f
+        self.since_loss.append(t_bad - lost)
+        if c.get("srtt"):
+            self.rtts_of[key] = (t_bad - lost) / c["srtt"]
+            self.since_loss_rtts.append(self.rtts_of[key])
+            self.within_2rtt += self.rtts_of[key] <= 2
+
+    def rows(self, use: PathUse) -> list[dict]:
+        return [{"src": f"h{s}", "dst": f"h{d}", "ev": f"0x{ev:08x}",
+                 "sends_after_fault_s": use.sends[(s, d, ev)][:20],
+                 "first_loss_s": _r(self.loss_at.get((s, d, ev))),
+                 "bad_s": _r(self.bad_at.get((s, d, ev))),
+                 "retire_rtts": _r(self.rtts_of.get((s, d, ev)), 2),
+                 "stop_s": _r(self.stop_at.get((s, d, ev))),
+                 "stop_rtts": _r(self.stop_rtts_of.get((s, d, ev)), 2),
+                 "data_while_stopped": self.while_stopped.get((s, d, ev)),
+                 "data_after_retire": self.after_retire.get((s, d, ev))}
+                for (s, d, ev) in sorted(use.used)][:200]
+
+    def figures(self, use: PathUse) -> dict:
+        stops = list(self.stop_rtts_of.values())
+        return {
+            "failed_paths": self.rows(use),
+            "paths_used_after_fault": len(use.used),
+            "paths_detected": len(self.detect),
+            "paths_not_detected": self.undetected,
+            "detect_s_p50": _r(percentile(self.detect, 50)),
+            "detect_s_max": _r(max(self.detect, default=None)),
+            "detect_after_first_use_s_p50": _r(percentile(self.since_use, 50)),
+            "detect_after_first_use_s_max": _r(max(self.since_use, default=None)),
+            "paths_detected_within_2_rto_of_first_use": self.within_2rto,
+            "retire_after_loss_s_p50": _r(percentile(self.since_loss, 50)),
+            "retire_after_loss_s_max": _r(max(self.since_loss, default=None)),
+            "retire_after_loss_rtts_max": _r(max(self.since_loss_rtts, default=None), 2),
+            "paths_retired_within_2_rtts_of_loss": self.within_2rtt,
+            "stop_after_loss_rtts_max": _r(max(stops, default=None), 2),
+            "paths_stopped_within_2_rtts_of_loss": sum(x <= 2 for x in stops),
+            "data_packets_after_retire": sum(self.after_retire.values()),
+            "rto_s_max": _r(max(self.rtos, default=None)),
+        }
 
 
 def map_after(m: dict | None, at: float, until: float, broken: set[str],
@@ -357,15 +423,15 @@ def ev_state_timeline(raw: dict) -> dict:
     """Every EV state change of this transport's connections, relative to t0."""
     out = []
     for src, c in _conns(raw):
-        for t, ev, old, new, why, *_ in c["ev_changes"]:
-            if t >= raw["t0"]:
-                out.append([round(t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
-                            f"0x{ev & 0xFFFFFFFF:08x}", old, new, why])
-        for t, old, new in c["path_changes"]:
-            if t >= raw["t0"]:
-                out.append([round(t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
-                            f"0x{old & 0xFFFFFFFF:08x}", "PATH", "REHASHED",
-                            f"to 0x{new & 0xFFFFFFFF:08x}"])
+        for e in ops.ev_changes(c):
+            if e.t >= raw["t0"]:
+                out.append([round(e.t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
+                            f"0x{e.ev & 0xFFFFFFFF:08x}", e.old, e.new, e.why])
+        for p in ops.path_changes(c):
+            if p.t >= raw["t0"]:
+                out.append([round(p.t - raw["t0"], 4), f"h{src}", f"h{c['peer']}",
+                            f"0x{p.old_ev & 0xFFFFFFFF:08x}", "PATH", "REHASHED",
+                            f"to 0x{p.new_ev & 0xFFFFFFFF:08x}"])
     out.sort()
     return {"changes": out, "evs_total": sum(len(c["stats"]["per_ev"]) for _, c in _conns(raw))}
 

@@ -24,6 +24,7 @@ from mrcemu.capture import Capture, merge
 from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
 from mrcemu.fabric.servers import of_running
+from mrcemu.nic import ops
 from mrcemu.scenario import analysis, fullspeed, plots, report
 from mrcemu.scenario.model import Scenario, single_policy
 from mrcemu.scenario.runner import run_transport
@@ -102,8 +103,8 @@ def _set_policy(sc: Scenario, lb: str) -> None:
 
     with NicClient(range(sc.topology.hosts), split_servers()) as client:
         # one generation past every pair's, for every NIC: both ends of each pair on it
-        gen = max(r["gen"] for r in client.ask_each("generation")) + 1
-        client.ask_each("configure", transport={"load_balancing": lb}, gen=gen)
+        gen = max(r["gen"] for r in client.ask_each(ops.Generation())) + 1
+        client.ask_each(ops.Configure(transport={"load_balancing": lb}, gen=gen))
 
 
 def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:

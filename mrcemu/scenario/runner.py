@@ -19,6 +19,7 @@ from mrcemu.errors import MrcemuError
 from mrcemu.fabric import inject
 from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
 from mrcemu.fabric.servers import Servers, of_running, split_servers
+from mrcemu.nic import ops
 from mrcemu.nic.client import NicClient, poll_interval
 from mrcemu.scenario.analysis import conn_label
 from mrcemu.scenario.model import Scenario, TimedFault
@@ -173,8 +174,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                  "interrupted": False, "timed_out": False, "failed": False,
                  "failed_flows": [], "cpus": fidelity.cpus(), "slowdown": sc.slowdown}
     with NicClient(hosts, split_servers()) as client:
-        client.ask_each("trace_reset")
-        before = client.ask_each("trace")
+        client.ask_each(ops.TraceReset())
+        before = client.ask_each(ops.Trace())
         raw["stats_before"] = {
             str(h): {conn_label(c): c["stats"] for c in r["conns"]}
             for h, r in zip(hosts, before, strict=True)}
@@ -239,7 +240,7 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["fabric_after"] = fabric_counters(pids)
             if mapper is not None:
                 raw["map"] = mapper.stop()
-            traces = client.ask_each("trace")
+            traces = client.ask_each(ops.Trace())
             raw["traces"] = {str(h): r for h, r in zip(hosts, traces, strict=True)}
     return raw
 

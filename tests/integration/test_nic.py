@@ -183,3 +183,40 @@ def test_a_stalled_nic_makes_the_transfer_report_itself_unfaithful(default_fabri
     assert max(late.values()) >= 0.25, (late, h0)
     assert h0["wakeups"] > 0  # its loop rounds are counted beside the lateness
     assert any("at h0" in r and "late" in r for r in v["reasons"]), v["reasons"]
+
+
+def raw_request(host: str, line: bytes) -> dict:
+    """A line as a program might write it to the control socket, unchecked here."""
+    import socket as socket_mod
+
+    from mrcemu.nic.control import socket_path
+    with socket_mod.socket(socket_mod.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(socket_path(host)))
+        s.sendall(line + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(1 << 16)
+            assert chunk, "the daemon closed the connection"
+            buf += chunk
+    return json.loads(buf)
+
+
+def test_malformed_control_requests_get_one_line_naming_the_field_and_the_daemon_runs_on(
+        default_fabric):
+    pid = request("h3", "ping")["pid"]
+    cases = {
+        b'{"op": "teleport"}': "unknown op 'teleport'",
+        b'{"op": "write", "peer": 7, "va": 0, "rkey": 1}': "missing field 'size'",
+        b'{"op": "register", "size": "lots"}': "field 'size' must be a non-negative integer",
+        b'{"op": "stats", "peer": 7, "transport": "tcp"}': "field 'transport' must be",
+        b'{"op": "free", "rkey": 1, "colour": "red"}': "unknown field 'colour'",
+        b'{"op": "ping"': "a request is one JSON object a line",
+    }
+    for line, says in cases.items():
+        r = raw_request("h3", line)
+        assert r["ok"] is False and says in r["error"] and "\n" not in r["error"], r
+    # still the same process, still answering, still moving data
+    assert request("h3", "ping")["pid"] == pid
+    rep = send("h3", "h4", "--size", "64KiB")
+    assert rep["integrity_ok"] and rep["sha256_src"] == rep["sha256_dst"]

@@ -7,6 +7,7 @@ import pytest
 
 from mrcemu.errors import MrcemuError
 from mrcemu.nic import client as client_mod
+from mrcemu.nic import ops
 from mrcemu.nic.client import NicClient
 
 
@@ -146,4 +147,4 @@ def test_a_daemon_the_relay_cannot_reach_is_one_error_naming_server_and_host(mon
     monkeypatch.setattr(client_mod, "request", fake)
     with NicClient(range(8), FakeRelay(fake, down="h6")) as c, \
             pytest.raises(MrcemuError, match="server srv1: the NIC daemon of h6 does not"):
-        c.ask_each("msg")
+        c.ask_each(ops.Msg(peer=1, msn=7))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mrcemu.nic.history import History
+from mrcemu.nic.ops import EvChange, PathChange
 from mrcemu.transport.events import (
     ConnectionFailed,
     EvStateChanged,
@@ -32,8 +33,9 @@ def test_drain_sorts_each_event_into_its_record_in_order():
     h, seen = History(), []
     h.drain(Conn(evs), seen.append)
     assert seen == evs
-    assert h.ev_change_rows() == [[1.0, 0xA, "GOOD", "ASSUMED_BAD", "x", 0.9]]
-    assert h.path_change_rows() == [[2.0, 1, 2]]
+    assert h.ev_change_rows() == [EvChange(1.0, 0xA, "GOOD", "ASSUMED_BAD", "x", 0.9)]
+    assert h.path_change_rows() == [PathChange(2.0, 1, 2)]
+    assert h.ev_change_rows()[0].lost_sent == 0.9
     assert h.received == 1 and h.failed == evs[-1]
     assert h.message(Conn([]), 0) == {"msn": 0, "size": 100, "acked_pkts": 1, "npkts": 1,
                                       "posted_at": 0.5, "done_at": 1.1}
