@@ -47,6 +47,27 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+class SlowdownType(click.ParamType):
+    """`--slowdown`: a factor of at least 1, or `auto` (mrcemu/slowdown.py)."""
+
+    name = "K|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float | str:
+        if value == "auto" or isinstance(value, float):
+            return value
+        try:
+            k = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither 'auto' nor a number", param, ctx)
+        if not k >= 1.0:
+            self.fail(f"{value!r} is below 1: a run can be slowed, not sped up", param, ctx)
+        return k
+
+
+SLOWDOWN = SlowdownType()
+
+
 def need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise NeedsRoot(what)
@@ -708,11 +729,12 @@ def print_run_table(out: Console, rep: dict) -> None:
 @click.argument("scenario", default="failover")
 @click.option("--out", "out", default="runs", show_default=True,
               type=click.Path(file_okay=False), help="Folder for the run folders.")
-@click.option("--slowdown", default=1.0, show_default=True, type=click.FloatRange(min=1.0),
+@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
               help="Run the whole experiment this many times slower: links, transport "
-                   "clocks, fault times. For a host too small to run it faithfully at "
-                   "full speed (see docs/fidelity.md); the report still gives every time "
-                   "and rate at full speed.")
+                   "clocks, fault times, so that this host runs it faithfully (see "
+                   "docs/fidelity.md); auto: the smallest this machine's calibration "
+                   "expects to be faithful. The report still gives every time and rate "
+                   "at full speed.")
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")
@@ -722,7 +744,7 @@ def print_run_table(out: Console, rep: dict) -> None:
                    "switch_latency_us); off: serialization and queueing alone, for "
                    "comparison.")
 @friendly
-def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
+def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None,
         latency_mode: str) -> None:
     """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
     RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
@@ -731,14 +753,19 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
 
     from mrcemu import fidelity
     from mrcemu.scenario import load as load_scenario
+    from mrcemu.scenario.calibrate import paced
     from mrcemu.scenario.job import run as run_job
+    from mrcemu.slowdown import next_slowdown
 
     # A bad file stops here, before anything starts.
-    sc = load_scenario(scenario).as_run(slowdown, latency=latency_mode == "on")
+    sc = load_scenario(scenario).as_run(1.0, latency=latency_mode == "on")
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 
         load_cluster(cluster_file)  # likewise
+        if slowdown == "auto":
+            raise click.UsageError("--slowdown auto calibrates this machine alone: with "
+                                   "--cluster, give the slowdown as a number")
     need_root("run")
     from mrcemu.fabric import state
 
@@ -784,15 +811,16 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
                                   f"{'-' if job is None else f'{job:.3f}'} s, "
                                   f"intact: {s['integrity_ok']}")
 
-        folder = run_job(sc, Path(out), ui, cluster=cluster_file)
+        sc, pace = paced(sc, slowdown, ui)
+        folder = run_job(sc, Path(out), ui, cluster=cluster_file, pace=pace)
     rep = json.loads((folder / "report.json").read_text())
     if rep["transports"]:
         print_run_table(console, rep)
     verdict = rep.get("fidelity")
     if verdict and not verdict["ok"]:
         # The figures above are this host's as much as the fabric's: say why, and the way out.
-        console.print(f"[yellow]{fidelity.line(verdict)}[/] A slower run "
-                      "(--slowdown, see docs/fidelity.md) gives figures to trust.")
+        console.print(f"[yellow]{fidelity.line(verdict)}[/] A slower run gives figures to "
+                      f"trust: --slowdown {next_slowdown(sc.slowdown):g} (docs/fidelity.md).")
     console.print(f"report: [bold]{folder}[/]")
     if rep["partial"]:
         sys.exit(130)
@@ -808,16 +836,16 @@ def run(scenario: str, out: str, slowdown: float, cluster_file: str | None,
 @click.option("--out", "out", default="paper", show_default=True,
               type=click.Path(file_okay=False), help="Folder for paper.md, paper.json and a "
               "folder per experiment.")
-@click.option("--slowdown", default=4.0, show_default=True, type=click.FloatRange(min=1.0),
-              help="Run every experiment this many times slower: 4 is the pace a 2-core "
-                   "host runs them faithfully.")
+@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
+              help="Run every experiment this many times slower; auto: each at the "
+                   "smallest this machine's calibration expects to be faithful.")
 @click.option("--latency", "latency_mode", type=click.Choice(["on", "off"]), default="on",
               show_default=True,
               help="The scale model's fixed latency (the topology's nic_latency_us and "
                    "switch_latency_us); off: serialization and queueing alone, for "
                    "comparison.")
 @friendly
-def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
+def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float | str,
           latency_mode: str) -> None:
     """Reproduce the white paper's testbed experiments (E0..E11, or the IDS given): run
     each, measure it, and judge it against what the paper observed."""
@@ -860,6 +888,37 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float,
         err.print(f"interrupted during {doc['interrupted']}: the experiments before it are "
                   "judged; the fabric was torn down")
         sys.exit(130)
+
+
+@main.command()
+@click.argument("topology", default="default")
+@click.option("--scenario", "scenario", default=None,
+              help="Also say what `--slowdown auto` picks for this scenario (a built-in "
+                   "name or a YAML file).")
+@friendly
+def calibrate(topology: str, scenario: str | None) -> None:
+    """Measure what a packet through TOPOLOGY's fabric costs this machine (its fabric up
+    for a short all-to-all, then down), which `--slowdown auto` picks from. Runs
+    measure it themselves the first time they need it; this measures it anew."""
+    from mrcemu.scenario import load as load_scenario
+    from mrcemu.scenario.calibrate import calibration, choose
+    from mrcemu.topology import load as load_topology
+
+    sc = load_scenario(scenario) if scenario else None  # a bad file stops here
+    topo = sc.topology if sc else load_topology(topology)
+    need_root("calibrate")
+
+    def ui(event: str, d: dict) -> None:
+        if event == "stage":
+            err.print(f"  {d['text']}")
+
+    cal = calibration(topo, ui, fresh=True)
+    console.print(f"{topo.name}: {cal.cpu_us_per_packet:.1f} us of CPU per delivered packet "
+                  f"({cal.packets} packets in {cal.seconds:.1f} s at slowdown {cal.slowdown:g}"
+                  f", the machine {cal.busy_share:.0%} busy, {cal.cpus} CPUs)")
+    if sc is not None:
+        console.print(choose(sc.topology, sc.workload.phases(sc.topology.hosts), ui)
+                      .describe())
 
 
 @main.command(name="cli")

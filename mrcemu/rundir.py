@@ -15,6 +15,9 @@ STATE = RUN_DIR / "state.json"
 LOCK = RUN_DIR / "lock"
 SOCKET = RUN_DIR / "manager.sock"
 MANAGER_LOG = RUN_DIR / "manager.log"
+# what a packet through each topology's fabric cost here, for `--slowdown auto`: a
+# tmpfs, so a reboot (perhaps onto other hardware) measures again
+CALIBRATION = RUN_DIR / "calibration.json"
 CHILDREN = RUN_DIR / "children.json"  # helper processes `down` and `clean` must end
 FAULTS = RUN_DIR / "faults.json"  # the active faults
 # The node shells (PIDs) that ever had fault drop rules: the nodes with drop counters.

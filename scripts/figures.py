@@ -63,8 +63,10 @@ def paper_summary(doc: dict, commit: bool = True) -> str:
     words = [verdict(r) for r in rows]
     unfaithful = [r["id"] for r in rows if r.get("faithful") is False]
     judged = len(words) - words.count("not run") - words.count("not judged")
-    return _wrap(f"The committed full run ({_when(doc, commit)}; every run slowed "
-            f"{doc['slowdown']:g} times, {_minutes(doc['wall_clock_s'])}) is consistent with "
+    pace = ("each run slowed as `--slowdown auto` picked" if doc["slowdown"] == "auto"
+            else f"every run slowed {doc['slowdown']:g} times")
+    return _wrap(f"The committed full run ({_when(doc, commit)}; {pace}, "
+            f"{_minutes(doc['wall_clock_s'])}) is consistent with "
             f"the paper in **{words.count('consistent')} of {judged}** experiments judged. "
             + (f"Experiments with a run that was not faithful (their rows say which): "
                f"{', '.join(unfaithful)}." if unfaithful else "Every run was faithful."))
@@ -102,8 +104,11 @@ def demo_line(rep: dict, commit: bool = False) -> str:
 
     faithful = ", ".join(f"{label(n)} {_faithful(t)}"
                          for n, t in rep["transports"].items())
-    return _wrap(f"`make demo`'s run: `mrcemu run {rep['source']} --slowdown "
-                 f"{rep['slowdown']:g}`, {_when(rep, commit)}; it took "
+    pick = rep.get("slowdown_pick") or {}
+    how = (f"`mrcemu run {rep['source']}`, slowed {rep['slowdown']:g} times as "
+           "`--slowdown auto` picked" if pick.get("how") == "auto"
+           else f"`mrcemu run {rep['source']} --slowdown {rep['slowdown']:g}`")
+    return _wrap(f"`make demo`'s run: {how}, {_when(rep, commit)}; it took "
                  f"{_minutes(rep['wall_clock_s'])} ({faithful}).")
 
 

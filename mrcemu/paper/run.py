@@ -20,7 +20,9 @@ from typing import Any
 import yaml
 
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
+from mrcemu.scenario.calibrate import paced
 from mrcemu.scenario.model import Scenario, from_mapping
+from mrcemu.slowdown import next_slowdown
 from mrcemu.topology import Topology
 from mrcemu.topology import latency as lat
 from mrcemu.topology import load as load_topology
@@ -45,23 +47,24 @@ class Interrupted(Exception):
     """A job of the paper's was stopped (Ctrl-C, SIGTERM): no experiment after it runs."""
 
 
-def _job(sc: Scenario, out: Path, ui: Ui) -> tuple[Path, dict]:
+def _job(sc: Scenario, out: Path, ui: Ui, pace: dict | None = None) -> tuple[Path, dict]:
     """Run one scenario of an experiment; its folder and report. Interrupted if the user
     stopped it: its partial report is kept, and nothing after it starts."""
     from mrcemu.scenario.job import run as run_job
 
-    folder = run_job(sc, out / "runs", ui)
+    folder = run_job(sc, out / "runs", ui, pace=pace)
     report = json.loads((folder / "report.json").read_text())
     if report.get("interrupted"):
         raise Interrupted(sc.name)
     return folder, report
 
 
-def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
+def run(ids: list[str], out: Path, quick: bool, slowdown: float | str, ui: Ui,
         latency: bool = True) -> dict:
     """Run and judge each experiment of `ids` (all: every one) into `out`; paper.json and
     paper.md are written even when the user stops it (`interrupted`, with the experiments
-    judged so far)."""
+    judged so far). `slowdown`: every run's, or `auto`: each experiment's own pick (its
+    row says which)."""
     from mrcemu.scenario.job import machine, source_commit
 
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +93,7 @@ def run(ids: list[str], out: Path, quick: bool, slowdown: float, ui: Ui,
     return doc
 
 
-def _experiment(e: Experiment, quick: bool, slowdown: float, out: Path, ui: Ui,
+def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui: Ui,
                 latency: bool) -> dict[str, Any]:
     """Run one experiment (its scenario and contrast, or its sweep) and judge it: its row."""
     row: dict[str, Any] = {"id": e.id, "figure": e.figure, "paper": e.paper}
@@ -103,9 +106,10 @@ def _experiment(e: Experiment, quick: bool, slowdown: float, out: Path, ui: Ui,
         ui("skipped", row)
         return row
     sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
-    sc = sc.as_run(slowdown, latency)
     ui("experiment", {"id": e.id, "description": sc.description})
-    folder, report = _job(sc, out, ui)
+    sc, pace = paced(sc.as_run(1.0, latency), slowdown, ui)
+    row["slowdown"] = sc.slowdown
+    folder, report = _job(sc, out, ui, pace)
     dest = out / e.id
     if dest.exists():
         shutil.rmtree(dest)
@@ -122,16 +126,17 @@ def _experiment(e: Experiment, quick: bool, slowdown: float, out: Path, ui: Ui,
     row["faithful"] = bool(verdict.get("ok"))
     if not row["faithful"]:
         row["reason"] += " (the run was NOT faithful: " + "; ".join(
-            verdict.get("reasons", [])[:2]) + ")"
+            verdict.get("reasons", [])[:2]) + f"; next: --slowdown {next_slowdown(sc.slowdown):g})"
     if e.contrast is not None and row["measured"] is not None:
-        _contrast(e, quick, slowdown, dest, out, row, ui, latency)
+        # at the experiment's own pace: the contrast is compared with its run
+        _contrast(e, quick, sc.slowdown, dest, out, row, ui, latency)
     row["folder"] = e.id
     ui("judged", row)
     return row
 
 
-def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str, Any],
-           ui: Ui, latency: bool) -> None:
+def _sweep(e: Experiment, quick: bool, slowdown: float | str, out: Path,
+           row: dict[str, Any], ui: Ui, latency: bool) -> None:
     """Run each of a sweep experiment's scenarios, keep each report, judge them together
     and draw the figure."""
     from mrcemu.paper.experiments import sweep_table
@@ -147,6 +152,12 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
     capacity = None
     port_mbps = min(from_mapping(m, "<sweep>", "x").topology.host_link_mbps
                     for _, m in e.sweep.runs(quick))
+    if slowdown == "auto":  # the most any run on the slowest ports needs
+        slowdown = max(paced(from_mapping(m, "<sweep>", "x").as_run(1.0, latency), "auto",
+                             ui)[0].slowdown
+                       for _, m in e.sweep.runs(quick)
+                       if from_mapping(m, "<sweep>", "x").topology.host_link_mbps == port_mbps)
+    row["slowdown"] = slowdown
     for label, mapping in e.sweep.runs(quick):
         sc = from_mapping(mapping, f"<paper {e.id} {label}>", f"{e.id}-{label}")
         capacity = capacity or sc.topology.planes * sc.topology.host_link_mbps
@@ -154,7 +165,7 @@ def _sweep(e: Experiment, quick: bool, slowdown: float, out: Path, row: dict[str
         # `default`'s plane port, and at one slowdown its NICs' timers must keep 8 times
         # closer to time (the fidelity verdict's limits scale with the port's packet
         # time). Each report says its slowdown, and its figures are read at full speed.
-        sc = sc.as_run(slowdown * sc.topology.host_link_mbps / port_mbps, latency)
+        sc = sc.as_run(float(slowdown) * sc.topology.host_link_mbps / port_mbps, latency)
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
         folder, reports[label] = _job(sc, out, ui)
         shutil.copy(folder / "report.json", dest / f"report-{label}.json")
@@ -241,8 +252,11 @@ def verdict(row: dict) -> str:
 def markdown(doc: dict) -> str:
     bold = {"not consistent": "**not consistent**", "not judged": "**not judged**"}
     lines = ["# The white paper's experiments, emulated", "",
-             f"`mrcemu paper`{' --quick' if doc['quick'] else ''}, every run slowed "
-             f"{doc['slowdown']:g} times (times below are full-speed seconds). What each "
+             f"`mrcemu paper`{' --quick' if doc['quick'] else ''}, "
+             + (f"every run slowed {doc['slowdown']:g} times"
+                if doc["slowdown"] != "auto" else "each experiment slowed as `--slowdown "
+                "auto` picked for it (its row's `slowdown`)")
+             + " (times below are full-speed seconds). What each "
              "experiment is, and each rule's threshold: docs/paper.md.", "",
              *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
                if "scale" in doc else []),
@@ -250,8 +264,10 @@ def markdown(doc: dict) -> str:
                 "before it are below, and none after it ran.", ""]
                if doc.get("interrupted") else []),
              "| id | figure | the paper observed | measured (shares of the level before) | "
-             "verdict | why |", "|---|---|---|---|---|---|"]
+             "verdict | slowdown | why |", "|---|---|---|---|---|---|---|"]
     for r in doc["experiments"]:
+        k = r.get("slowdown", doc["slowdown"])
         lines.append(f"| {r['id']} | {r['figure']} | {r['paper']} | {_measured(r)} | "
-                     f"{bold.get(verdict(r), verdict(r))} | {r['reason']} |")
+                     f"{bold.get(verdict(r), verdict(r))} | "
+                     f"{k if isinstance(k, str) else f'{k:g}'} | {r['reason']} |")
     return "\n".join(lines) + "\n"

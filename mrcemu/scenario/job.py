@@ -107,9 +107,11 @@ def _set_policy(sc: Scenario, lb: str) -> None:
         client.ask_each(ops.Configure(transport={"load_balancing": lb}, gen=gen))
 
 
-def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Path:
+def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
+        pace: dict | None = None) -> Path:
     """Run a scenario on a fabric of its own (split over `cluster`'s servers if given),
-    and write its folder under `out_root`; returns the folder."""
+    and write its folder under `out_root`; returns the folder. `pace`: how its slowdown
+    was chosen (scenario/calibrate.py's `paced`), for the report."""
     started, t_start = datetime.datetime.now(), time.monotonic()
     folder = out_root / f"{started:%Y%m%d-%H%M%S}-{sc.name}"
     folder.mkdir(parents=True, exist_ok=False)
@@ -188,6 +190,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None) -> Pat
             rep = {"scenario": sc.name, "description": sc.description,
                    "topology": sc.topology.name, "source": sc.source,
                    "slowdown": sc.slowdown, "scale": latency.describe(sc.topology, sc.slowdown),
+                   "slowdown_pick": pace or {"how": "given", "slowdown": sc.slowdown},
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "commit": source_commit(),

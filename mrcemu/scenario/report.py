@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mrcemu import fidelity
 from mrcemu.scenario.analysis import BIN, recovery_windows
+from mrcemu.slowdown import next_slowdown
 from mrcemu.topology import latency
 
 LABEL = {"mrc": "MRC", "roce": "RoCE"}
@@ -179,6 +180,7 @@ def _policies(ts: dict) -> str:
 def markdown(report: dict) -> str:
     head, rows = table_rows(report)
     k = report.get("slowdown", 1.0)
+    pick = report.get("slowdown_pick") or {}
     # the analysis's windows, in the slowed run's seconds: at full speed, as below
     before, bins = recovery_windows(k)
     before, smooth = before / k, bins * BIN / k
@@ -190,8 +192,12 @@ def markdown(report: dict) -> str:
              *([f"Run {k:g} times slower (`--slowdown`): every link and clock, fault "
                 f"times included. Every time and rate below is the fabric's own at full "
                 f"speed.", ""] if k != 1.0 else []),
+             *([f"The slowdown: {pick['why']}.", ""] if pick.get("how") == "auto" else []),
              *([latency.scale_line(report["scale"]), ""] if "scale" in report else []),
              fidelity.line(report.get("fidelity")), "",
+             *([f"Next: `--slowdown {next_slowdown(k):g}` (this run was not faithful at "
+                f"{k:g}).", ""] if report.get("fidelity") and not report["fidelity"]["ok"]
+               else []),
              *([_policies(report["transports"]), ""]
                if any("load_balancing" in t for t in report["transports"].values()) else [])]
     if report.get("partial"):

@@ -208,7 +208,8 @@ def test_run_over_two_local_servers_writes_what_a_run_on_one_does(servers, tidy,
     data["capture"] = {"interfaces": ["h0-p0", "p0l1-h3"], "snaplen": 128, "max_mb": 5}
     scenario.write_text(yaml.safe_dump(data))
     out = tmp_path / "runs"
-    r = mrcemu("run", str(scenario), "--cluster", str(path), "--out", str(out), timeout=400)
+    r = mrcemu("run", str(scenario), "--cluster", str(path), "--slowdown", "1", "--out", str(out),
+               timeout=400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (folder,) = list(out.iterdir())
     rep = json.loads((folder / "report.json").read_text())

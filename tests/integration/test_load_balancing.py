@@ -43,7 +43,7 @@ def test_a_scenario_runs_two_policies_in_turn_with_a_column_each(tmp_path, tidy)
             }
     path = tmp_path / "lb.yaml"
     path.write_text(yaml.safe_dump(spec))
-    r = mrcemu("run", str(path), "--out", str(tmp_path / "runs"), timeout=400)
+    r = mrcemu("run", str(path), "--slowdown", "1", "--out", str(tmp_path / "runs"), timeout=400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (folder,) = list((tmp_path / "runs").iterdir())
     rep = json.loads((folder / "report.json").read_text())

@@ -21,7 +21,7 @@ def judged_by_its_figures(row: dict) -> None:
 
 def test_paper_e7_retires_the_lossy_ev_and_writes_its_verdict(tmp_path, tidy):
     out = tmp_path / "paper"
-    r = mrcemu("paper", "E7", "--quick", "--out", str(out), timeout=300)
+    r = mrcemu("paper", "E7", "--quick", "--slowdown", "4", "--out", str(out), timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     doc = json.loads((out / "paper.json").read_text())
     assert doc["quick"] is True and doc["slowdown"] == 4.0
@@ -105,7 +105,7 @@ def test_paper_e8_starts_the_pinned_flow_on_its_one_ev_and_the_other_on_its_two(
     plane 2's two lowest spines); every write intact. (A retired EV is replaced from a
     path the set did not use, so later bins may hold other spines of plane 2.)"""
     out = tmp_path / "paper"
-    r = mrcemu("paper", "E8", "--quick", "--out", str(out), timeout=300)
+    r = mrcemu("paper", "E8", "--quick", "--slowdown", "4", "--out", str(out), timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (e8,) = json.loads((out / "paper.json").read_text())["experiments"]
     judged_by_its_figures(e8)

@@ -66,7 +66,7 @@ def shrink(name: str, tmp: Path) -> Path:
 
 
 def run(path: Path, out: Path) -> tuple[dict, Path]:
-    r = mrcemu("run", str(path), "--out", str(out), timeout=400)
+    r = mrcemu("run", str(path), "--slowdown", "1", "--out", str(out), timeout=400)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (folder,) = list(out.iterdir())
     assert str(folder) in r.stdout.replace("\n", "")
@@ -202,7 +202,8 @@ def test_ctrl_c_leaves_a_partial_report_a_valid_capture_and_nothing_running(tmp_
     out = tmp_path / "runs"
     log = state.RUN_DIR / "logs" / "nic-h0.jsonl"
     start = log.stat().st_size if log.exists() else 0
-    p = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(scen), "--out", str(out)],
+    p = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(scen), "--slowdown", "1",
+                          "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Interrupt once h0 has posted its writes of the second MRC iteration: iterations end
     # at a barrier, so the first is then complete, however slowly the machine ran it.

@@ -72,3 +72,26 @@ def test_live_fault_lines_give_the_fabrics_full_speed_time_as_the_report_does():
          "error": None}
     assert "t=0.41 s inject switch-down p3s1" in _fault_line({**d, "slowdown": 10.0})
     assert "t=4.10 s" in _fault_line(d)  # a run at full speed
+
+
+def test_a_slowdown_that_is_neither_auto_nor_a_factor_exits_2_naming_it(monkeypatch):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    for bad, says in (("fast", "'fast' is neither 'auto' nor a number"),
+                      ("0.5", "'0.5' is below 1")):
+        for cmd in ("run", "paper"):
+            r = CliRunner().invoke(cli.main, [cmd, "--slowdown", bad])
+            assert r.exit_code == 2, (cmd, r.output)
+            assert says in r.output and "--slowdown" in r.output
+    # auto and numbers pass the check (and reach the root check)
+    for ok in ("auto", "4", "1.5"):
+        r = CliRunner().invoke(cli.main, ["run", "--slowdown", ok])
+        assert r.exit_code == 1 and "needs root" in r.output, r.output
+
+
+def test_auto_with_a_cluster_is_refused_before_anything_starts(monkeypatch, tmp_path):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    from mrcemu.topology import cluster
+
+    monkeypatch.setattr(cluster, "load", lambda path: None)
+    r = CliRunner().invoke(cli.main, ["run", "--cluster", str(tmp_path / "c.yaml")])
+    assert r.exit_code == 2 and "--slowdown auto calibrates this machine alone" in r.output

@@ -342,11 +342,17 @@ def test_unknown_ids_are_one_clear_error_and_the_table_says_what_was_not_run():
     md = markdown({"quick": True, "slowdown": 4.0, "experiments": [
         {"id": "E9", "figure": "16", "paper": "p", "measured": None, "consistent": None,
          "reason": "not run: needs x"}]})
-    assert "| E9 | 16 | p | - | not run | not run: needs x |" in md
+    assert "| E9 | 16 | p | - | not run | 4 | not run: needs x |" in md
+    # with auto, each row says the slowdown picked for it
+    md = markdown({"quick": True, "slowdown": "auto", "experiments": [
+        {"id": "E1", "figure": "7", "paper": "p", "measured": None, "consistent": None,
+         "reason": "r", "slowdown": 6.0}]})
+    assert "as `--slowdown auto` picked for it" in md
+    assert "| E1 | 7 | p | - | not run | 6 | r |" in md
     md = markdown({"quick": True, "slowdown": 4.0, "experiments": [
         {"id": "E9", "figure": "16", "paper": "p", "measured": {"a": 1}, "consistent": None,
          "reason": "not judged: run x missing"}]})
-    assert "| **not judged** | not judged: run x missing |" in md
+    assert "| **not judged** | 4 | not judged: run x missing |" in md
 
 
 def test_e11_is_contrasted_with_trimming_off_on_the_same_topology_otherwise(tmp_path):

@@ -18,7 +18,7 @@ def jobs(monkeypatch):
     started: list[str] = []
     ending = {"how": "interrupted"}
 
-    def fake_run(sc, out_root: Path, ui, cluster=None) -> Path:
+    def fake_run(sc, out_root: Path, ui, cluster=None, pace=None) -> Path:
         started.append(sc.name)
         if ending["how"] == "raise":
             raise KeyboardInterrupt

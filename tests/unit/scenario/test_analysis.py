@@ -345,3 +345,23 @@ def test_a_figure_that_cannot_be_computed_is_null_with_a_reason_not_a_lost_repor
     md = report.markdown({"scenario": "x", "topology": "default", "started": "now",
                           "machine": "m", "transports": {"mrc": s}})
     assert "some figures were not computed (ValueError: max() arg" in md
+
+
+def test_a_report_says_how_auto_picked_its_slowdown_and_which_to_try_if_unfaithful():
+    from mrcemu import slowdown as auto
+    s = analysis.summarize(raw_record(), LAYOUT, 64)
+    cal = auto.Calibration(240.0, 9800, 2.9, 0.4, 2, 8.0, "default:x", "m", "2026-11-29T10:00")
+    pick = auto.pick(cal, 37718.0, 2)
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False, "slowdown": pick.slowdown,
+           "slowdown_pick": pick.to_json(), "transports": {"mrc": s},
+           "fidelity": {"ok": True, "reasons": []}}
+    md = report.markdown(rep)
+    assert f"The slowdown: --slowdown auto picked {pick.slowdown:g}: " in md
+    assert "240 us of CPU" in md and "Next:" not in md
+    rep["fidelity"] = {"ok": False, "reasons": ["mrc: timers ran late"]}
+    md = report.markdown(rep)
+    assert f"Next: `--slowdown {auto.next_slowdown(pick.slowdown):g}`" in md
+    # a slowdown given as a number is not described as picked
+    rep["slowdown_pick"] = {"how": "given", "slowdown": pick.slowdown}
+    assert "The slowdown:" not in report.markdown(rep)

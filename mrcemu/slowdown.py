@@ -1,0 +1,133 @@
+"""`--slowdown auto`: the smallest slowdown at which this machine is expected to run a
+scenario faithfully, from a calibration of what a packet through the fabric costs here.
+
+A run slowed k times asks the machine for 1/k of the packets a second it would at full
+speed, the same packets per round trip (docs/fidelity.md). The calibration measured
+the machine's busy CPU (every process and the kernel: user, system, interrupts) per
+delivered data packet through a fabric of the same topology. A scenario's demand is
+what its busiest phase's host ports would carry at line rate on every plane. Their
+product over k and the CPUs is the run's load index: the machine's busy share if every
+port ran at line rate and every packet cost what the calibration measured. It is an
+index, not a forecast: transports deliver less than line rate, and a packet costs less
+when more of them share a wake-up. The pick is the first slowdown on `LADDER` whose index
+is at most `LOAD_LIMIT`, a limit set where the built-in `failover` run's verdicts put
+it. Pure: the measuring is scenario/calibrate.py's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from mrcemu.transport.config import mrc_data_overhead, pmtu_for
+
+# The slowdowns auto picks from: a run a step too slow costs at most a third more time.
+LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 25.0, 32.0,
+          40.0, 50.0, 64.0)
+# The load index a run may have: where the built-in `failover` run's fidelity verdicts
+# on the 2-core development machine put it (faithful at the first slowdown whose index
+# is under it, not at the one before; the runs are in docs/history.md). A machine whose
+# packets cost less gets a smaller slowdown from the same limit.
+LOAD_LIMIT = 0.8
+# The slowdown the calibration's own transfer runs at: slow enough for any machine this
+# runs on to keep up, so the cost it measures is a packet's, not a backlog's.
+CAL_SLOWDOWN = 8.0
+CAL_SECONDS = 2.0  # the calibration transfer's length at line rate, on the machine's clock
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a packet through a topology's fabric cost on this machine."""
+
+    cpu_us_per_packet: float  # busy CPU, all CPUs together, per delivered data packet
+    packets: int  # delivered in the calibration
+    seconds: float  # it took, on this machine's clock
+    busy_share: float  # of the machine, over those seconds
+    cpus: int
+    slowdown: float  # the pace it ran at
+    topology: str  # name and digest (`fingerprint`)
+    machine: str
+    measured: str  # ISO date and time
+    commit: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Calibration:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Pick:
+    slowdown: float
+    expected_load: float  # the load index at that slowdown
+    demand_pps: float  # data packets a second the scenario asks for at full speed
+    calibration: Calibration
+
+    def to_json(self) -> dict:
+        return {"how": "auto", "slowdown": self.slowdown,
+                "expected_load": round(self.expected_load, 3),
+                "demand_pps_full_speed": round(self.demand_pps),
+                "load_limit": LOAD_LIMIT, "why": self.describe(),
+                "calibration": self.calibration.to_json()}
+
+    def describe(self) -> str:
+        c = self.calibration
+        return (f"--slowdown auto picked {self.slowdown:g}: a packet through this fabric "
+                f"costs {c.cpu_us_per_packet:.0f} us of CPU here (calibrated "
+                f"{c.measured[:16].replace('T', ' ')}), the workload asks "
+                f"{self.demand_pps:,.0f} packets/s at full speed: a load index of "
+                f"{self.expected_load:.2f} on {c.cpus} CPUs at {self.slowdown:g} "
+                f"(limit {LOAD_LIMIT:g})")
+
+
+def port_pps(host_link_mbps: float, mtu: int) -> float:
+    """Full-sized data packets (a PMTU of payload, as the fabric's MTU allows) a second
+    one host port carries at line rate."""
+    return host_link_mbps * 1e6 / 8 / (14 + pmtu_for(mtu) + mrc_data_overhead())
+
+
+def demand_pps(host_link_mbps: float, mtu: int, planes: int,
+               phases: list[list[tuple[int, int, int]]]) -> float:
+    """Data packets a second a workload asks of the fabric at full speed: in its busiest
+    phase, every host port that can be busy at once (no more senders than there are
+    receivers to take their line rate) carries line rate on every plane."""
+    busiest = max((min(len({s for s, _d, _n in ph}), len({d for _s, d, _n in ph}))
+                   for ph in phases), default=0)
+    return busiest * planes * port_pps(host_link_mbps, mtu)
+
+
+def load_at(cal: Calibration, demand: float, slowdown: float, cpus: int) -> float:
+    """The load index of `demand` (full-speed packets a second) slowed `slowdown` times
+    on `cpus` CPUs."""
+    return demand / slowdown * cal.cpu_us_per_packet * 1e-6 / cpus
+
+
+def pick(cal: Calibration, demand: float, cpus: int) -> Pick:
+    """The smallest slowdown on LADDER whose load index is at most LOAD_LIMIT (the
+    ladder's last if none is: the report's verdict then says whether that sufficed)."""
+    for k in LADDER:
+        if load_at(cal, demand, k, cpus) <= LOAD_LIMIT:
+            break
+    return Pick(k, load_at(cal, demand, k, cpus), demand, cal)
+
+
+def next_slowdown(k: float) -> float:
+    """The slowdown to try after a run at `k` came out not faithful: the ladder's next
+    step, or double past its end."""
+    return next((x for x in LADDER if x > k * (1 + 1e-9)), 2 * k)
+
+
+def cal_message_bytes(host_link_mbps: float, planes: int, hosts: int) -> int:
+    """The size of each message of the calibration's all-to-all: CAL_SECONDS of a host's
+    line rate at CAL_SLOWDOWN, shared over its peers, in whole KiB (64 KiB at least)."""
+    per_host = CAL_SECONDS * planes * host_link_mbps * 1e6 / 8 / CAL_SLOWDOWN
+    return max(64, math.ceil(per_host / max(1, hosts - 1) / 1024)) * 1024
+
+
+def cost_us(busy_cpu_s: float, packets: int) -> float:
+    """Busy CPU per delivered packet, in microseconds."""
+    if packets <= 0:
+        raise ValueError("a calibration that delivered no packet measures nothing")
+    return busy_cpu_s / packets * 1e6
