@@ -29,7 +29,6 @@ typedef struct {
 
 #define READ_BURST 4       /* frames a port gives before the next port's turn */
 #define READ_ROUNDS 64     /* rounds of READ_BURST a wake-up reads at most */
-#define MAX_DEFERRALS 8    /* wake-ups in a row timers may wait while input floods */
 #define MAX_EVENTS 64
 
 static double mono(void)
@@ -316,7 +315,7 @@ static int service(LoopObject *self, double now, PyObject *rest, PyObject *bins,
 	}
 	if (settle(self, now) < 0)
 		return -1;
-	if (self->deferred == 0 || self->deferred > MAX_DEFERRALS) {
+	if (self->deferred == 0 || self->deferred > MRC_MAX_TIMER_DEFERRALS) {
 		self->deferred = 0;
 		if (run_timers(self, now) < 0)
 			return -1;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "delay.h"
+#include "mrc_shared.h"
 #include "ports.h"
 
 /* A QP the ports hand packets to without Python: its responder, and its requester for
@@ -26,8 +27,8 @@ struct ports_qp {
 	double data_due;    /* from when a packet for it is news for the policy (< 0: never) */
 };
 
-/* Why the loop hands a QP to the policy (its `wake` bits). */
-enum { PORTS_WAKE_TOUCHED = 1, PORTS_WAKE_TIMER = 2 };
+/* Why the loop hands a QP to the policy (its `wake` bits): wire/constants.py's Wake. */
+enum { PORTS_WAKE_TOUCHED = MRC_WAKE_TOUCHED, PORTS_WAKE_TIMER = MRC_WAKE_TIMER };
 
 typedef struct {
 	PyObject_HEAD

@@ -35,13 +35,18 @@ from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.profiles import qp_of
 from mrcemu.wire import codec
-from mrcemu.wire.constants import ENDPOINT_DQPN, IPPROTO_IPV6, ROCE_UDP_PORT
+from mrcemu.wire.constants import (
+    ENDPOINT_DQPN,
+    IPPROTO_IPV6,
+    MAX_TIMER_DEFERRALS,
+    ROCE_UDP_PORT,
+    Wake,
+)
 
 ConnKey = tuple[int, str, int]  # peer, transport, QP index of the pair
 ETH_P_IPV6 = 0x86DD
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263  # not exported by Python's socket module
-MAX_TIMER_DEFERRALS = 8  # loop rounds (of up to 256 frames a port) timers may wait
 # Frames a port may have waiting in our backlog: the NIC paces each port at its line
 # rate itself, so the kernel's qdisc (and our RTT samples) never see a standing queue.
 PORT_SLOTS = 2
@@ -65,8 +70,6 @@ SLOT_TIME = 100e-6
 RX_BIN = 0.01
 # The longest the compiled loop runs before the policy's loop turns once more.
 LOOP_LIMIT = 0.5
-# Why the compiled loop hands a QP back (ports_type.h: PORTS_WAKE_*).
-WAKE_TOUCHED, WAKE_TIMER = 1, 2
 
 
 def port_slots(rate: float, mtu: int) -> int:
@@ -327,9 +330,9 @@ class Nic:
         due), then what no QP took, each item with the plane it came in on."""
         for q, why in wake:
             c = self.by_qpn[q]
-            if why & WAKE_TOUCHED:
+            if why & Wake.TOUCHED:
                 c.received(now)
-            if why & WAKE_TIMER:
+            if why & Wake.TIMER:
                 c.timer(now)
             self.touched.add(c)
         for plane, item in rest:

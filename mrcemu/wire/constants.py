@@ -31,6 +31,19 @@ RCVD_BYTES_UNIT = 256
 PSN_MASK = 0xFFFFFF
 
 
+class Wake(enum.IntFlag):
+    """Why the NIC's compiled loop (datapath/loop.c) hands a QP back to the policy."""
+
+    TOUCHED = 1  # it received what the loop did not take whole
+    TIMER = 2  # the policy's own timer for it is due
+
+
+# Loop rounds in a row the NIC's timers may wait while frames are left unread: they
+# judge silence, which those frames may answer, but an input flood must not starve
+# SACKs and RTOs. The compiled loop and the policy's loop both keep to it.
+MAX_TIMER_DEFERRALS = 8
+
+
 class LossKind(enum.IntEnum):
     """How the compiled sender found a packet lost (never by a trim: the network said
     where it went), or its EV overdue; the policy core reads them from its queue."""

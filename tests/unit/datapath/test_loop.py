@@ -12,10 +12,10 @@ import time
 import pytest
 
 from mrcemu import datapath
-from mrcemu.nic.daemon import WAKE_TIMER, WAKE_TOUCHED
 from mrcemu.transport.events import MessageCompleted, MessageReceived
 from mrcemu.transport.simnet import SimNet
 from mrcemu.wire import codec
+from mrcemu.wire.constants import Wake
 from tests.unit.datapath.test_ports import Rig
 from tests.unit.transport.helpers import pair, write
 
@@ -53,9 +53,9 @@ class Nic:
         for qpn, why in wake:
             assert qpn == self.c.local_qpn
             self.handed.append(why)
-            if why & WAKE_TOUCHED:
+            if why & Wake.TOUCHED:
                 self.c.received(now)
-            if why & WAKE_TIMER:
+            if why & Wake.TIMER:
                 self.c.timer(now)
         for _plane, d in rest:  # what only the policy reads: an ACK, a probe's answer
             assert isinstance(d, codec.Decoded) and d.bth["dqpn"] == self.c.local_qpn
@@ -124,7 +124,7 @@ def test_a_qp_not_armed_comes_back_on_every_packet(ends):
     assert frames >= 8
     events, wake, rest, bins, (waits, _left) = b.loop.run(b.ep.fileno(), None, 0.0, BIN, 0)
     # placed in C all the same, and handed back once (one QP, touched)
-    assert wake == [(b.c.local_qpn, WAKE_TOUCHED)] and events == [] and waits >= 1
+    assert wake == [(b.c.local_qpn, Wake.TOUCHED)] and events == [] and waits >= 1
     assert bytes(mr.buf) == data
     assert sum(n for _plane, _bin, n in bins) == len(data)
 
