@@ -56,6 +56,7 @@ figures: install
 FUZZ_RUNS ?= 50000000
 fuzz: install
 	$(PY) scripts/fuzz.py --runs $(FUZZ_RUNS) --workdir build/fuzz
+	$(PY) scripts/fuzz_loop.py --inputs 200000 --workdir build/fuzz-loop
 
 # Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
 generate:

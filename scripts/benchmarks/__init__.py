@@ -9,6 +9,8 @@ SECTIONS = [
     "nic_line_rate",
     "nic_goodput",
     "streaming",
+    "cpu_profile",
+    "nic_targets",
     "incast_trim",
     "ecmp_spread",
     "bpf_cost",

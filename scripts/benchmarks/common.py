@@ -50,7 +50,7 @@ class BenchError(Exception):
     """A step a section needs failed: the section reports this line instead."""
 
 
-def run_report(scenario: str, out: str, slowdown: float = 1, *more: str) -> dict:
+def run_report(scenario: str, out: str, slowdown: float | str = 1, *more: str) -> dict:
     """`mrcemu run SCENARIO --slowdown K [MORE...]` into the empty folder `out`; its
     report.json."""
     r = mrcemu("run", scenario, "--slowdown", str(slowdown), *more, "--out", out)

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,11 @@ PLANTED = {
 }
 
 MILLION = "million"
+# The compiled event loop under the sanitizers (scripts/fuzz_loop.py): mutants of a real
+# write's frames on both ends' ports, a new seed each run.
+LOOP = "loop"
+LOOP_INPUTS = 20_000
+LOOP_SCRIPT = SCRIPT.with_name("fuzz_loop.py")
 
 Runs = dict[str, tuple[subprocess.Popen, Path]]
 
@@ -38,11 +44,11 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
     exit. Each test waits for its own; no verdict depends on how fast they ran."""
     runs: Runs = {}
 
-    def start(key: str, *args: str) -> None:
+    def start(key: str, *args: str, script: Path = SCRIPT) -> None:
         work = mktemp(f"fuzz-{key}")
         # Into files, not pipes: a run no test is reading yet must never block on one.
         with open(work / "out", "w") as out, open(work / "err", "w") as err:
-            runs[key] = (subprocess.Popen([sys.executable, str(SCRIPT), "--workdir",
+            runs[key] = (subprocess.Popen([sys.executable, str(script), "--workdir",
                                            str(work / "w"), *args], stdout=out, stderr=err,
                                           # its own group: ending it ends the build or
                                           # the fuzzer it started, too
@@ -55,6 +61,8 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
         # planted bugs below need, to reach an exact bound; `make fuzz` keeps it) would
         # take ~130 s for the million here instead of ~50.
         start(MILLION, "--runs", "1000000", "--no-value-profile")
+        start(LOOP, "--inputs", str(LOOP_INPUTS), "--seed", str(time.time_ns() % 2**31),
+              script=LOOP_SCRIPT)
         for bug, (name, option, old, new, n) in sorted(PLANTED.items()):
             # libFuzzer's seed is fixed, but the inputs it takes to reach a bug still
             # vary, so its time does: the planted overread took 35-70 s on an idle core
