@@ -35,40 +35,30 @@ def _uint(v: object) -> int:
     return v
 
 
-def _opt_uint(v: object) -> int | None:
-    if v is None:
-        return None
-    try:
-        return _uint(v)
-    except _Bad:
-        raise _Bad("a non-negative integer or null") from None
+def _kind(t: type, what: str) -> Callable[[object], Any]:
+    """A check that the value is exactly of type `t` (a bool is no int here)."""
+    def check(v: object) -> Any:
+        if type(v) is not t:
+            raise _Bad(what)
+        return v
+    return check
 
 
-def _bool(v: object) -> bool:
-    if type(v) is not bool:
-        raise _Bad("true or false")
-    return v
+def _or_null(check: Callable[[object], Any]) -> Callable[[object], Any]:
+    """`check`, or None."""
+    def either(v: object) -> Any:
+        if v is None:
+            return None
+        try:
+            return check(v)
+        except _Bad as e:
+            raise _Bad(f"{e} or null") from None
+    return either
 
 
-def _obj(v: object) -> dict:
-    if type(v) is not dict:
-        raise _Bad("a JSON object")
-    return v
-
-
-def _opt_obj(v: object) -> dict | None:
-    if v is None:
-        return None
-    try:
-        return _obj(v)
-    except _Bad:
-        raise _Bad("a JSON object or null") from None
-
-
-def _objs(v: object) -> list:
-    if type(v) is not list:
-        raise _Bad("a list of requests")
-    return v
+_bool = _kind(bool, "true or false")
+_obj = _kind(dict, "a JSON object")
+_objs = _kind(list, "a list of requests")
 
 
 def _transport(v: object) -> str:
@@ -93,8 +83,8 @@ def _ev(v: object) -> int:
 # What each field annotation accepts (the annotations are strings: see the import of
 # annotations above). A field typed otherwise is a defect: test_ops checks every op.
 CHECKS: dict[str, Callable[[object], Any]] = {
-    "int": _uint, "int | None": _opt_uint, "bool": _bool, "dict": _obj,
-    "dict | None": _opt_obj, "list": _objs, "Transport": _transport, "EvId": _ev,
+    "int": _uint, "int | None": _or_null(_uint), "bool": _bool, "dict": _obj,
+    "dict | None": _or_null(_obj), "list": _objs, "Transport": _transport, "EvId": _ev,
 }
 EvId = int  # an EV's number: parsed from an integer or a hex string
 Transport = str  # "mrc" or "roce"
