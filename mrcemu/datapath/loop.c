@@ -22,7 +22,7 @@ typedef struct {
 	PyObject_HEAD
 	PortsObject *ports;
 	uint64_t starve_clock; /* the line for slots */
-	int deferred;          /* wake-ups in a row that left frames unread */
+	double held_since;     /* when a wake-up first left frames unread (< 0: none) */
 	long long bin;         /* the current goodput bin, and its bytes per port */
 	uint64_t bin_bytes[MRC_PLANES];
 } LoopObject;
@@ -299,8 +299,21 @@ static int policy_has_work(LoopObject *self, PyObject *rest, PyObject *events,
 	return 0;
 }
 
-/* Everything due at `now` that needs no policy: releases, the armed QPs' timers (not
- * while input floods, for a few rounds), the QPs touched, sends. */
+/* Whether the timers may run at `now`: they judge silence, so they wait while frames
+ * are left unread (those may answer it), but not past MRC_MAX_TIMER_DEFER_S from the
+ * first wake-up that left some (the policy's TimerHold keeps the same rule). */
+static int timers_may_run(LoopObject *self, double now)
+{
+	if (self->held_since < 0)
+		return 1;
+	if (now - self->held_since < MRC_MAX_TIMER_DEFER_S)
+		return 0;
+	self->held_since = -1.0;
+	return 1;
+}
+
+/* Everything due at `now` that needs no policy: releases, the armed QPs' timers (held
+ * briefly while input floods), the QPs touched, sends. */
 static int service(LoopObject *self, double now, PyObject *rest, PyObject *bins,
 		   double bin_s)
 {
@@ -315,11 +328,8 @@ static int service(LoopObject *self, double now, PyObject *rest, PyObject *bins,
 	}
 	if (settle(self, now) < 0)
 		return -1;
-	if (self->deferred == 0 || self->deferred > MRC_MAX_TIMER_DEFERRALS) {
-		self->deferred = 0;
-		if (run_timers(self, now) < 0)
-			return -1;
-	}
+	if (timers_may_run(self, now) && run_timers(self, now) < 0)
+		return -1;
 	/* what is due goes out first, so that the slots it frees are refilled now */
 	mrc_ports_drain(&self->ports->ps, now);
 	if (feed_starved(self, now) < 0)
@@ -426,7 +436,10 @@ static PyObject *loop_run(LoopObject *self, PyObject *const *args, Py_ssize_t na
 		left = nready ? read_ports(self, ready, nready, rest, bins, bin_s) : 0;
 		if (left < 0)
 			goto fail;
-		self->deferred = left ? self->deferred + 1 : 0;
+		if (!left)
+			self->held_since = -1.0;
+		else if (self->held_since < 0)
+			self->held_since = mono();
 	}
 	if (flush_bins(self, bins) < 0)
 		goto fail;
@@ -454,6 +467,7 @@ static int loop_init(LoopObject *self, PyObject *args, PyObject *kw)
 		return -1;
 	}
 	Py_XSETREF(self->ports, (PortsObject *)Py_NewRef(ports));
+	self->held_since = -1.0;
 	return 0;
 }
 

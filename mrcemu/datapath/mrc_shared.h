@@ -10,11 +10,11 @@
 #define MRC_LOSS_RTO 1
 #define MRC_LOSS_OVERDUE 2
 
-/* Why the NIC's compiled loop hands a QP back (Wake), and how many rounds
+/* Why the NIC's compiled loop hands a QP back (Wake), and how long (s)
    its timers may wait while frames are left unread. */
 #define MRC_WAKE_TOUCHED 1
 #define MRC_WAKE_TIMER 2
-#define MRC_MAX_TIMER_DEFERRALS 8
+#define MRC_MAX_TIMER_DEFER_S 0.001
 
 /* The address block every address starts with, and a uSID's layout:
    plane(4) | kind(2) | index(10). */

@@ -25,7 +25,7 @@ from mrcemu.nic import handlers, meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
-from mrcemu.nic.wakeups import Wakeups
+from mrcemu.nic.wakeups import TimerHold, Wakeups
 from mrcemu.topology import Layout, Topology, latency
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.transport.base import Connection
@@ -38,7 +38,6 @@ from mrcemu.wire import codec
 from mrcemu.wire.constants import (
     ENDPOINT_DQPN,
     IPPROTO_IPV6,
-    MAX_TIMER_DEFERRALS,
     ROCE_UDP_PORT,
     Wake,
 )
@@ -121,7 +120,7 @@ class Nic:
         self.ports: dict[int, socket.socket] = {}
         self.iface: dict[int, str] = {}
         self.rate: dict[int, float] = {}  # bytes per second
-        self.deferred = 0  # loop rounds in a row that left frames unread
+        self.hold = TimerHold()  # the timers wait a little while frames are unread
         for i in self.layout.interfaces[self.name]:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
             s.bind((i.name, ETH_P_IPV6))
@@ -474,14 +473,11 @@ class Nic:
         return mask
 
     def _run_timers(self, left: bool) -> None:
-        """The policy's timers that are due. They judge silence: not while frames we
-        have not read may answer it (a stalled NIC's backlog), but no more than a few
-        rounds in a row, so that an input flood cannot starve SACKs and RTOs."""
-        self.deferred = self.deferred + 1 if left else 0
-        if 0 < self.deferred <= MAX_TIMER_DEFERRALS:
-            return
-        self.deferred = 0
+        """The policy's timers that are due, unless held (`TimerHold`): not while
+        frames we have not read may answer them, for a millisecond at most."""
         now = self.now()
+        if not self.hold.may_run(left, now):
+            return
         for c, due in self.wake.pop_due(now):
             self.meter.timers.add(now - due)
             c.timer(now)

@@ -17,6 +17,8 @@ import itertools
 from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
+from mrcemu.wire.constants import MAX_TIMER_DEFER_S
+
 C = TypeVar("C", bound=Hashable)
 
 
@@ -87,3 +89,27 @@ class Wakeups(Generic[C]):
     def __len__(self) -> int:
         """Connections the loop will visit: a timer pending, or waiting for budget."""
         return len(self._due.keys() | self._starved.keys())
+
+
+class TimerHold:
+    """Whether the NIC's timers may run now. They judge silence, so they wait while the
+    loop left frames unread (those frames may answer it), but for at most `limit_s`
+    from the first round that left some: an input flood must not starve SACKs and
+    RTOs. The compiled loop (datapath/loop.c) keeps the same rule for the timers it
+    runs itself."""
+
+    def __init__(self, limit_s: float = MAX_TIMER_DEFER_S) -> None:
+        self.limit_s = limit_s
+        self._since: float | None = None  # when frames were first left unread
+
+    def may_run(self, left: bool, now: float) -> bool:
+        """After a loop round at `now` that left frames unread or not (`left`)."""
+        if not left:
+            self._since = None
+            return True
+        if self._since is None:
+            self._since = now
+        if now - self._since < self.limit_s:
+            return False
+        self._since = None  # they run; a flood that goes on is held again from now
+        return True

@@ -30,7 +30,7 @@ from mrcemu.wire.constants import (
     EV_HIGH_HALF_IN_SPORT,
     ICRC_LEN,
     IPPROTO_IPV6,
-    MAX_TIMER_DEFERRALS,
+    MAX_TIMER_DEFER_S,
     MRC_DATA,
     MRC_UDP_PORT_TRANSPOSED,
     PSN_MASK,
@@ -221,10 +221,10 @@ def c_shared() -> str:
            f"#define MRC_PSN_MASK 0x{PSN_MASK:X}u", "",
            "/* How the sender found a packet lost, or its EV overdue (LossKind). */"]
     out += [f"#define MRC_LOSS_{k.name} {int(k)}" for k in LossKind]
-    out += ["", "/* Why the NIC's compiled loop hands a QP back (Wake), and how many rounds",
+    out += ["", "/* Why the NIC's compiled loop hands a QP back (Wake), and how long (s)",
             "   its timers may wait while frames are left unread. */"]
     out += [f"#define MRC_WAKE_{k.name} {int(k)}" for k in Wake]
-    out += [f"#define MRC_MAX_TIMER_DEFERRALS {MAX_TIMER_DEFERRALS}"]
+    out += [f"#define MRC_MAX_TIMER_DEFER_S {MAX_TIMER_DEFER_S!r}"]
     out += ["", "/* The address block every address starts with, and a uSID's layout:",
             "   plane(4) | kind(2) | index(10). */",
             f"#define MRC_BLOCK_BYTES {len(block)}",

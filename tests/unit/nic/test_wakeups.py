@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mrcemu.nic.wakeups import Wakeups
+from mrcemu.nic.wakeups import TimerHold, Wakeups
 
 NOW = 0.0  # when the schedules below are made: every deadline is in the future
 
@@ -136,3 +136,30 @@ def test_a_future_timer_replaced_by_an_overdue_one_counts_from_now():
     w.schedule("a", 9.0, now=1.0)
     w.schedule("a", 0.5, now=2.0)  # an ack made a silence judgeable, due since 0.5
     assert w.pop_due(2.0) == [("a", 2.0)]
+
+
+def test_timers_run_at_once_when_no_frames_are_left_unread():
+    hold = TimerHold(limit_s=0.001)
+    assert hold.may_run(left=False, now=5.0)
+    assert hold.may_run(left=False, now=5.0001)
+
+
+def test_timers_wait_while_frames_are_left_but_not_past_the_limit_in_time():
+    hold = TimerHold(limit_s=0.001)
+    # Held from the first round that left frames, however many rounds follow...
+    assert [hold.may_run(True, 1.0 + i * 0.0001) for i in range(10)] == [False] * 10
+    # ...until the limit has passed since that first round: then they run,
+    assert hold.may_run(True, 1.0011)
+    # and a flood that goes on is held again from then.
+    assert not hold.may_run(True, 1.0012)
+    assert hold.may_run(True, 1.0023)
+
+
+def test_a_round_that_reads_everything_ends_the_hold():
+    hold = TimerHold(limit_s=0.001)
+    assert not hold.may_run(True, 2.0)
+    assert hold.may_run(False, 2.0002)
+    # the next flood is held for its own limit, not the rest of the last one's
+    assert not hold.may_run(True, 2.0003)
+    assert not hold.may_run(True, 2.0012)
+    assert hold.may_run(True, 2.0014)
