@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pyroute2 import IPRoute
 
+from mrcemu.fabric import netlink  # noqa: F401 - its cache of htb's rate tables
+
 CONTROL_CLASS = 0x10
 DATA_CLASS = 0x20
 # Every port, a switch's too, is shaped at exactly its rate. Switch ports once had 5 %

@@ -1,8 +1,12 @@
-"""The seg6local flavors extension encodes what iproute2 sends, and decodes it back."""
+"""pyroute2 extended: the seg6local flavors encode what iproute2 sends and decode back;
+htb's rate tables come from a cache, the same as pyroute2 computes."""
 
 import socket
 
+import pytest
+from pyroute2.netlink import nla
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
+from pyroute2.netlink.rtnl.tcmsg.common import nla_plus_rtab
 
 from mrcemu.fabric import netlink
 
@@ -44,3 +48,26 @@ def test_decode_round_trip():
     assert flv.get_attr("SEG6_LOCAL_FLV_OPERATION") == netlink.SEG6_LOCAL_FLV_OP_NEXT_CSID
     assert flv.get_attr("SEG6_LOCAL_FLV_LCBLOCK_BITS") == 32
     assert flv.get_attr("SEG6_LOCAL_FLV_LCNODE_FN_BITS") == 16
+
+
+def _parms(rate: int, mtu: int, kind: str = "rate") -> nla:
+    p = nla_plus_rtab.parms()
+    p[kind], p[f"{kind}_cell_log"], p[f"{kind}_mpu"], p["mtu"] = rate, 0, 0, mtu
+    return p
+
+
+@pytest.mark.parametrize("rate,mtu", [(2_500_000, 0), (2_500_000, 9000), (25_000, 1600),
+                                      (125_000_000, 9000)])
+def test_htb_rate_tables_from_the_cache_are_pyroute2s_own(rate, mtu):
+    for _ in range(2):  # the first computes and keeps, the second is a hit
+        ours, theirs = _parms(rate, mtu), _parms(rate, mtu)
+        assert netlink._cached_calc_rtab(ours, "rate") == netlink._calc_rtab(theirs, "rate")
+        assert ours["rate_cell_log"] == theirs["rate_cell_log"]
+        assert ours["rate_cell_align"] == theirs["rate_cell_align"] == -1
+    # a different rate is a different table, not the cached one
+    other = netlink._cached_calc_rtab(_parms(rate * 2, mtu), "rate")
+    assert other != netlink._calc_rtab(_parms(rate, mtu), "rate")
+
+
+def test_pyroute2_uses_the_cache():
+    assert nla_plus_rtab.parms.calc_rtab is netlink._cached_calc_rtab
