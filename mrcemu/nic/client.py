@@ -26,6 +26,9 @@ from mrcemu.transport.config import clock_scale
 
 POLL = 0.02  # seconds between polls while waiting for completions, on 20 Mb/s links
 TIMEOUT = 120.0  # seconds a batch may take (hashing a large region does)
+# The longest a NIC holds a client's `wait`: how often a waiting client looks at its
+# time limit, Ctrl-C and its progress display.
+HOLD = 0.25
 
 
 def poll_interval(host_link_mbps: float) -> float:
@@ -137,17 +140,41 @@ class NicClient:
             for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
                 w[k] = m[k]
 
+    def hold(self, writes: list[dict], timeout: float) -> None:
+        """Each write's progress as soon as all of its source's writes have completed or
+        failed, or after `timeout` seconds: one held `wait` a source host, the hosts at
+        once (their sockets here: the relay answers batches only)."""
+        per_host: dict[int, list[dict]] = {}
+        for w in writes:
+            per_host.setdefault(w["src"], []).append(w)
+        futs = {h: self.pool.submit(request, f"h{h}", ops.Wait(msgs=[
+            ops.Msg(peer=w["dst"], transport=w["transport"], msn=w["msn"],
+                    qp=w.get("qp", 0)).to_json() for w in ws], timeout=timeout),
+            timeout + TIMEOUT) for h, ws in per_host.items()}
+        for h, fut in futs.items():
+            for w, m in zip(per_host[h], fut.result()["replies"], strict=True):
+                if not m["ok"]:
+                    raise MrcemuError(f"h{h}: {m['error']}")
+                for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
+                    w[k] = m[k]
+
     def wait(self, writes: list[dict], give_up: Callable[[], bool],
              progress: Callable[[list[dict]], None] | None = None,
              every: float = POLL) -> bool:
-        """Poll every `every` seconds until every write completed or its QP failed
-        (True), or `give_up()` says stop (False)."""
+        """Until every write completed or its QP failed (True), or `give_up()` says stop
+        (False): held by the NICs until their writes are done (`hold`), looking at
+        `give_up` and `progress` at least every HOLD seconds; on other servers, polled
+        every `every` seconds."""
         pending = list(writes)
         while pending:
             if give_up():
                 return False
-            time.sleep(every)
-            self.poll(pending)
+            if self.relay is None or all(self.relay.via(f"h{w['src']}") is None
+                                         for w in pending):
+                self.hold(pending, max(every, HOLD))
+            else:
+                time.sleep(every)
+                self.poll(pending)
             if progress:
                 progress(writes)
             pending = [w for w in pending if not (w["done_at"] or w["failed"])]

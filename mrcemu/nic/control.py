@@ -3,12 +3,14 @@ non-blocking server the daemon runs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import select
 import socket
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
@@ -65,9 +67,21 @@ def request(host: str, op: str | ops.Op, timeout: float = 10.0, **args: object) 
     return reply
 
 
+@dataclass
+class Held:
+    """A reply the server holds (a `wait`): `answer()` once `settled()` says so after a
+    change the daemon reports, or at `deadline` (the daemon's clock) whatever it says.
+    The client's later requests wait behind it, so its replies stay in order."""
+
+    deadline: float
+    settled: Callable[[], bool]
+    answer: Callable[[], dict]
+
+
 class ControlServer:
     """The daemon's side of the control socket: JSON lines in, JSON lines out, never
-    blocking the packet loop it shares an epoll with.
+    blocking the packet loop it shares an epoll with. A handler may hold its reply
+    (`Held`): the daemon then calls `settle` as its loop turns.
 
     Replies are queued per client and written as the socket takes them (EPOLLOUT), so
     a client that stops reading stalls only itself; one whose unread replies pass
@@ -76,8 +90,8 @@ class ControlServer:
     MAX_QUEUED = 64 << 20
     MAX_LINE = 16 << 20  # a request's bytes before its newline
 
-    def __init__(self, path: Path, handle: Callable[[dict], dict], poller: select.epoll
-                 ) -> None:
+    def __init__(self, path: Path, handle: Callable[[dict], dict | Held],
+                 poller: select.epoll) -> None:
         self.path, self.handle, self.poller = path, handle, poller
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -127,22 +141,47 @@ class ControlServer:
             self._drop(c)
             return
         c.inbuf += chunk
-        while b"\n" in c.inbuf:
+        self._serve(c)
+
+    def _serve(self, c: _Client) -> None:
+        """Answer the client's complete lines in order, until one is held."""
+        while c.held is None and b"\n" in c.inbuf:
             line, c.inbuf = c.inbuf.split(b"\n", 1)
             try:
                 req = json.loads(line)
             except ValueError as e:
-                reply = {"ok": False, "error": f"a request is one JSON object a line: {e}"}
+                reply: dict | Held = {
+                    "ok": False, "error": f"a request is one JSON object a line: {e}"}
             else:
-                try:
-                    reply = self.handle(req)
-                except Exception as e:  # noqa: BLE001 - a bad request never kills the NIC
-                    reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            c.out += json.dumps(reply).encode() + b"\n"
+                reply = _safely(functools.partial(self.handle, req))
+            if isinstance(reply, Held):
+                c.held = reply
+            else:
+                c.out += json.dumps(reply).encode() + b"\n"
         # A line that never ends would grow without bound: its client goes, as one that
         # stops reading does.
         if len(c.out) > self.MAX_QUEUED or len(c.inbuf) > self.MAX_LINE:
             self._drop(c)
+
+    def next_deadline(self) -> float | None:
+        """When the earliest held reply is due whatever happens (None: none held)."""
+        due = [c.held.deadline for c in self.clients.values() if c.held is not None]
+        return min(due) if due else None
+
+    def settle(self, now: float, changed: bool) -> None:
+        """Answer the held replies that are due at `now`, or settled if `changed` (the
+        daemon saw a message complete or a connection fail since its last call), then
+        the requests that waited behind them."""
+        for c in [c for c in self.clients.values() if c.held is not None]:
+            held = c.held
+            assert held is not None
+            if now < held.deadline and not (changed and _safely(held.settled) is True):
+                continue
+            c.held = None
+            c.out += json.dumps(_safely(held.answer)).encode() + b"\n"
+            self._serve(c)
+            if c.sock.fileno() in self.clients and c.out:
+                self._write(c)
 
     def _write(self, c: _Client) -> None:
         try:
@@ -175,9 +214,18 @@ class ControlServer:
             pass
 
 
+def _safely(f: Callable[[], Any]) -> Any:
+    """f(), or a one-line error reply if it raises: a bad request never kills the NIC."""
+    try:
+        return f()
+    except Exception as e:  # noqa: BLE001
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+
+
 class _Client:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.inbuf = b""
         self.out = bytearray()
         self.mask = select.EPOLLIN
+        self.held: Held | None = None  # a reply held: its later requests wait

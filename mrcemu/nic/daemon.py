@@ -30,7 +30,12 @@ from mrcemu.topology import Layout, Topology, latency
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
 from mrcemu.transport.base import Connection
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.events import ConnectionFailed, Event, EvStateChanged
+from mrcemu.transport.events import (
+    ConnectionFailed,
+    Event,
+    EvStateChanged,
+    MessageCompleted,
+)
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.profiles import qp_of
@@ -121,6 +126,7 @@ class Nic:
         self.iface: dict[int, str] = {}
         self.rate: dict[int, float] = {}  # bytes per second
         self.hold = TimerHold()  # the timers wait a little while frames are unread
+        self.settled = 0  # messages completed and connections failed, ever
         for i in self.layout.interfaces[self.name]:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
             s.bind((i.name, ETH_P_IPV6))
@@ -245,6 +251,8 @@ class Nic:
         peer, transport, _qp = key = self.keys[c]
 
         def log(ev: Event) -> None:
+            if isinstance(ev, (MessageCompleted, ConnectionFailed)):
+                self.settled += 1  # a held `wait` may be answerable now
             if isinstance(ev, EvStateChanged):
                 self.log("ev_state", peer=f"h{peer}", t_change=ev.t,
                          ev=f"0x{ev.ev & 0xFFFFFFFF:08x}", old=ev.old, new=ev.new, why=ev.why)
@@ -438,12 +446,16 @@ class Nic:
         self.log("start", pid=os.getpid(), pmtu=self.cfg.pmtu)
         self.refresh_links()  # the state before the first notification
         epfd = self.poller.fileno()
+        seen = self.settled
         while self.running:
             # The compiled loop (datapath/loop.c) waits, reads the ports, releases held
             # frames, paces sends and serves the connections armed in it, until the
             # policy has work or its timers (`due`) are due.
+            due = self.wake.next_due()
+            if (held := self.control.next_deadline()) is not None:
+                due = held if due is None else min(due, held)
             events, wake, rest, bins, (waits, left) = self.loop.run(
-                epfd, self.wake.next_due(), LOOP_LIMIT, RX_BIN, self._hungry())
+                epfd, due, LOOP_LIMIT, RX_BIN, self._hungry())
             self.meter.wakeups += waits
             for plane, k, b in bins:  # new payload placed in memory: goodput
                 pb = self.rx_bins[plane]
@@ -463,6 +475,8 @@ class Nic:
                 if not self.budget():
                     break
                 self.flush(c)
+            self.control.settle(self.now(), self.settled != seen)
+            seen = self.settled
         self.log("stop")
 
     def _hungry(self) -> int:

@@ -3,7 +3,8 @@ each taking the Nic and its typed request (`nic/ops.py`) and returning the reply
 
 A handler refuses with `Refused` (or any MrcemuError): the reply is then
 `{"ok": false, "error": "<one line>"}`, and the daemon goes on. `dispatch` parses the
-request first, so no handler sees a missing field or a value of the wrong type.
+request first, so no handler sees a missing field or a value of the wrong type. One
+handler (`wait`) may hold its reply (`control.Held`) until its messages are done.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 from mrcemu import datapath
 from mrcemu.errors import MrcemuError
 from mrcemu.nic import ops
+from mrcemu.nic.control import Held
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.memory import BudgetExceeded
 from mrcemu.transport.profiles import MAX_QPS
@@ -152,6 +154,35 @@ def msg(nic: Nic, r: ops.Msg) -> ops.MsgReply:
     return {"ok": True, **m, "failed": c.failed}
 
 
+def _msg_or_error(nic: Nic, r: ops.Msg) -> dict:
+    try:
+        return dict(msg(nic, r))
+    except MrcemuError as e:
+        return {"ok": False, "error": str(e)}
+
+
+def _settled(reply: dict) -> bool:
+    """Nothing more will happen to this message: done, its connection failed, or not
+    one the NIC knows."""
+    return not reply["ok"] or reply["done_at"] is not None or reply["failed"]
+
+
+def wait(nic: Nic, r: ops.Wait) -> ops.WaitReply | Held:
+    # Held rather than polled: a client asking every few milliseconds cost the NICs
+    # a request each time, and itself a core's fifth at full speed.
+    msgs = r.requests()
+
+    def answer() -> ops.WaitReply:
+        return {"ok": True, "replies": [_msg_or_error(nic, m) for m in msgs]}
+
+    now = answer()
+    if r.timeout == 0 or all(_settled(x) for x in now["replies"]):
+        return now
+    return Held(deadline=nic.now() + r.timeout,
+                settled=lambda: all(_settled(x) for x in answer()["replies"]),
+                answer=answer)
+
+
 def reconnect(nic: Nic, r: ops.Reconnect) -> dict:
     # Both ends at one generation, which only the caller, asking both, can give: an end
     # made again alone would hear nothing from its peer.
@@ -195,11 +226,16 @@ def deny_or_allow(nic: Nic, r: ops.Deny | ops.Allow) -> dict:
 
 def batch(nic: Nic, r: ops.Batch) -> dict:
     # Each request on its own: one refused, the others still answered. No batch inside
-    # a batch: a request's size stays bounded by its line.
+    # a batch: a request's size stays bounded by its line. Nothing in a batch is held:
+    # a `wait` there is answered at once.
     return {"ok": True, "replies": [
         {"ok": False, "error": "a batch cannot hold a batch"}
-        if type(q) is dict and q.get("op") == ops.Batch.OP else dispatch(nic, q)
+        if type(q) is dict and q.get("op") == ops.Batch.OP else _now(dispatch(nic, q))
         for q in r.requests]}
+
+
+def _now(reply: dict | Held) -> dict:
+    return reply.answer() if isinstance(reply, Held) else reply
 
 
 def internals(nic: Nic, r: ops.Internals) -> dict:
@@ -249,18 +285,20 @@ def shutdown(nic: Nic, r: ops.Shutdown) -> dict:
     return {"ok": True}
 
 
-HANDLERS: dict[type[ops.Op], Callable[[Nic, Any], dict]] = {
+HANDLERS: dict[type[ops.Op], Callable[[Nic, Any], dict | Held]] = {
     ops.Ping: ping, ops.Register: register, ops.Free: free, ops.Hash: hash_region,
-    ops.Write: write, ops.Stats: stats, ops.Msg: msg, ops.Reconnect: reconnect,
-    ops.Configure: configure, ops.Generation: generation, ops.Deny: deny_or_allow,
+    ops.Write: write, ops.Stats: stats, ops.Msg: msg, ops.Wait: wait,
+    ops.Reconnect: reconnect, ops.Configure: configure, ops.Generation: generation,
+    ops.Deny: deny_or_allow,
     ops.Allow: deny_or_allow, ops.Batch: batch, ops.Internals: internals,
     ops.TraceReset: trace_reset, ops.Trace: trace, ops.Fidelity: fidelity,
     ops.Shutdown: shutdown,
 }
 
 
-def dispatch(nic: Nic, req: object) -> dict:
-    """The reply to one decoded request: never an exception, whatever it holds."""
+def dispatch(nic: Nic, req: object) -> dict | Held:
+    """The reply to one decoded request, or its hold (`wait`): never an exception,
+    whatever it holds."""
     try:
         r = ops.parse(req)
         return HANDLERS[type(r)](nic, r)

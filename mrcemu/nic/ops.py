@@ -18,6 +18,9 @@ from typing import Any, ClassVar, NamedTuple, TypedDict
 from mrcemu.errors import MrcemuError
 
 TRANSPORTS = ("mrc", "roce")
+# The longest the daemon holds a `wait` before answering: a client checks in (Ctrl-C, its
+# own time limit) at least this often.
+MAX_HOLD_S = 10.0
 JSON_INT_MAX = (1 << 64) - 1  # a field wider than this is no NIC's (R_Keys, VAs: 64 bits)
 
 
@@ -61,6 +64,13 @@ _obj = _kind(dict, "a JSON object")
 _objs = _kind(list, "a list of requests")
 
 
+def _seconds(v: object) -> float:
+    """A hold, in seconds: a number from 0 to MAX_HOLD_S (a bool is no number here)."""
+    if type(v) not in (int, float) or not 0 <= v <= MAX_HOLD_S:  # NaN fails too
+        raise _Bad(f"a number of seconds from 0 to {MAX_HOLD_S:g}")
+    return float(v)
+
+
 def _transport(v: object) -> str:
     if v not in TRANSPORTS:
         raise _Bad(" or ".join(repr(t) for t in TRANSPORTS))
@@ -85,9 +95,11 @@ def _ev(v: object) -> int:
 CHECKS: dict[str, Callable[[object], Any]] = {
     "int": _uint, "int | None": _or_null(_uint), "bool": _bool, "dict": _obj,
     "dict | None": _or_null(_obj), "list": _objs, "Transport": _transport, "EvId": _ev,
+    "Seconds": _seconds,
 }
 EvId = int  # an EV's number: parsed from an integer or a hex string
 Transport = str  # "mrc" or "roce"
+Seconds = float  # a hold: from 0 to MAX_HOLD_S
 
 
 @dataclass(frozen=True)
@@ -165,6 +177,33 @@ class Msg(Op):
     msn: int
     transport: Transport = "mrc"
     qp: int = 0
+
+
+@dataclass(frozen=True)
+class Wait(Op):
+    """Each of `msgs` (`msg` requests without their op: peer, msn, transport, qp) as `msg`
+    answers it, once every one has completed or failed, or `timeout` seconds have
+    passed: the daemon holds the reply meanwhile, and its loop runs on. Inside a batch
+    it is answered at once."""
+    OP = "wait"
+    msgs: list
+    timeout: Seconds = 0.0
+
+    def requests(self) -> list[Msg]:
+        """The messages waited for, each parsed as a `msg` request (OpError naming the
+        first that is not one)."""
+        out = []
+        for i, m in enumerate(self.msgs):
+            if type(m) is not dict:
+                raise OpError(f"op 'wait': msgs[{i}] must be a JSON object (peer, msn, "
+                              f"transport, qp), not {type(m).__name__}")
+            try:
+                q = parse({**m, "op": Msg.OP})
+            except OpError as e:
+                raise OpError(f"op 'wait': msgs[{i}]: {e}") from None
+            assert isinstance(q, Msg)
+            out.append(q)
+        return out
 
 
 @dataclass(frozen=True)
@@ -246,8 +285,8 @@ class Shutdown(Op):
 
 
 OPS: dict[str, type[Op]] = {c.OP: c for c in (
-    Ping, Register, Free, Hash, Write, Stats, Msg, Reconnect, Configure, Generation, Deny,
-    Allow, Batch, Internals, TraceReset, Trace, Fidelity, Shutdown)}
+    Ping, Register, Free, Hash, Write, Stats, Msg, Wait, Reconnect, Configure, Generation,
+    Deny, Allow, Batch, Internals, TraceReset, Trace, Fidelity, Shutdown)}
 
 
 def parse(req: object) -> Op:
@@ -316,6 +355,11 @@ class MessageState(TypedDict):
 class MsgReply(MessageState):
     ok: bool
     failed: bool
+
+
+class WaitReply(TypedDict):
+    ok: bool
+    replies: list[dict]  # each a MsgReply, or {"ok": false, "error": ...}
 
 
 class GenerationReply(TypedDict):

@@ -18,8 +18,14 @@ class FakeDaemons:
         self.regions: dict[int, set[int]] = {}  # host -> live rkeys
         self.next_rkey = 100
         self.batches: list[tuple[str, int]] = []
+        self.holds: list[tuple[str, int, float]] = []  # host, messages, timeout
 
-    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+    def __call__(self, host: str, op: str | ops.Op, timeout: float = 10.0,
+                 **args: object) -> dict:
+        if isinstance(op, ops.Wait):
+            self.holds.append((host, len(op.msgs), op.timeout))
+            return {"ok": True, "replies": [self.one(int(host[1:]), q.to_json())
+                                            for q in op.requests()]}
         assert op == "batch"
         self.batches.append((host, len(args["requests"])))
         h = int(host[1:])
@@ -89,14 +95,15 @@ def test_wait_stops_when_told_to_give_up(monkeypatch):
         assert "done_at" not in ws[0]  # never polled
 
 
-def test_wait_polls_at_the_interval_it_is_given(monkeypatch):
-    monkeypatch.setattr(client_mod, "request", FakeDaemons())
+def test_wait_polls_hosts_on_other_servers_at_the_interval_it_is_given(monkeypatch):
+    fake = FakeDaemons()
     slept: list[float] = []
     monkeypatch.setattr(client_mod.time, "sleep", slept.append)
-    with NicClient(range(8)) as c:
-        ws = c.post(writes(1))
+    with NicClient(range(8), FakeRelay(fake)) as c:  # hosts 4-7 on another server
+        ws = c.post([{"src": 4, "dst": 7, "size": 4096, "transport": "mrc", "seed": 1}])
         assert c.wait(ws, give_up=lambda: False, every=0.4)
     assert slept == [0.4] and ws[0]["done_at"] == 2.0  # done at the first poll
+    assert fake.holds == []  # a relay answers batches only
 
 
 def test_the_poll_interval_follows_slower_links_only():
@@ -148,3 +155,27 @@ def test_a_daemon_the_relay_cannot_reach_is_one_error_naming_server_and_host(mon
     with NicClient(range(8), FakeRelay(fake, down="h6")) as c, \
             pytest.raises(MrcemuError, match="server srv1: the NIC daemon of h6 does not"):
         c.ask_each(ops.Msg(peer=1, msn=7))
+
+
+def test_waiting_is_one_held_wait_a_source_host_not_a_poll(monkeypatch):
+    fake = FakeDaemons()
+    monkeypatch.setattr(client_mod, "request", fake)
+    with NicClient(range(8)) as c:
+        ws = c.post(writes(3) + [{"src": 0, "dst": 6, "size": 4096, "transport": "mrc",
+                                  "seed": 9}])
+        before = len(fake.batches)
+        assert c.wait(ws, give_up=lambda: False, every=0.01)
+    # Every write done in one round: a wait at each source (h0 holding two), held at
+    # most HOLD seconds, and no batch of polls.
+    assert sorted(fake.holds) == [("h0", 2, client_mod.HOLD), ("h1", 1, client_mod.HOLD),
+                                  ("h2", 1, client_mod.HOLD)]
+    assert len(fake.batches) == before
+    assert all(w["done_at"] == 2.0 and w["acked_pkts"] == 4 for w in ws)
+
+
+def test_a_message_the_nic_does_not_know_is_an_error_naming_the_host(monkeypatch):
+    fake = FakeDaemons()
+    monkeypatch.setattr(client_mod, "request", fake)
+    monkeypatch.setattr(fake, "one", lambda h, r: {"ok": False, "error": "no message 7"})
+    with NicClient(range(8)) as c, pytest.raises(MrcemuError, match="h2: no message 7"):
+        c.hold([{"src": 2, "dst": 7, "transport": "mrc", "msn": 7}], 0.25)

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from mrcemu.nic.control import ControlServer
+from mrcemu.nic.control import ControlServer, Held
 
 BIG = "x" * (256 << 10)
 
@@ -81,3 +81,115 @@ def test_a_client_that_never_reads_stalls_only_itself(tmp_path):
         loop.join(5)
         server.close()
     assert not (tmp_path / "nic.sock").exists()
+
+
+class Holding:
+    """A handler that holds `hold` requests until told they are settled."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.asked = 0
+
+    def __call__(self, req: dict) -> dict | Held:
+        if req.get("op") == "hold":
+            def settled() -> bool:
+                self.asked += 1
+                return self.done
+            return Held(deadline=req["deadline"], settled=settled,
+                        answer=lambda: {"ok": True, "op": "hold", "done": self.done})
+        return handle(req)
+
+
+def _turn(server: ControlServer, poller: select.epoll) -> None:
+    for fd, mask in poller.poll(0.05):
+        server.on_event(fd, mask)
+
+
+def _lines(s: socket.socket) -> list[dict]:
+    s.settimeout(0.2)
+    buf = b""
+    try:
+        while chunk := s.recv(1 << 16):
+            buf += chunk
+    except TimeoutError:
+        pass
+    return [json.loads(x) for x in buf.splitlines()]
+
+
+def test_a_held_reply_waits_for_its_settling_and_the_clients_next_request_behind_it(
+        tmp_path):
+    poller = select.epoll()
+    holding = Holding()
+    server = ControlServer(tmp_path / "nic.sock", holding, poller)
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect(str(tmp_path / "nic.sock"))
+        _turn(server, poller)  # accepted
+        c.sendall(b'{"op": "hold", "deadline": 100.0}\n{"op": "ping"}\n')
+        for _ in range(3):
+            _turn(server, poller)
+        assert server.next_deadline() == 100.0
+        # Nothing yet, not even the ping behind the hold.
+        assert _lines(c) == []
+        # Nothing changed: the handler is not even asked.
+        server.settle(now=1.0, changed=False)
+        assert holding.asked == 0 and _lines(c) == []
+        # A change, but not one that settles it: still held.
+        server.settle(now=2.0, changed=True)
+        assert holding.asked == 1 and _lines(c) == []
+        holding.done = True
+        server.settle(now=3.0, changed=True)
+        assert _lines(c) == [{"ok": True, "op": "hold", "done": True},
+                             {"ok": True, "op": "ping"}]
+        assert server.next_deadline() is None
+    finally:
+        c.close()
+        server.close()
+
+
+def test_a_held_reply_is_answered_at_its_deadline_whatever_happened(tmp_path):
+    poller = select.epoll()
+    holding = Holding()
+    server = ControlServer(tmp_path / "nic.sock", holding, poller)
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect(str(tmp_path / "nic.sock"))
+        _turn(server, poller)
+        c.sendall(b'{"op": "hold", "deadline": 5.0}\n')
+        for _ in range(3):
+            _turn(server, poller)
+        server.settle(now=4.999, changed=False)
+        assert _lines(c) == []
+        server.settle(now=5.0, changed=False)
+        assert _lines(c) == [{"ok": True, "op": "hold", "done": False}]
+    finally:
+        c.close()
+        server.close()
+
+
+def test_a_hold_whose_check_raises_is_answered_with_one_line_and_the_server_goes_on(
+        tmp_path):
+    poller = select.epoll()
+
+    def bad(req: dict) -> dict | Held:
+        if req.get("op") == "hold":
+            return Held(deadline=1.0, settled=lambda: 1 / 0, answer=lambda: 1 / 0)
+        return handle(req)
+
+    server = ControlServer(tmp_path / "nic.sock", bad, poller)
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect(str(tmp_path / "nic.sock"))
+        _turn(server, poller)
+        c.sendall(b'{"op": "hold"}\n{"op": "ping"}\n')
+        for _ in range(3):
+            _turn(server, poller)
+        server.settle(now=0.5, changed=True)  # its check raises: not settled
+        assert _lines(c) == []
+        server.settle(now=1.0, changed=False)  # due: its answer raises
+        first, second = _lines(c)
+        assert first["ok"] is False and "ZeroDivisionError" in first["error"]
+        assert second == {"ok": True, "op": "ping"}
+    finally:
+        c.close()
+        server.close()

@@ -11,11 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrcemu.nic import handlers, ops
+from mrcemu.nic.control import Held
 
 EXAMPLES: dict[str, object] = {
     "int": 7, "int | None": 3, "bool": True, "dict": {"pmtu": 4096},
     "dict | None": {"load_balancing": "oblivious"}, "list": [{"op": "ping"}],
-    "Transport": "roce", "EvId": 0x10002,
+    "Transport": "roce", "EvId": 0x10002, "Seconds": 0.25,
 }
 
 
@@ -157,3 +158,75 @@ def test_dispatch_never_raises_whatever_a_request_holds(req):
     assert isinstance(r, dict) and isinstance(r["ok"], bool)
     if not r["ok"]:
         assert "\n" not in r["error"]
+
+
+@pytest.mark.parametrize("timeout", [-0.1, 10.5, float("nan"), True, "1"])
+def test_a_wait_holds_for_ten_seconds_at_most(timeout):
+    assert refusal({"op": "wait", "msgs": [], "timeout": timeout}).startswith(
+        "op 'wait': field 'timeout' must be a number of seconds from 0 to 10, not ")
+
+
+def test_a_wait_names_the_message_that_is_not_a_msg_request():
+    w = ops.parse({"op": "wait", "msgs": [{"peer": 1, "msn": 3}, {"peer": 1}]})
+    with pytest.raises(ops.OpError, match=r"op 'wait': msgs\[1\]: op 'msg': missing field"):
+        w.requests()
+    w = ops.parse({"op": "wait", "msgs": [5]})
+    with pytest.raises(ops.OpError, match=r"msgs\[0\] must be a JSON object"):
+        w.requests()
+    assert ops.parse({"op": "wait", "msgs": [{"peer": 1, "msn": 3, "qp": 2}]}).requests() == [
+        ops.Msg(peer=1, msn=3, qp=2)]
+
+
+class WaitingNic(StubNic):
+    """One MRC connection to h1 with message 5 in flight, and a clock."""
+
+    class Conn:
+        failed = False
+
+    class Hist:
+        def __init__(self) -> None:
+            self.done_at: float | None = None
+
+        def message(self, c: object, msn: int) -> dict | None:
+            if msn != 5:
+                return None
+            return {"msn": 5, "size": 64, "acked_pkts": 1, "npkts": 1, "posted_at": 1.0,
+                    "done_at": self.done_at}
+
+    def __init__(self) -> None:
+        self.c, self.h = self.Conn(), self.Hist()
+        self.conns = {(1, "mrc", 0): self.c}
+        self.history = {(1, "mrc", 0): self.h}
+
+    def now(self) -> float:
+        return 10.0
+
+    def drain_events(self, c: object) -> None:
+        pass
+
+
+def test_a_wait_is_held_until_its_messages_are_done_and_answered_at_once_otherwise():
+    nic = WaitingNic()
+    five = {"peer": 1, "msn": 5}
+    held = handlers.dispatch(nic, {"op": "wait", "msgs": [five], "timeout": 2})
+    assert isinstance(held, Held) and held.deadline == 12.0
+    assert held.settled() is False
+    nic.h.done_at = 3.5
+    assert held.settled() is True
+    assert held.answer()["replies"][0]["done_at"] == 3.5
+    # Done already, or failed, or unknown, or not to be held: answered now.
+    assert handlers.dispatch(nic, {"op": "wait", "msgs": [five], "timeout": 2})["ok"]
+    nic.h.done_at, nic.c.failed = None, True
+    assert handlers.dispatch(nic, {"op": "wait", "msgs": [five], "timeout": 2})["ok"]
+    nic.c.failed = False
+    six = {"peer": 1, "msn": 6}  # unknown: nothing more will happen to it
+    r = handlers.dispatch(nic, {"op": "wait", "msgs": [six], "timeout": 2})
+    assert r["replies"] == [{"ok": False, "error": "no message 6 (unknown, or completed "
+                             "too long ago to be remembered)"}]
+    # ...but beside one in flight it waits for that one
+    assert isinstance(handlers.dispatch(nic, {"op": "wait", "msgs": [five, six],
+                                              "timeout": 2}), Held)
+    assert handlers.dispatch(nic, {"op": "wait", "msgs": [five]})["replies"][0]["done_at"] is None
+    r = handlers.dispatch(nic, {"op": "batch", "requests": [
+        {"op": "wait", "msgs": [five], "timeout": 2}]})
+    assert r["replies"][0]["ok"] and r["replies"][0]["replies"][0]["done_at"] is None
