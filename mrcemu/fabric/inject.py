@@ -68,18 +68,25 @@ def _servers() -> Servers:
     return of_running(st) if st else Servers()
 
 
+def _switches(layout: Layout, fault: Fault) -> set[str]:
+    """The switches whose drop rules `fault` is in (hosts send with AF_PACKET, which
+    netfilter never sees)."""
+    return {i.node for i in targets(layout, fault) if not i.node.startswith("h")}
+
+
 def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
-              also: set[str]) -> None:
-    """Rewrite the drop rules of every switch an active gray/loss/host-loss fault touches, and of
-    the switches in `also` (a healed fault's, which may now need none)."""
+              nodes: set[str]) -> None:
+    """Rewrite the drop rules of the switches in `nodes` (those of a fault injected or
+    healed: no other switch's rules changed) from every active gray/loss/host-loss
+    fault; a switch left with none gets an empty chain."""
     rules: dict[str, list[tuple[str, str]]] = {}
     for d in active.values():
         f = Fault(**d)
         if f.kind not in DROP_KINDS:
             continue
         for i in targets(layout, f):
-            if i.node.startswith("h"):
-                continue  # hosts send with AF_PACKET, which netfilter never sees
+            if i.node not in nodes:
+                continue
             pct = 100.0 if f.kind == "gray" else float(f.value or 0)
             # In parts per million: E9/E10's 0.1 % is no whole percent.
             ppm = round(pct * 10_000)
@@ -88,7 +95,7 @@ def _sync_nft(layout: Layout, pids: dict[str, int], active: dict[str, dict],
             cond = "" if ppm >= 1_000_000 else f"numgen random mod 1000000 < {ppm} "
             rules.setdefault(i.node, []).append((i.name, cond))
     servers = _servers()
-    for node in sorted(set(rules) | also):
+    for node in sorted(nodes):
         servers.call(servers.of(node), "nft", pid=pids[node], rules=rules.get(node, []))
 
 
@@ -188,7 +195,7 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
     fault.at = time.monotonic()
     active[fault.key] = asdict(fault)
     if fault.kind in DROP_KINDS:
-        _sync_nft(layout, pids, active, set())
+        _sync_nft(layout, pids, active, _switches(layout, fault))
     _save(active)
     _log("inject", fault)
     if layout.topo.ecmp and fault.kind in ROUTED_AROUND:
@@ -260,8 +267,7 @@ def heal(layout: Layout, pids: dict[str, int], key: str | None = None) -> list[F
         elif f.kind == "path-loss":
             f.dropped = _path_loss(layout, f, None)
         if f.kind in DROP_KINDS:
-            _sync_nft(layout, pids, active, {i.node for i in targets(layout, f)
-                                             if not i.node.startswith("h")})
+            _sync_nft(layout, pids, active, _switches(layout, f))
         _save(active)
         _log("heal", f)
         healed.append(f)
