@@ -6,10 +6,17 @@ import threading
 
 import pytest
 
-from mrcemu.nic import client
+from mrcemu.nic import client, ops
 from mrcemu.scenario import analysis, runner
 from mrcemu.scenario.model import load
 from mrcemu.topology import Layout
+
+
+@pytest.fixture(autouse=True)
+def _no_running_fabric(monkeypatch):
+    """The fake daemons stand for every host here, whatever fabric this machine runs
+    (its state would split the hosts over its servers)."""
+    monkeypatch.setattr(runner, "split_servers", lambda: None)
 
 
 class FakeNics:
@@ -20,7 +27,10 @@ class FakeNics:
         self.qp_fails = qp_fails
         self.regions = 0
 
-    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+    def __call__(self, host: str, op: str | ops.Op, timeout: float = 10.0,
+                 **args: object) -> dict:
+        if isinstance(op, ops.Wait):  # answered at once, as a daemon does at its timeout
+            return {"ok": True, "replies": [self.one(q.to_json()) for q in op.requests()]}
         assert op == "batch"
         return {"ok": True, "replies": [self.one(r) for r in args["requests"]]}
 
@@ -73,7 +83,8 @@ class StreamNics(FakeNics):
         self.hashed = 0
         self.settings: dict[tuple[str, int], list] = {}  # per direction, per write
 
-    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+    def __call__(self, host: str, op: str | ops.Op, timeout: float = 10.0,
+                 **args: object) -> dict:
         self.host = host
         return super().__call__(host, op, timeout, **args)
 
@@ -131,7 +142,8 @@ class QpNics(FakeNics):
         super().__init__(qp_fails=False)
         self.writes: list[tuple[str, int, int, int]] = []
 
-    def __call__(self, host: str, op: str, timeout: float = 10.0, **args: object) -> dict:
+    def __call__(self, host: str, op: str | ops.Op, timeout: float = 10.0,
+                 **args: object) -> dict:
         self.host = host
         return super().__call__(host, op, timeout, **args)
 
