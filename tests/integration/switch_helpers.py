@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from mrcemu.fabric import bpf, rates, state
-from mrcemu.nic import transfer
+from mrcemu.nic import ops, transfer
+from mrcemu.nic.client import NicClient
 from mrcemu.topology import Layout, load
 from tests.integration.conftest import mrcemu
 
@@ -90,3 +91,13 @@ def incast(topology: str = "default", dst: int = 7, size: int = 8 << 20) -> list
     results, _ = transfer.run_many(topo, [(a, dst, size, "mrc", a) for a in range(topo.hosts)
                                           if a != dst])
     return results
+
+
+def nacks_heard(dst: int = 7, hosts: int = 8) -> tuple[int, int]:
+    """The NACKs every other host's MRC connection to `dst` has received, and of them
+    the ones for trimmed packets, since the connections were made."""
+    with NicClient(range(hosts)) as c:
+        stats = c.ask([(h, ops.Stats(peer=dst, missing_ok=True)) for h in range(hosts)
+                       if h != dst])
+    rows = [r["stats"] for r in stats if r["stats"] is not None]
+    return sum(s["nacks_rx"] for s in rows), sum(s["trims_nacked"] for s in rows)
