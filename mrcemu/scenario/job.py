@@ -25,7 +25,8 @@ from mrcemu.fabric import inject, state
 from mrcemu.fabric.launch import launch, stop
 from mrcemu.fabric.servers import of_running
 from mrcemu.nic import ops
-from mrcemu.scenario import analysis, fullspeed, plots, report
+from mrcemu.preload import Preload
+from mrcemu.scenario import analysis, fullspeed, report
 from mrcemu.scenario.model import Scenario, single_policy
 from mrcemu.scenario.runner import run_transport
 from mrcemu.topology import Layout, latency
@@ -136,6 +137,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
     launched = False
     config: dict = {}
     config_cluster: dict | None = None
+    plots = Preload("mrcemu.scenario.plots")  # matplotlib, while the fabric comes up
     try:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
         launched = True
@@ -216,8 +218,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
                                                  if "fidelity" in v})}
             report.write(folder, rep)
             if summaries:
-                plots.goodput(rep, folder / "goodput.png")
-                plots.ev_states(rep, folder / "ev-states.png")
+                plots.get().goodput(rep, folder / "goodput.png")
+                plots.get().ev_states(rep, folder / "ev-states.png")
             if pcaps:
                 merge(pcaps, folder / "capture.pcapng")
                 shutil.rmtree(folder / "pcap", ignore_errors=True)
