@@ -55,8 +55,8 @@ ECMP_SYSCTLS = {
 }
 
 
-# Node shells started at once on a split fabric: well under a local server's sshd
-# MaxSessions (64, fabric/cluster_local.py) and OpenSSH's default of 10.
+# Node shells started at once (on a split fabric: well under a local server's sshd
+# MaxSessions, 64 in fabric/cluster_local.py, and OpenSSH's default of 10).
 PARALLEL_SHELLS = 8
 
 
@@ -93,11 +93,11 @@ class Fabric:
         if self.cluster:
             self._remote_nodes(say)
         else:
-            for n, node in enumerate(nodes, 1):
-                mn = self.net.addHost(node.name, cls=Node, ip=None, inNamespace=True)
-                self._started(node.name, mn.pid)
-                write_sysctls(mn.pid, self._sysctls(node.kind))
-                say("nodes", n, len(nodes))
+            # Mininet's `addHost` is the node's constructor and two entries: the shells
+            # start several at once (each is mostly waiting for a bash to start).
+            self._start_nodes(lambda name: Node(name, ip=None, inNamespace=True), say)
+            for node in nodes:
+                write_sysctls(self.pids[node.name], self._sysctls(node.kind))
         self.timings["nodes_s"] = time.monotonic() - t0
         t1 = time.monotonic()
         # Split over servers, links are planned as Mininet's cluster classes add them,
@@ -145,16 +145,22 @@ class Fabric:
     def _remote_nodes(self, say: Progress) -> None:
         """Each node's shell on its server, over the server's shared connection, several
         at once: a shell is an ssh session there, and starting one is mostly waiting
-        (0.2 s a session on a local server). Mininet's `addHost` is only the node's
-        constructor and two entries, which are made here in the topology's order. Then
-        each server's agent writes its nodes' sysctls in one request."""
+        (0.2 s a session on a local server). Then each server's agent writes its nodes'
+        sysctls in one request."""
         assert self.cluster is not None
         cluster, nodes = self.cluster, list(self.layout.nodes.values())
+        self._start_nodes(lambda name: RemoteNode(
+            name, cluster=cluster, on=cluster.server(self.placement[name]), ip=None,
+            inNamespace=True), say)
+        for server, names in self.servers.group(n.name for n in nodes).items():
+            self.servers.call(server, "sysctls", nodes={
+                str(self.pids[n]): self._sysctls(self.layout.nodes[n].kind) for n in names})
 
-        def start(name: str) -> RemoteNode:
-            return RemoteNode(name, cluster=cluster, on=cluster.server(self.placement[name]),
-                              ip=None, inNamespace=True)
-
+    def _start_nodes(self, start: Callable[[str], Node], say: Progress) -> None:
+        """Every node's shell made by `start`, PARALLEL_SHELLS at once, and entered in the
+        net in the topology's order (what Mininet's `addHost` would do after its
+        constructor)."""
+        nodes = list(self.layout.nodes.values())
         with ThreadPoolExecutor(max_workers=PARALLEL_SHELLS) as pool:
             futures = [pool.submit(start, node.name) for node in nodes]
             try:
@@ -172,9 +178,6 @@ class Fabric:
                             and node.name not in self.net.nameToNode:
                         self.net.hosts.append(fut.result())
                 raise
-        for server, names in self.servers.group(n.name for n in nodes).items():
-            self.servers.call(server, "sysctls", nodes={
-                str(self.pids[n]): self._sysctls(self.layout.nodes[n].kind) for n in names})
 
     def stop(self) -> None:
         """Kill every node shell: each namespace, with its veths, goes with it."""
