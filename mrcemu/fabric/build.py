@@ -14,13 +14,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from mininet.link import Intf
+from mininet.link import Intf, Link
 from mininet.net import Mininet
 from mininet.node import Node
 
 from mrcemu.fabric.netns import write_sysctls
-from mrcemu.fabric.remote import LinkPlan, PlannedLink, RemoteNode
-from mrcemu.fabric.servers import Servers
+from mrcemu.fabric.remote import LinkPlan, PlannedLink, RemoteNode, veth_line
+from mrcemu.fabric.servers import Server, Servers
 from mrcemu.topology import Layout, Topology
 from mrcemu.topology.addressing import Kind
 from mrcemu.topology.cluster import Cluster, place
@@ -67,6 +67,25 @@ class BareIntf(Intf):
         return {}
 
 
+class PlannedVeth(Link):
+    """A local fabric's veth pair, made later with all the others (`LinkPlan.make`, one
+    `ip -batch`): Mininet makes each with a command in its first node's shell, 4 ms a
+    link."""
+
+    def __init__(self, node1: Node, node2: Node, plan: LinkPlan, server: Server,
+                 **kwargs: object) -> None:
+        self.plan, self.server = plan, server
+        super().__init__(node1, node2, **kwargs)
+
+    def makeIntfPair(self, intfname1: str, intfname2: str, addr1: str | None = None,  # noqa: N802
+                     addr2: str | None = None, node1: Node | None = None,
+                     node2: Node | None = None, deleteIntfs: bool = True) -> bool:
+        assert node1 is not None and node2 is not None  # Link's fast path hands them
+        self.plan.add(self.server, veth_line(intfname1, addr1, node1.pid, intfname2, addr2,
+                                             node2.pid))
+        return True
+
+
 class Fabric:
     """Owns the Mininet object and the node shells for as long as the fabric lives."""
 
@@ -100,19 +119,16 @@ class Fabric:
                 write_sysctls(self.pids[node.name], self._sysctls(node.kind))
         self.timings["nodes_s"] = time.monotonic() - t0
         t1 = time.monotonic()
-        # Split over servers, links are planned as Mininet's cluster classes add them,
-        # then made a server at a time by its agent (fabric/remote.py); on one machine
-        # Mininet makes each as it is added.
-        plan = LinkPlan() if self.cluster else None
+        # Links are planned as Mininet adds them (Mininet's cluster classes on a split
+        # fabric), then made a server at a time by its agent, in one `ip -batch`.
+        plan = LinkPlan()
         for n, link in enumerate(layout.links, 1):
+            planned = ({"cls": PlannedLink, "vni": n, "plan": plan} if self.cluster else
+                       {"cls": PlannedVeth, "plan": plan, "server": self.servers.of(link.a.node)})
             self.net.addLink(link.a.node, link.b.node, intfName1=link.a.name,
                              intfName2=link.b.name, addr1=link.a.mac, addr2=link.b.mac,
-                             intf=BareIntf, **({"cls": PlannedLink, "vni": n, "plan": plan}
-                                               if plan else {}))
-            if not plan:
-                say("links", n, len(layout.links))
-        if plan:
-            plan.make(self.servers, lambda done, total: say("links", done, total))
+                             intf=BareIntf, **planned)
+        plan.make(self.servers, lambda done, total: say("links", done, total))
         self.timings["links_s"] = time.monotonic() - t1
         # Each server's agent programs its own nodes (fabric/agent.py): in-process
         # here, over the shared ssh connection on another server.

@@ -146,6 +146,14 @@ class VxlanLink(RemoteLink):  # type: ignore[misc]
         self.intf2.delete()
 
 
+def veth_line(name1: str, addr1: str | None, pid1: int, name2: str, addr2: str | None,
+              pid2: int) -> str:
+    """The `ip -batch` line of a veth pair made with each end in its node at once."""
+    return shlex.join(["link", "add", "name", name1, *(["address", addr1] if addr1 else []),
+                       "netns", str(pid1), "type", "veth", "peer", "name", name2,
+                       *(["address", addr2] if addr2 else []), "netns", str(pid2)])
+
+
 class LinkPlan:
     """The `ip -batch` lines that make a fabric's links, by the server that runs them."""
 
@@ -189,10 +197,7 @@ class PlannedLink(VxlanLink):
         a = self.node1 if node1 is None else node1
         b = self.node2 if node2 is None else node2
         if a.on == b.on:
-            self.plan.add(a.on, shlex.join(
-                ["link", "add", "name", intfname1, *(["address", addr1] if addr1 else []),
-                 "netns", str(a.pid), "type", "veth", "peer", "name", intfname2,
-                 *(["address", addr2] if addr2 else []), "netns", str(b.pid)]))
+            self.plan.add(a.on, veth_line(intfname1, addr1, a.pid, intfname2, addr2, b.pid))
             return True
         for me, peer, intf, addr in ((a, b, intfname1, addr1), (b, a, intfname2, addr2)):
             # Made in its node at once (`netns`), bound to the server's underlay in the
