@@ -7,6 +7,8 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from mrcemu.nic.control import ControlServer, Held
 
@@ -105,6 +107,25 @@ def _turn(server: ControlServer, poller: select.epoll) -> None:
         server.on_event(fd, mask)
 
 
+@contextmanager
+def served(tmp_path, handler, lines: bytes) -> Iterator[tuple[ControlServer, socket.socket]]:
+    """A server with `handler`, a client connected to it that sent `lines`, and the
+    server's turns that read them; both closed on the way out."""
+    poller = select.epoll()
+    server = ControlServer(tmp_path / "nic.sock", handler, poller)
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect(str(tmp_path / "nic.sock"))
+        _turn(server, poller)  # accepted
+        c.sendall(lines)
+        for _ in range(3):
+            _turn(server, poller)
+        yield server, c
+    finally:
+        c.close()
+        server.close()
+
+
 def _lines(s: socket.socket) -> list[dict]:
     s.settimeout(0.2)
     buf = b""
@@ -118,16 +139,9 @@ def _lines(s: socket.socket) -> list[dict]:
 
 def test_a_held_reply_waits_for_its_settling_and_the_clients_next_request_behind_it(
         tmp_path):
-    poller = select.epoll()
     holding = Holding()
-    server = ControlServer(tmp_path / "nic.sock", holding, poller)
-    c = socket.socket(socket.AF_UNIX)
-    try:
-        c.connect(str(tmp_path / "nic.sock"))
-        _turn(server, poller)  # accepted
-        c.sendall(b'{"op": "hold", "deadline": 100.0}\n{"op": "ping"}\n')
-        for _ in range(3):
-            _turn(server, poller)
+    with served(tmp_path, holding,
+                b'{"op": "hold", "deadline": 100.0}\n{"op": "ping"}\n') as (server, c):
         assert server.next_deadline() == 100.0
         # Nothing yet, not even the ping behind the hold.
         assert _lines(c) == []
@@ -142,54 +156,27 @@ def test_a_held_reply_waits_for_its_settling_and_the_clients_next_request_behind
         assert _lines(c) == [{"ok": True, "op": "hold", "done": True},
                              {"ok": True, "op": "ping"}]
         assert server.next_deadline() is None
-    finally:
-        c.close()
-        server.close()
 
 
 def test_a_held_reply_is_answered_at_its_deadline_whatever_happened(tmp_path):
-    poller = select.epoll()
-    holding = Holding()
-    server = ControlServer(tmp_path / "nic.sock", holding, poller)
-    c = socket.socket(socket.AF_UNIX)
-    try:
-        c.connect(str(tmp_path / "nic.sock"))
-        _turn(server, poller)
-        c.sendall(b'{"op": "hold", "deadline": 5.0}\n')
-        for _ in range(3):
-            _turn(server, poller)
+    with served(tmp_path, Holding(), b'{"op": "hold", "deadline": 5.0}\n') as (server, c):
         server.settle(now=4.999, changed=False)
         assert _lines(c) == []
         server.settle(now=5.0, changed=False)
         assert _lines(c) == [{"ok": True, "op": "hold", "done": False}]
-    finally:
-        c.close()
-        server.close()
 
 
 def test_a_hold_whose_check_raises_is_answered_with_one_line_and_the_server_goes_on(
         tmp_path):
-    poller = select.epoll()
-
     def bad(req: dict) -> dict | Held:
         if req.get("op") == "hold":
             return Held(deadline=1.0, settled=lambda: 1 / 0, answer=lambda: 1 / 0)
         return handle(req)
 
-    server = ControlServer(tmp_path / "nic.sock", bad, poller)
-    c = socket.socket(socket.AF_UNIX)
-    try:
-        c.connect(str(tmp_path / "nic.sock"))
-        _turn(server, poller)
-        c.sendall(b'{"op": "hold"}\n{"op": "ping"}\n')
-        for _ in range(3):
-            _turn(server, poller)
+    with served(tmp_path, bad, b'{"op": "hold"}\n{"op": "ping"}\n') as (server, c):
         server.settle(now=0.5, changed=True)  # its check raises: not settled
         assert _lines(c) == []
         server.settle(now=1.0, changed=False)  # due: its answer raises
         first, second = _lines(c)
         assert first["ok"] is False and "ZeroDivisionError" in first["error"]
         assert second == {"ok": True, "op": "ping"}
-    finally:
-        c.close()
-        server.close()
