@@ -21,7 +21,7 @@ from ipaddress import IPv6Address
 
 from mrcemu import datapath
 from mrcemu.errors import MrcemuError
-from mrcemu.nic import handlers, meter, sink
+from mrcemu.nic import collector, handlers, meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
@@ -172,7 +172,8 @@ class Nic:
         self.keys: dict[Connection, ConnKey] = {}
         self.rx_bins: dict[int, dict[int, int]] = {p: {} for p in self.ports}
         self.rx_bin_s = RX_BIN
-        self.meter = meter.Meter(self.ports, self.rate, self.now(), self.tx_ports)
+        self.meter = meter.Meter(self.ports, self.rate, self.now(), self.tx_ports,
+                                 collector.Pauses().install())
 
     def now(self) -> float:
         return time.monotonic()
@@ -212,6 +213,7 @@ class Nic:
             self.by_qpn[c.local_qpn] = c
             c.attach(self.tx_ports)
             self.history[key] = History()
+            collector.freeze()  # a connection's tables live as long as it does
         return c
 
     def remake(self, key: ConnKey, settings: dict | None, gen: int) -> str | None:
@@ -237,6 +239,8 @@ class Nic:
             self.wake.schedule(c, None, self.now())
             self.wake.fed(c)
             self.touched.discard(c)
+            del c
+            collector.thaw()  # its cycles are garbage now; conn() freezes the rest again
         self.conn(key[0], key[1], settings, key[2], gen)
         return None
 
@@ -509,6 +513,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     topo = Topology(**json.loads(args.topology_json))
     nic = Nic(args.host, topo, TransportConfig.from_json(json.loads(args.transport_json)))
+    collector.freeze()  # the topology, the ports, the imports: the daemon's whole life
     try:
         nic.run()
     except SystemExit:

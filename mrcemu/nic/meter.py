@@ -6,7 +6,8 @@ network or this host's CPU set its pace (docs/fidelity.md, after Mininet-HiFi).
 - how late timers, paced sends and the delay line's releases (the scale model's
   latency) ran against their due time, and the frames the delay line had no room for;
 - on ports with frames waiting, the rate achieved against the rate paced;
-- the daemon's CPU time.
+- the daemon's CPU time;
+- the interpreter's garbage collections, which stop the loop while they run.
 
 `mrcemu.fidelity` turns these into the run's verdict.
 """
@@ -106,6 +107,14 @@ class Pacer(Protocol):
     def load(self) -> dict[int, tuple[float, int]]: ...
 
 
+class PauseMeter(Protocol):
+    """What the meter reads of the garbage collector's pauses (collector.Pauses)."""
+
+    hist: Lateness
+
+    def reset(self) -> None: ...
+
+
 def socket_stats(s: socket.socket) -> tuple[int, int]:
     """(packets, drops) since the last call: the kernel resets them on read."""
     raw = s.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
@@ -116,10 +125,11 @@ class Meter:
     """One daemon's measurements since the last `reset`."""
 
     def __init__(self, ports: dict[int, socket.socket], rates: dict[int, float],
-                 now: float, pacer: Pacer | None = None) -> None:
+                 now: float, pacer: Pacer | None = None, pauses: PauseMeter | None = None) -> None:
         self.ports = ports
         self.rates = rates
         self.pacer = pacer  # the compiled ports that pace sends (datapath.Ports), if any
+        self.pauses = pauses  # the garbage collector's (collector.py), if measured
         self.reset(now)
 
     def reset(self, now: float) -> None:
@@ -136,6 +146,8 @@ class Meter:
         self.delay_dropped0 = self._delay_dropped()
         if self.pacer is not None:
             self.pacer.reset_meter()
+        if self.pauses is not None:
+            self.pauses.reset()
         self.drops = {p: 0 for p in self.ports}
         self.packets = {p: 0 for p in self.ports}
         # Loop rounds (each one wait for a timer, a frame or a request): with socket
@@ -185,6 +197,8 @@ class Meter:
                 "send_late": self.sends.to_json(),
                 "release_late": self.releases.to_json(),
                 "delay_dropped": self._delay_dropped() - self.delay_dropped0,
+                **({"gc_pause": self.pauses.hist.to_json()} if self.pauses is not None
+                   else {}),
                 "ports": {str(p): {"socket_packets": self.packets.get(p, 0),
                                    "socket_drops": self.drops.get(p, 0),
                                    **self.load[p].to_json()}

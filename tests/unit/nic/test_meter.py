@@ -75,3 +75,18 @@ def make_ev_plane2() -> int:
     from mrcemu.topology.paths import make_ev
 
     return make_ev(2, 0, 0)
+
+
+def test_the_collectors_pauses_are_reported_and_reset_with_the_rest():
+    from mrcemu.nic.collector import Pauses
+
+    times = iter([1.0, 1.003])
+    p = Pauses(clock=lambda: next(times))
+    m = Meter({}, {}, now=0.0, pauses=p)
+    p("start", {})
+    p("stop", {})
+    assert m.to_json(1.0)["gc_pause"]["n"] == 1
+    assert m.to_json(1.0)["gc_pause"]["max_s"] == 0.003
+    m.reset(2.0)
+    assert m.to_json(2.0)["gc_pause"]["n"] == 0
+    assert "gc_pause" not in Meter({}, {}, now=0.0).to_json(0.0)
