@@ -838,7 +838,8 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
               "folder per experiment.")
 @click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
               help="Run every experiment this many times slower; auto: each at the "
-                   "smallest this machine's calibration expects to be faithful.")
+                   "smallest this machine's calibration expects to be faithful, and a "
+                   "run that is not run again a step slower (twice at most).")
 @click.option("--latency", "latency_mode", type=click.Choice(["on", "off"]), default="on",
               show_default=True,
               help="The scale model's fixed latency (the topology's nic_latency_us and "

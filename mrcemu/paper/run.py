@@ -28,6 +28,11 @@ from mrcemu.topology import latency as lat
 from mrcemu.topology import load as load_topology
 
 Ui = Callable[[str, dict], None]
+# At `auto`, a run the fidelity monitor does not trust is run again, at the ladder's next
+# slowdown each time, this many times at most: an unattended reproduction hands back
+# figures it can stand behind where a step or two slower gets them (a step costs at most
+# a third more time), and says which runs needed it.
+RERUNS = 2
 
 
 def select(ids: list[str]) -> list[Experiment]:
@@ -57,6 +62,39 @@ def _job(sc: Scenario, out: Path, ui: Ui, pace: dict | None = None) -> tuple[Pat
     if report.get("interrupted"):
         raise Interrupted(sc.name)
     return folder, report
+
+
+def _faithful(report: dict) -> bool:
+    return bool((report.get("fidelity") or {}).get("ok"))
+
+
+def _why_not(report: dict) -> str:
+    return "; ".join((report.get("fidelity") or {}).get("reasons", [])[:2]) or "no verdict"
+
+
+def _tried(tried: list[dict]) -> str:
+    return ", ".join(f"{t['slowdown']:g}" for t in tried) + " was not faithful"
+
+
+def until_faithful(name: str, k: float, auto: bool, ui: Ui,
+                   job_at: Callable[[float, dict | None], tuple[Path, dict]]
+                   ) -> tuple[Path, dict, float, list[dict]]:
+    """`job_at(k, pace)` run at slowdown `k`, and, at `auto`, again at the ladder's next
+    step while it is not faithful (RERUNS at most): the last run's folder, report and
+    slowdown, and the runs before it (their slowdown and why they were not trusted)."""
+    folder, report = job_at(k, None)
+    tried: list[dict] = []
+    while auto and not _faithful(report) and len(tried) < RERUNS:
+        tried.append({"slowdown": k, "why": _why_not(report)})
+        k = next_slowdown(k)
+        ui("stage", {"text": f"{name} was not faithful at {tried[-1]['slowdown']:g} "
+                             f"({tried[-1]['why']}): running it again at {k:g}"})
+        folder, report = job_at(k, {
+            "how": "auto", "slowdown": k, "reruns": tried,
+            "why": f"`paper` ran it again at {k:g}, the ladder's next step, after "
+                   + "; ".join(f"the run at {t['slowdown']:g} was not faithful ({t['why']})"
+                               for t in tried)})
+    return folder, report, k, tried
 
 
 def run(ids: list[str], out: Path, quick: bool, slowdown: float | str, ui: Ui,
@@ -105,11 +143,16 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
         row.update(measured=None, consistent=None, reason=f"not run: {e.missing}")
         ui("skipped", row)
         return row
-    sc = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id)
-    ui("experiment", {"id": e.id, "description": sc.description})
-    sc, pace = paced(sc.as_run(1.0, latency), slowdown, ui)
-    row["slowdown"] = sc.slowdown
-    folder, report = _job(sc, out, ui, pace)
+    full = from_mapping(e.scenario(quick), f"<paper {e.id}>", e.id).as_run(1.0, latency)
+    ui("experiment", {"id": e.id, "description": full.description})
+    first, pick = paced(full, slowdown, ui)
+    folder, report, k, tried = until_faithful(
+        e.id, first.slowdown, slowdown == "auto", ui,
+        lambda k, rerun: _job(full.slowed(k) if k != 1.0 else full, out, ui, rerun or pick))
+    sc = full.slowed(k) if k != 1.0 else full
+    row["slowdown"] = k
+    if tried:
+        row["reruns"] = tried
     dest = out / e.id
     if dest.exists():
         shutil.rmtree(dest)
@@ -122,6 +165,8 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
     else:
         measured, ok, why = e.measure(report, quick)
         row.update(measured=measured, consistent=ok, reason=why)
+    if tried:
+        row["reason"] += f" (run at {k:g} after {_tried(tried)})"
     verdict = report.get("fidelity") or {}
     row["faithful"] = bool(verdict.get("ok"))
     if not row["faithful"]:
@@ -152,7 +197,9 @@ def _sweep(e: Experiment, quick: bool, slowdown: float | str, out: Path,
     capacity = None
     port_mbps = min(from_mapping(m, "<sweep>", "x").topology.host_link_mbps
                     for _, m in e.sweep.runs(quick))
-    if slowdown == "auto":  # the most any run on the slowest ports needs
+    auto = slowdown == "auto"
+    reruns: dict[str, list[dict]] = {}
+    if auto:  # the most any run on the slowest ports needs
         slowdown = max(paced(from_mapping(m, "<sweep>", "x").as_run(1.0, latency), "auto",
                              ui)[0].slowdown
                        for _, m in e.sweep.runs(quick)
@@ -165,15 +212,23 @@ def _sweep(e: Experiment, quick: bool, slowdown: float | str, out: Path,
         # `default`'s plane port, and at one slowdown its NICs' timers must keep 8 times
         # closer to time (the fidelity verdict's limits scale with the port's packet
         # time). Each report says its slowdown, and its figures are read at full speed.
-        sc = sc.as_run(float(slowdown) * sc.topology.host_link_mbps / port_mbps, latency)
+        ratio = sc.topology.host_link_mbps / port_mbps
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
-        folder, reports[label] = _job(sc, out, ui)
+        folder, reports[label], k, tried = until_faithful(
+            f"{e.id} {label}", float(slowdown), auto, ui,
+            lambda k, rerun, sc=sc, ratio=ratio: _job(sc.as_run(k * ratio, latency), out, ui,
+                                                      rerun))
         shutil.copy(folder / "report.json", dest / f"report-{label}.json")
-        if not (reports[label].get("fidelity") or {}).get("ok"):
+        if tried:
+            reruns[label] = [*tried, {"slowdown": k}]
+        if not _faithful(reports[label]):
             unfaithful.append(label)
     measured, ok, why = e.sweep.measure(reports, quick)
     row.update(measured=measured, consistent=ok, reason=why, folder=e.id,
-               faithful=not unfaithful)
+               faithful=not unfaithful, **({"reruns": reruns} if reruns else {}))
+    if reruns:
+        row["reason"] += " (" + "; ".join(f"{label} run at {r[-1]['slowdown']:g} after "
+                                          f"{_tried(r[:-1])}" for label, r in reruns.items()) + ")"
     if unfaithful:
         row["reason"] += f" (runs NOT faithful: {', '.join(unfaithful)})"
     if e.sweep.busbw_figure:

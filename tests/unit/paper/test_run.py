@@ -50,3 +50,86 @@ def test_ctrl_c_in_a_sweep_starts_none_of_its_other_runs(jobs, tmp_path):
     doc = paper_run.run(["E0", "E3"], tmp_path, True, 4.0, lambda *_: None)
     assert started == ["E0-lat-local"]
     assert doc["interrupted"] == "E0-lat-local" and doc["experiments"] == []
+
+
+# ---- reruns at auto: a run not faithful goes again, a step slower --------------------
+SCENARIO = {"topology": "default", "workload": {"kind": "single", "iterations": 1,
+                                                "size": "64KiB"}, "transports": ["mrc"]}
+
+
+@pytest.fixture
+def paced_runs(monkeypatch):
+    """A fake experiment (XA) and sweep (XS, runs a and b); every run is faithful from
+    the slowdown `faithful_from[name]` on; auto picks 2. Returns the slowdowns run, by
+    scenario name, in order."""
+    from mrcemu.paper import experiments as ex
+
+    ran: dict[str, list[float]] = {}
+    faithful_from: dict[str, float] = {}
+
+    def fake_run(sc, out_root: Path, ui, cluster=None, pace=None) -> Path:
+        ran.setdefault(sc.name, []).append(sc.slowdown)
+        folder = out_root / f"{sc.name}-{len(ran[sc.name])}"
+        folder.mkdir(parents=True)
+        ok = sc.slowdown >= faithful_from.get(sc.name, 0.0)
+        (folder / "report.json").write_text(json.dumps(
+            {"transports": {"mrc": {}}, "slowdown_pick": pace,
+             "fidelity": {"ok": ok, "reasons": [] if ok else ["timers ran late"]}}))
+        return folder
+
+    def fake_paced(sc, slowdown, ui):
+        k = 2.0 if slowdown == "auto" else float(slowdown)
+        return sc.slowed(k), {"how": "auto" if slowdown == "auto" else "given", "slowdown": k}
+
+    xa = ex.Experiment("XA", "0", "nothing", lambda quick: SCENARIO,
+                       lambda report, quick: ({"x": 1.0}, True, "fine"))
+    xs = ex.Experiment("XS", "0", "nothing", None, None, sweep=ex.Sweep(
+        runs=lambda quick: [("a", SCENARIO), ("b", SCENARIO)],
+        measure=lambda reports, quick: ({"x": 1.0}, True, "fine"), busbw_figure=False))
+    monkeypatch.setattr(job, "run", fake_run)
+    monkeypatch.setattr(paper_run, "paced", fake_paced)
+    monkeypatch.setattr(paper_run, "BY_ID", {"XA": xa, "XS": xs})
+    monkeypatch.setattr(paper_run, "EXPERIMENTS", (xa, xs))
+    return ran, faithful_from
+
+
+def test_at_auto_a_run_not_faithful_goes_again_a_step_slower_until_it_is(paced_runs,
+                                                                         tmp_path):
+    ran, faithful_from = paced_runs
+    faithful_from["XA"] = 3.0
+    (row,) = paper_run.run(["XA"], tmp_path, True, "auto", lambda *_: None)["experiments"]
+    assert ran["XA"] == [2.0, 3.0]  # the pick, then the ladder's next step
+    assert row["slowdown"] == 3.0 and row["faithful"] is True
+    assert row["reruns"] == [{"slowdown": 2.0, "why": "timers ran late"}]
+    assert "run at 3 after 2 was not faithful" in row["reason"]
+    kept = json.loads((tmp_path / "XA" / "report.json").read_text())
+    assert kept["slowdown_pick"]["slowdown"] == 3.0  # the report kept is the rerun's
+    assert "not faithful (timers ran late)" in kept["slowdown_pick"]["why"]
+
+
+def test_reruns_stop_after_their_limit_and_the_row_says_not_faithful(paced_runs, tmp_path):
+    ran, faithful_from = paced_runs
+    faithful_from["XA"] = 100.0
+    (row,) = paper_run.run(["XA"], tmp_path, True, "auto", lambda *_: None)["experiments"]
+    assert len(ran["XA"]) == 1 + paper_run.RERUNS
+    assert ran["XA"] == sorted(ran["XA"]) and len(set(ran["XA"])) == len(ran["XA"])
+    assert row["faithful"] is False and "NOT faithful" in row["reason"]
+
+
+def test_a_slowdown_given_is_never_changed(paced_runs, tmp_path):
+    ran, faithful_from = paced_runs
+    faithful_from["XA"] = 3.0
+    (row,) = paper_run.run(["XA"], tmp_path, True, 2.0, lambda *_: None)["experiments"]
+    assert ran["XA"] == [2.0]
+    assert row["faithful"] is False and "reruns" not in row
+
+
+def test_in_a_sweep_only_the_run_not_faithful_goes_again(paced_runs, tmp_path):
+    ran, faithful_from = paced_runs
+    faithful_from["XS-b"] = 3.0
+    (row,) = paper_run.run(["XS"], tmp_path, True, "auto", lambda *_: None)["experiments"]
+    assert ran == {"XS-a": [2.0], "XS-b": [2.0, 3.0]}
+    assert row["faithful"] is True
+    assert row["reruns"] == {"b": [{"slowdown": 2.0, "why": "timers ran late"},
+                                   {"slowdown": 3.0}]}
+    assert "b run at 3 after 2 was not faithful" in row["reason"]
