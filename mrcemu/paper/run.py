@@ -148,8 +148,8 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
     first, pick = paced(full, slowdown, ui)
     folder, report, k, tried = until_faithful(
         e.id, first.slowdown, slowdown == "auto", ui,
-        lambda k, rerun: _job(full.slowed(k) if k != 1.0 else full, out, ui, rerun or pick))
-    sc = full.slowed(k) if k != 1.0 else full
+        lambda k, rerun: _job(full.as_run(k), out, ui, rerun or pick))
+    sc = full.as_run(k)  # its latency already as asked
     row["slowdown"] = k
     if tried:
         row["reruns"] = tried
