@@ -149,7 +149,6 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
     folder, report, k, tried = until_faithful(
         e.id, first.slowdown, slowdown == "auto", ui,
         lambda k, rerun: _job(full.as_run(k), out, ui, rerun or pick))
-    sc = full.as_run(k)  # its latency already as asked
     row["slowdown"] = k
     if tried:
         row["reruns"] = tried
@@ -167,14 +166,13 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
         row.update(measured=measured, consistent=ok, reason=why)
     if tried:
         row["reason"] += f" (run at {k:g} after {_tried(tried)})"
-    verdict = report.get("fidelity") or {}
-    row["faithful"] = bool(verdict.get("ok"))
+    row["faithful"] = _faithful(report)
     if not row["faithful"]:
-        row["reason"] += " (the run was NOT faithful: " + "; ".join(
-            verdict.get("reasons", [])[:2]) + f"; next: --slowdown {next_slowdown(sc.slowdown):g})"
+        row["reason"] += (f" (the run was NOT faithful: {_why_not(report)}; next: "
+                          f"--slowdown {next_slowdown(k):g})")
     if e.contrast is not None and row["measured"] is not None:
         # at the experiment's own pace: the contrast is compared with its run
-        _contrast(e, quick, sc.slowdown, dest, out, row, ui, latency)
+        _contrast(e, quick, k, dest, out, row, ui, latency)
     row["folder"] = e.id
     ui("judged", row)
     return row
@@ -216,8 +214,9 @@ def _sweep(e: Experiment, quick: bool, slowdown: float | str, out: Path,
         ui("experiment", {"id": f"{e.id} {label}", "description": sc.description})
         folder, reports[label], k, tried = until_faithful(
             f"{e.id} {label}", float(slowdown), auto, ui,
+            # a rerun's pace names the slowdown its ports ran at, as the report's own does
             lambda k, rerun, sc=sc, ratio=ratio: _job(sc.as_run(k * ratio, latency), out, ui,
-                                                      rerun))
+                                                      rerun and {**rerun, "slowdown": k * ratio}))
         shutil.copy(folder / "report.json", dest / f"report-{label}.json")
         if tried:
             reruns[label] = [*tried, {"slowdown": k}]
@@ -264,8 +263,7 @@ def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path
         return
     measured, _, why = e.measure(report, quick)
     row["measured"].update({f"{c.key}_{k}": v for k, v in measured.items()})
-    faithful = (report.get("fidelity") or {}).get("ok")
-    row["reason"] += f"; with {c.what}{'' if faithful else ' (NOT faithful)'}: {why}"
+    row["reason"] += f"; with {c.what}{'' if _faithful(report) else ' (NOT faithful)'}: {why}"
 
 
 def _compact(v: Any) -> str:
