@@ -11,6 +11,7 @@ SECTIONS = [
     "streaming",
     "cpu_profile",
     "nic_targets",
+    "paper_auto",
     "incast_trim",
     "ecmp_spread",
     "bpf_cost",

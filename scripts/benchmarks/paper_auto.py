@@ -1,0 +1,115 @@
+"""`make bench`, section "The full paper at --slowdown auto (P5)": `mrcemu paper` as a
+user runs it, every experiment at the pace `auto` picks for it (and again a step slower
+where a run came out not faithful), timed. The run becomes the committed example
+(`mrcemu/paper/example`) that README.md's and docs/'s paper figures are written from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.common import MRCEMU, ROOT, BenchError
+
+TITLE = "The full paper at --slowdown auto (P5)"
+EXAMPLE = ROOT / "mrcemu" / "paper" / "example"
+TIMEOUT_S = 6 * 3600
+TARGET_MIN = 30  # P5: at most 30 minutes, and no run not faithful
+
+
+def run(ids: tuple[str, ...] = ()) -> str:
+    """The section; `ids`, some experiments only, for trying the section itself out."""
+    with tempfile.TemporaryDirectory(prefix="mrcemu-bench-paper-") as tmp:
+        out = Path(tmp)
+        t0 = time.monotonic()
+        # its progress goes to the terminal: it is the longest section by far
+        r = subprocess.run([*MRCEMU, "paper", *ids, "--out", str(out)], stdout=sys.stderr,
+                           timeout=TIMEOUT_S, check=False)
+        wall = time.monotonic() - t0
+        if r.returncode or not (out / "paper.json").exists():
+            raise BenchError(f"`mrcemu paper` failed (exit {r.returncode}); no figures")
+        doc = json.loads((out / "paper.json").read_text())
+        if doc.get("interrupted"):
+            raise BenchError(f"`mrcemu paper` stopped in {doc['interrupted']}; no figures")
+        keep_example(out)
+        return render(doc, run_times(out / "runs"), wall)
+
+
+def run_times(runs: Path) -> dict[str, tuple[int, float]]:
+    """Per experiment: how many runs it made (reruns and contrasts included) and their
+    wall time together, from each run's report (its folder is `STAMP-ID[-LABEL]`)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for rep in sorted(runs.glob("*/report.json")):
+        name = rep.parent.name.split("-", 2)[2]
+        out[name.split("-")[0]].append(json.loads(rep.read_text())["wall_clock_s"])
+    return {k: (len(v), sum(v)) for k, v in out.items()}
+
+
+def _slowdowns(row: dict) -> str:
+    tried = [f"{t['slowdown']:g}" for rs in _reruns(row) for t in rs]
+    k = row.get("slowdown")
+    kept = f"{k:g}" if isinstance(k, (int, float)) else str(k)
+    return kept + (f" (after {', '.join(dict.fromkeys(tried))})" if tried else "")
+
+
+def _reruns(row: dict) -> list[list[dict]]:
+    """The runs replaced by a slower one: an experiment's list, or a sweep's per label
+    (whose last entry is the run kept)."""
+    r = row.get("reruns") or []
+    if isinstance(r, dict):
+        return [v[:-1] for v in r.values()]
+    return [r] if r else []
+
+
+def render(doc: dict, times: dict[str, tuple[int, float]], wall: float) -> str:
+    from mrcemu.paper.run import verdict
+
+    rows = ["| experiment | slowdown (auto) | runs | their wall time | faithful | verdict |",
+            "|---|---|---|---|---|---|"]
+    unfaithful = []
+    for r in doc["experiments"]:
+        n, s = times.get(r["id"], (0, 0.0))
+        faithful = {True: "yes", False: "**no**", None: "-"}[r.get("faithful")]
+        if r.get("faithful") is False:
+            unfaithful.append(r["id"])
+        rows.append(f"| {r['id']} | {_slowdowns(r)} | {n} | {s / 60:.1f} min | {faithful} "
+                    f"| {verdict(r)} |")
+    minutes = wall / 60
+    words = [verdict(r) for r in doc["experiments"]]
+    return (
+        "Command: `make bench` (section paper): `mrcemu paper` at its default, "
+        "`--slowdown auto`: each experiment at the slowdown auto picks for it (a sweep at "
+        "the pick of its runs on the slowest ports, `ecmp`'s runs that many times its "
+        "port's ratio), and a run that comes out not faithful again at the ladder's next "
+        "step, twice at most. Nothing else ran on the machine. The run is the committed "
+        "example the docs' paper figures come from.\n\n"
+        + "\n".join(rows) + "\n\n"
+        f"**P5**, a full `mrcemu paper` (target: at most {TARGET_MIN} minutes, no "
+        f"experiment with a run not faithful): **{minutes:.0f} minutes**; experiments "
+        f"with a run not faithful: **{', '.join(unfaithful) or 'none'}**. Consistent "
+        f"with the paper in {words.count('consistent')} of "
+        f"{len(words) - words.count('not run') - words.count('not judged')} judged. "
+        "A run's wall time includes its fabric's bring-up and teardown; the runs' sum is "
+        "less than the whole by the judging and plotting between them.\n")
+
+
+def keep_example(out: Path) -> None:
+    """The run's paper.json, paper.md and the plots docs/paper.md shows, as the committed
+    example (`EXAMPLE`), replacing the one before."""
+    pngs = {f"{p.parent.name}-{p.name}": p
+            for p in [*out.glob("E*/goodput.png"), *out.glob("E*/busbw.png")]}
+    shown = {p.name for p in EXAMPLE.glob("*.png")}
+    if shown - set(pngs):
+        raise BenchError(f"the run has no {', '.join(sorted(shown - set(pngs)))}, which "
+                         "docs/paper.md shows; the example is kept as it was")
+    for old in EXAMPLE.glob("*"):
+        old.unlink()
+    for name in ("paper.json", "paper.md"):
+        shutil.copy(out / name, EXAMPLE / name)
+    for flat in shown:
+        shutil.copy(pngs[flat], EXAMPLE / flat)
