@@ -1,0 +1,146 @@
+"""The daemon's side of a program's rings (layout: mrcemu/verbs/layout.py), over any
+writable buffer: what a program posted, checked before anything is read through it, and
+completions written back. Pure: the buffers may be shared memory, the tests' bytearrays.
+
+Everything in a ring is the program's to forge. The daemon keeps its own indices and
+reads the program's only to learn how far it wrote; a count past the ring's size is
+malformed, and each entry is copied out before it is checked, so the program cannot
+change it between the check and the use.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mrcemu.verbs import layout as vl
+
+_U32 = struct.Struct("=I")
+WC = vl.VERBS
+
+
+class Malformed(Exception):
+    """The program wrote what no shim writes (a ring index past the ring's size)."""
+
+
+def ring_bytes(entries: int, entry: int) -> int:
+    return vl.RING_HEAD + entries * entry
+
+
+def valid_entries(entries: int, most: int) -> bool:
+    return 1 <= entries <= most and entries & (entries - 1) == 0
+
+
+@dataclass(frozen=True)
+class Wqe:
+    """A send work request as posted, copied out of the ring."""
+
+    wr_id: int
+    addr: int
+    remote_addr: int
+    length: int
+    lkey: int
+    rkey: int
+    opcode: int
+    flags: int
+    imm: int
+    inline: bytes  # the payload itself, for IBV_SEND_INLINE (else empty)
+
+    @property
+    def signaled(self) -> bool:
+        return bool(self.flags & WC["IBV_SEND_SIGNALED"])
+
+    @property
+    def with_imm(self) -> bool:
+        return self.opcode == WC["IBV_WR_RDMA_WRITE_WITH_IMM"]
+
+
+class SendQueue:
+    """A program's send queue: `take()` the work requests posted since the last."""
+
+    def __init__(self, buf: memoryview, entries: int) -> None:
+        if len(buf) != ring_bytes(entries, vl.WQE.codec.size):
+            raise ValueError("the ring's size does not match its entries")
+        self.buf, self.entries, self.cons = buf, entries, 0
+
+    def take(self) -> list[Wqe]:
+        prod = _U32.unpack_from(self.buf, vl.RING_PROD_AT)[0]
+        n = (prod - self.cons) & 0xFFFFFFFF
+        if n > self.entries:
+            raise Malformed(f"the send queue's producer index is {n} entries ahead of "
+                            f"the daemon's, in a ring of {self.entries}")
+        out = []
+        size = vl.WQE.codec.size
+        for _ in range(n):
+            at = vl.RING_HEAD + (self.cons % self.entries) * size
+            raw = bytes(self.buf[at:at + size])  # copied: the program may rewrite it
+            w = vl.WQE.unpack(raw)
+            inline = b""
+            if w["flags"] & WC["IBV_SEND_INLINE"]:
+                inline = raw[vl.WQE_INLINE_AT:vl.WQE_INLINE_AT + min(
+                    w["length"], vl.WQE_INLINE_MAX)]
+            out.append(Wqe(inline=inline, **w))  # type: ignore[arg-type]
+            self.cons = (self.cons + 1) & 0xFFFFFFFF
+        # the program learns the slots are free only now, after every copy
+        _U32.pack_into(self.buf, vl.RING_CONS_AT, self.cons)
+        return out
+
+
+class CompletionQueue:
+    """A program's completion queue: `push` one completion; whether the program asked
+    to be woken for it (the caller signals its channel then)."""
+
+    def __init__(self, buf: memoryview, entries: int) -> None:
+        if len(buf) != ring_bytes(entries, vl.CQE.codec.size):
+            raise ValueError("the ring's size does not match its entries")
+        self.buf, self.entries, self.prod = buf, entries, 0
+        self.overflows = 0
+
+    def push(self, **cqe: int) -> bool:
+        cons = _U32.unpack_from(self.buf, vl.RING_CONS_AT)[0]
+        if (self.prod - cons) & 0xFFFFFFFF >= self.entries:
+            self.overflows += 1  # the program did not poll: as a NIC, drop and count
+            return False
+        size = vl.CQE.codec.size
+        at = vl.RING_HEAD + (self.prod % self.entries) * size
+        self.buf[at:at + size] = vl.CQE.pack(**cqe)
+        self.prod = (self.prod + 1) & 0xFFFFFFFF
+        _U32.pack_into(self.buf, vl.RING_PROD_AT, self.prod)
+        armed = _U32.unpack_from(self.buf, vl.RING_ARMED_AT)[0]
+        if armed == vl.ARMED_YES:
+            _U32.pack_into(self.buf, vl.RING_ARMED_AT, vl.ARMED_FIRED)
+            return True
+        return False
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a checked write's payload comes from: the program's region, or inline."""
+
+    data: memoryview | bytes
+
+
+Regions = Callable[[int], "tuple[int, memoryview] | None"]  # lkey -> (base VA, bytes)
+
+
+def check(w: Wqe, regions: Regions, max_len: int) -> Source | int:
+    """The write's payload, or the completion status that refuses it: an opcode other
+    than RDMA WRITE, a length past `max_len`, an lkey not the program's, or bytes
+    outside its region."""
+    if w.opcode not in (WC["IBV_WR_RDMA_WRITE"], WC["IBV_WR_RDMA_WRITE_WITH_IMM"]):
+        return WC["IBV_WC_LOC_QP_OP_ERR"]
+    if not 0 < w.length <= max_len:
+        return WC["IBV_WC_LOC_LEN_ERR"]
+    if w.flags & WC["IBV_SEND_INLINE"]:
+        if w.length > vl.WQE_INLINE_MAX:
+            return WC["IBV_WC_LOC_LEN_ERR"]
+        return Source(w.inline)
+    region = regions(w.lkey)
+    if region is None:
+        return WC["IBV_WC_LOC_PROT_ERR"]
+    base, view = region
+    off = w.addr - base
+    if off < 0 or off + w.length > len(view):
+        return WC["IBV_WC_LOC_PROT_ERR"]
+    return Source(view[off:off + w.length])
