@@ -341,11 +341,18 @@ def routes(node: str, as_json: bool) -> None:
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})
+@click.option("--transport", type=click.Choice(["mrc", "roce"]), default="mrc",
+              show_default=True, help="What an RDMA program's RC queue pairs carry (hosts).")
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @friendly
-def exec_(node: str, cmd: tuple[str, ...]) -> None:
-    """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr"""
+def exec_(node: str, cmd: tuple[str, ...], transport: str) -> None:
+    """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr
+
+    On a host, an RDMA program runs unmodified over the emulated NIC (its verbs go
+    through mrcemu's shim, its queue pairs over MRC or --transport roce), and the
+    other hosts resolve by name on the out-of-band network:
+    mrcemu exec h7 -- ib_write_bw & mrcemu exec h0 -- ib_write_bw h7"""
     need_root("exec")
     from mrcemu.fabric import state
     from mrcemu.fabric.servers import Servers, exec_argv
@@ -353,9 +360,34 @@ def exec_(node: str, cmd: tuple[str, ...]) -> None:
     st = state.require_state()
     pid = node_pid(st.nodes, node)
     servers = Servers.of_state(st)
-    argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
+    inner = list(cmd)
+    if node in st.nics:
+        inner = _on_host(st, node, transport, servers, inner)
+    argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *inner],
                      tty=sys.stdin.isatty())
     os.execvp(argv[0], argv)
+
+
+def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -> list[str]:
+    """`cmd` as a program on host `node` runs: the verbs shim preloaded, its session
+    socket and transport named, and the hosts file of the out-of-band network over
+    /etc/hosts (in a mount namespace of its own, so nothing else sees it)."""
+    from mrcemu.fabric import oob
+    from mrcemu.nic.programs import socket_path
+    from mrcemu.verbs import SHIM
+
+    if not SHIM.exists():
+        raise MrcemuError(f"the verbs shim {SHIM} is not built: run `make install`")
+    local = {h: st.nodes[h] for h in st.nics if servers.of(h).local}
+    if len(local) != len(st.nics):
+        raise MrcemuError("programs on hosts of a fabric split over servers are not "
+                          "supported yet: bring the fabric up on one server")
+    hosts = oob.ensure(local)
+    env = {"LD_PRELOAD": str(SHIM), "MRCEMU_VERBS_SOCKET": str(socket_path(node)),
+           "MRCEMU_TRANSPORT": transport}
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), "env",
+            *(f"{k}={v}" for k, v in env.items()), *cmd]
 
 
 @main.command(name="map")

@@ -107,4 +107,7 @@ def stop() -> float:
     left = [p for p in st.nodes.values() if state.pid_alive(p)]
     if state.pid_alive(st.manager_pid) or left:
         clean()
+    from mrcemu.fabric import oob
+
+    oob.remove()  # made by `exec`, outside the manager's nodes
     return time.monotonic() - t0

@@ -24,6 +24,7 @@ from typing import Any
 
 from mrcemu import rundir
 from mrcemu.topology.addressing import host_address
+from mrcemu.transport.profiles import MAX_QPS as ROCE_QPS  # a pair's; MRC has one
 from mrcemu.transport.events import ConnectionFailed, Event, MessageCompleted
 from mrcemu.verbs import layout as vl
 from mrcemu.verbs import rings
@@ -31,8 +32,6 @@ from mrcemu.verbs import rings
 WC = vl.VERBS
 MAX_SESSIONS = 64
 MAX_MR_BYTES = 1 << 30  # what one program may register at one NIC
-# ROCE QPs a pair may have (the connections' `qp` index); MRC has one a pair
-ROCE_QPS = 16
 Handler = Callable[[dict, list[int], list[int]], bytes]  # a request, its fds, those kept
 
 

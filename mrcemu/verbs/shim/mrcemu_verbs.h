@@ -23,7 +23,7 @@
 #define MV_ARMED_NO 0
 #define MV_ARMED_YES 1
 #define MV_ARMED_FIRED 2
-#define MV_WQE_INLINE_MAX 192
+#define MV_WQE_INLINE_MAX 448
 #define MV_WQE_INLINE_AT 64
 #define MV_MAX_QP 64
 #define MV_MAX_CQE 65536
@@ -207,9 +207,9 @@ struct mv_wqe {
 	uint32_t opcode;
 	uint32_t flags;
 	uint32_t imm;
-	uint8_t reserved[208];
+	uint8_t reserved[464];
 };
-_Static_assert(sizeof(struct mv_wqe) == 256, "mv_wqe");
+_Static_assert(sizeof(struct mv_wqe) == 512, "mv_wqe");
 _Static_assert(offsetof(struct mv_wqe, wr_id) == 0, "mv_wqe.wr_id");
 _Static_assert(offsetof(struct mv_wqe, addr) == 8, "mv_wqe.addr");
 _Static_assert(offsetof(struct mv_wqe, remote_addr) == 16, "mv_wqe.remote_addr");
