@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -103,16 +104,26 @@ def main() -> None:
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")
+@click.option("--slowdown", default="1", show_default=True, type=SLOWDOWN,
+              help="Run the fabric this many times slower (links and transport clocks), "
+                   "so that this host carries the programs run on it faithfully (see "
+                   "docs/fidelity.md); auto: the smallest this machine's calibration "
+                   "expects to be faithful for one pair of hosts at line rate.")
 @friendly
-def up(topology: str, seed: int, cluster_file: str | None) -> None:
+def up(topology: str, seed: int, cluster_file: str | None, slowdown: float | str) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 
         load_cluster(cluster_file)  # likewise
+        if slowdown == "auto":
+            raise click.UsageError("--cluster takes --slowdown as a number: the "
+                                   "calibration measures one machine")
     need_root("up")
     from mrcemu.fabric.launch import launch
+
+    k = _up_slowdown(topo, slowdown)
 
     # Ctrl-C tears down what was built, even when started from a shell that ignores
     # SIGINT (a background job): Python installs no handler where it starts ignored.
@@ -127,7 +138,8 @@ def up(topology: str, seed: int, cluster_file: str | None) -> None:
             bar.update(tasks[stage], completed=n)
 
         try:
-            summary = launch(topo, progress, seed=seed, cluster=cluster_file)
+            summary = launch(topo.slowed(k) if k != 1 else topo, progress, seed=seed,
+                             slowdown=k, cluster=cluster_file)
         except KeyboardInterrupt:
             err.print("interrupted: the fabric was torn down")
             sys.exit(130)
@@ -142,6 +154,22 @@ def up(topology: str, seed: int, cluster_file: str | None) -> None:
     t.add_row("seconds", f"{summary['seconds']:.2f}")
     console.print(t)
     console.print("next: [bold]mrcemu check[/], [bold]mrcemu status[/], [bold]mrcemu down[/]")
+
+
+def _up_slowdown(topo: Topology, slowdown: float | str) -> float:
+    """The slowdown `up` runs the fabric at: as given, or auto's pick for one pair of
+    hosts at line rate (what one program and its peer ask)."""
+    if slowdown != "auto":
+        return float(slowdown)
+    from mrcemu.scenario.calibrate import choose
+
+    def ui(kind: str, data: dict) -> None:
+        if kind in ("stage", "progress") and data.get("text"):
+            err.print(data["text"])
+
+    p = choose(topo, [[(0, topo.hosts - 1, 0)]], ui)
+    err.print(p.describe())
+    return p.slowdown
 
 
 @main.command()
@@ -360,12 +388,37 @@ def exec_(node: str, cmd: tuple[str, ...], transport: str) -> None:
     st = state.require_state()
     pid = node_pid(st.nodes, node)
     servers = Servers.of_state(st)
-    inner = list(cmd)
-    if node in st.nics:
-        inner = _on_host(st, node, transport, servers, inner)
-    argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *inner],
-                     tty=sys.stdin.isatty())
-    os.execvp(argv[0], argv)
+    if node not in st.nics:
+        argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
+                         tty=sys.stdin.isatty())
+        os.execvp(argv[0], argv)
+    inner = _on_host(st, node, transport, servers, list(cmd))
+    sys.exit(_judged(st, ["mnexec", "-a", str(pid), *inner]))
+
+
+def _judged(st: Any, argv: list[str]) -> int:
+    """Run the program, and say whether the host NICs were faithful while it ran (their
+    self-measurements started anew at its start: a program started later starts them
+    anew for both). Its exit status."""
+    from mrcemu import fidelity
+    from mrcemu.nic.control import request
+
+    hosts = list(st.nics)
+    for h in hosts:
+        request(h, "fidelity", reset=True)
+    proc = subprocess.Popen(argv)
+    # Ctrl-C reaches the program (our process group's); we wait to give the verdict
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    rc = proc.wait()
+    v = fidelity.judge({h: request(h, "fidelity")["fidelity"] for h in hosts},
+                       fidelity.cpus(), fidelity.for_links(st.topo().host_link_mbps))
+    if v["ok"]:
+        err.print("mrcemu: the emulated NICs were faithful while the program ran")
+    else:
+        err.print("mrcemu: the emulated NICs were NOT faithful while the program ran: "
+                  + "; ".join(v["reasons"]) + " (bring the fabric up slower: "
+                  "mrcemu up --slowdown K)")
+    return rc
 
 
 def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -> list[str]:
