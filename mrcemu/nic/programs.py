@@ -276,12 +276,20 @@ class Session:
         try:
             wqes = q.sq.take()
         except rings.Malformed as e:
+            # counted with the NIC's malformed packets, and the QP no longer heard
             self.malformed += 1
+            self.nic.malformed["verbs_ring"] = self.nic.malformed.get("verbs_ring", 0) + 1
             self.nic.log("verbs_malformed", pid=self.pid, qpn=qpn, why=str(e))
             q.state = WC["IBV_QPS_ERR"]
+            self.programs.unwatch(q.doorbell)
             return
         for w in wqes:
-            self._post(q, w)
+            try:
+                self._post(q, w)
+            except Exception as e:  # noqa: BLE001 - a program never takes the NIC down
+                self.nic.log("verbs_error", pid=self.pid, qpn=qpn, error=repr(e))
+                q.pending[-1].status = WC["IBV_WC_GENERAL_ERR"]
+                q.state = WC["IBV_QPS_ERR"]
         self._complete_in_order(q)
 
     def _post(self, q: Qp, w: rings.Wqe) -> None:

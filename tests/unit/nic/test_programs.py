@@ -119,3 +119,25 @@ def test_rtr_needs_a_gid_of_another_host(session):
     assert session.qps[qpn].peer == 3
     session.close()
     assert session.qps == {} and not session.programs.doorbells
+
+
+def test_a_forged_send_ring_is_counted_and_the_queue_pair_no_longer_heard(session):
+    _hello(session)
+    cq = vl.CREATE_CQ_REPLY.unpack(session.handle(
+        vl.CREATE_CQ.pack(op=vl.Op.CREATE_CQ, entries=4),
+        [_memfd(rings.ring_bytes(4, vl.CQE.codec.size))]))["cq"]
+    ring = _memfd(rings.ring_bytes(4, vl.WQE.codec.size))
+    mine = os.dup(ring)  # the program's own view of its ring
+    bell = os.eventfd(0, os.EFD_NONBLOCK)
+    qpn = vl.CREATE_QP_REPLY.unpack(session.handle(
+        vl.CREATE_QP.pack(op=vl.Op.CREATE_QP, send_cq=cq, recv_cq=cq, max_send_wr=4),
+        [ring, os.dup(bell)]))["qpn"]
+    os.pwrite(mine, (1000).to_bytes(4, "little"), vl.RING_PROD_AT)  # 1000 in a ring of 4
+    session.doorbell(qpn)  # as the server does when the doorbell rings (not rung here:
+    # the test's server thread would answer it too)
+    assert session.malformed == 1 and session.nic.malformed == {"verbs_ring": 1}
+    assert session.qps[qpn].state == vl.VERBS["IBV_QPS_ERR"]
+    assert session.qps[qpn].doorbell not in session.programs.doorbells
+    assert session.nic.conns == {}
+    os.close(mine)
+    os.close(bell)

@@ -46,6 +46,7 @@ class LoopNic:
         self.conns: dict[tuple, LoopConn] = {}
         self.keys: dict[LoopConn, tuple] = {}
         self.logged: list[tuple[str, dict]] = []
+        self.malformed: dict[str, int] = {}
         self.poller = select.epoll()
         self.programs = Programs(self, sock, self.poller)
         self.running = True
