@@ -24,8 +24,8 @@ from typing import Any
 
 from mrcemu import rundir
 from mrcemu.topology.addressing import host_address
-from mrcemu.transport.profiles import MAX_QPS as ROCE_QPS  # a pair's; MRC has one
 from mrcemu.transport.events import ConnectionFailed, Event, MessageCompleted
+from mrcemu.transport.profiles import MAX_QPS as ROCE_QPS  # a pair's; MRC has one
 from mrcemu.verbs import layout as vl
 from mrcemu.verbs import rings
 
