@@ -45,6 +45,17 @@ class SendResult:
     report: dict  # everything `mrcemu send --json` prints
 
 
+@dataclass(frozen=True)
+class EvEvents:
+    """A connection's EV state changes, as libmrc's event queue gives them: `events`
+    (each an EvChange: t, ev, old, new, why, lost_sent), `next` (pass it as `since` to
+    get only later ones) and `dropped` (changes let go before they were asked for)."""
+
+    events: list
+    next: int
+    dropped: int
+
+
 class Fabric:
     """A running fabric. Make one with `Fabric.up(...)`; `down()` (or leaving the
     `with` block, even on an error) tears it down."""
@@ -159,6 +170,17 @@ class Fabric:
         return SendResult(r["src"], r["dst"], transport, r["size"], r["completed"],
                           r["integrity_ok"], r["completion_s"], r["goodput_mbps"],
                           r["paths_used"], r["retransmits"], r)
+
+    def ev_events(self, host: str | int, peer: str | int, since: int = 0,
+                  transport: str = "mrc") -> EvEvents:
+        """`host`'s EV state changes on its connection to `peer`, from the `since`-th
+        (GOOD, ASSUMED_BAD, ... as the policy core set them)."""
+        from mrcemu.nic.control import request
+        from mrcemu.nic.ops import EvChange
+
+        a, b = self._host(host), self._host(peer)
+        r = request(f"h{a}", "events", peer=b, transport=transport, since=since)
+        return EvEvents([EvChange(*row) for row in r["events"]], r["next"], r["dropped"])
 
     def fail(self, kind: str, target: str, value: float | None = None, one_way: bool = False,
              period: float | None = None, duty: float | None = None) -> Fault:

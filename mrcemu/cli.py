@@ -443,6 +443,41 @@ def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -
             *(f"{k}={v}" for k, v in env.items()), *cmd]
 
 
+@main.command()
+@click.argument("host")
+@click.option("--duration", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds to stream (default: until Ctrl-C).")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True,
+              help="Seconds between polls of the NIC.")
+@friendly
+def events(host: str, duration: float | None, interval: float) -> None:
+    """Stream HOST's EV state changes on its MRC connections, as they happen: each EV
+    marked GOOD or ASSUMED_BAD by the policy core, and why (libmrc's EV events; a
+    dropped count says when the NIC's history let some go before they were read)."""
+    need_root("events")
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    me = fab._host(host)
+    peers = [p for p in range(fab.topology.hosts) if p != me]
+    # from now on: what happened before the stream started is not news
+    since = {p: fab.ev_events(me, p).next for p in peers}
+    end = None if duration is None else time.monotonic() + duration
+    try:
+        while end is None or time.monotonic() < end:
+            for p in peers:
+                got = fab.ev_events(me, p, since[p])
+                since[p] = got.next
+                if got.dropped:
+                    click.echo(f"h{me}->h{p}: {got.dropped} changes dropped")
+                for e in got.events:
+                    click.echo(f"t={e.t:.6f} h{me}->h{p} ev 0x{e.ev & 0xFFFFFFFF:08x} "
+                               f"{e.old} -> {e.new} ({e.why})")
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+
+
 @main.command(name="map")
 @click.option("--interval", "interval_ms", type=click.FloatRange(min=1.0), default=50.0,
               show_default=True, help="Milliseconds between probe rounds.")

@@ -280,6 +280,16 @@ def fidelity(nic: Nic, r: ops.Fidelity) -> dict:
     return {"ok": True, "fidelity": nic.meter.to_json(nic.now())}
 
 
+def events(nic: Nic, r: ops.Events) -> ops.EventsReply:
+    key = _key(r)
+    c = nic.conns.get(key)
+    if c is None:  # no connection yet: nothing happened to it
+        return {"ok": True, "events": [], "next": r.since, "dropped": 0}
+    nic.drain_events(c)
+    rows, nxt, dropped = nic.history[key].ev_changes_since(r.since)
+    return {"ok": True, "events": rows, "next": nxt, "dropped": dropped}
+
+
 def shutdown(nic: Nic, r: ops.Shutdown) -> dict:
     nic.running = False
     return {"ok": True}
@@ -292,7 +302,7 @@ HANDLERS: dict[type[ops.Op], Callable[[Nic, Any], dict | Held]] = {
     ops.Deny: deny_or_allow,
     ops.Allow: deny_or_allow, ops.Batch: batch, ops.Internals: internals,
     ops.TraceReset: trace_reset, ops.Trace: trace, ops.Fidelity: fidelity,
-    ops.Shutdown: shutdown,
+    ops.Events: events, ops.Shutdown: shutdown,
 }
 
 

@@ -280,13 +280,25 @@ class Fidelity(Op):
 
 
 @dataclass(frozen=True)
+class Events(Op):
+    """A connection's EV state changes after the `since`-th it ever had (libmrc's event
+    queue, polled): the rows, the count to ask from next, and how many were dropped
+    (let go at the history's limit before they were asked for)."""
+    OP = "events"
+    peer: int
+    transport: Transport = "mrc"
+    qp: int = 0
+    since: int = 0
+
+
+@dataclass(frozen=True)
 class Shutdown(Op):
     OP = "shutdown"
 
 
 OPS: dict[str, type[Op]] = {c.OP: c for c in (
     Ping, Register, Free, Hash, Write, Stats, Msg, Wait, Reconnect, Configure, Generation,
-    Deny, Allow, Batch, Internals, TraceReset, Trace, Fidelity, Shutdown)}
+    Deny, Allow, Batch, Internals, TraceReset, Trace, Fidelity, Events, Shutdown)}
 
 
 def parse(req: object) -> Op:
@@ -335,6 +347,13 @@ class WriteReply(TypedDict):
     ok: bool
     msn: int
     sha256: str  # of the source, taken before posting
+
+
+class EventsReply(TypedDict):
+    ok: bool
+    events: list[EvChange]
+    next: int
+    dropped: int
 
 
 class HashReply(TypedDict):
