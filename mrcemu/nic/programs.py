@@ -305,8 +305,7 @@ class Session:
             q.state = WC["IBV_QPS_ERR"]  # as a NIC's QP: the rest are flushed
             return
         c = self.nic.conn(q.peer, self.transport, None, q.conn_qp)
-        msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now(),
-                           imm=w.imm if w.with_imm else None)
+        msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now())
         self.programs.expect(self.nic.keys[c], msn, self, q.qpn, p)
         self.nic.flush(c)
 

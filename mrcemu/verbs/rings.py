@@ -51,10 +51,6 @@ class Wqe:
     def signaled(self) -> bool:
         return bool(self.flags & WC["IBV_SEND_SIGNALED"])
 
-    @property
-    def with_imm(self) -> bool:
-        return self.opcode == WC["IBV_WR_RDMA_WRITE_WITH_IMM"]
-
 
 class SendQueue:
     """A program's send queue: `take()` the work requests posted since the last."""
@@ -126,9 +122,9 @@ Regions = Callable[[int], "tuple[int, memoryview] | None"]  # lkey -> (base VA, 
 
 def check(w: Wqe, regions: Regions, max_len: int) -> Source | int:
     """The write's payload, or the completion status that refuses it: an opcode other
-    than RDMA WRITE, a length past `max_len`, an lkey not the program's, or bytes
-    outside its region."""
-    if w.opcode not in (WC["IBV_WR_RDMA_WRITE"], WC["IBV_WR_RDMA_WRITE_WITH_IMM"]):
+    than RDMA WRITE (with immediate too: no receive side completes it yet), a length
+    past `max_len`, an lkey not the program's, or bytes outside its region."""
+    if w.opcode != WC["IBV_WR_RDMA_WRITE"]:
         return WC["IBV_WC_LOC_QP_OP_ERR"]
     if not 0 < w.length <= max_len:
         return WC["IBV_WC_LOC_LEN_ERR"]

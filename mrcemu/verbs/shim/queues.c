@@ -350,7 +350,12 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /* One work request into the ring's next slot: 0, or the errno post_send returns. */
 static int put(struct shim_qp *q, const struct ibv_send_wr *wr)
 {
-	if (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		/* the wire carries it, but no receive side completes it here yet */
+		shim_unsupported("ibv_post_send of RDMA WRITE with immediate");
+		return EOPNOTSUPP;
+	}
+	if (wr->opcode != IBV_WR_RDMA_WRITE) {
 		shim_unsupported("ibv_post_send of an opcode other than RDMA WRITE");
 		return EOPNOTSUPP;
 	}

@@ -37,7 +37,7 @@ def test_what_the_shim_posts_comes_out_in_order_and_frees_its_slots():
     got = sq.take()
     assert [w.wr_id for w in got] == [10, 11, 12]
     assert [w.remote_addr for w in got] == [0x2000, 0x2001, 0x2002]
-    assert all(w.signaled and not w.with_imm for w in got)
+    assert all(w.signaled for w in got)
     assert U32.unpack_from(buf, vl.RING_CONS_AT)[0] == 3
     assert sq.take() == []
 
@@ -86,6 +86,7 @@ def _regions(lkey: int):
 
 @pytest.mark.parametrize("wqe, status", [
     (_wqe(opcode=4), "IBV_WC_LOC_QP_OP_ERR"),  # RDMA READ: not emulated
+    (_wqe(opcode=1), "IBV_WC_LOC_QP_OP_ERR"),  # WRITE with immediate: not yet
     (_wqe(lkey=8), "IBV_WC_LOC_PROT_ERR"),
     (_wqe(addr=0xFFF), "IBV_WC_LOC_PROT_ERR"),
     (_wqe(addr=0x1000 + 60), "IBV_WC_LOC_PROT_ERR"),  # runs past the region's end
