@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mrcemu.nic.programs import Session
 from mrcemu.topology.addressing import host_address
@@ -141,3 +143,18 @@ def test_a_forged_send_ring_is_counted_and_the_queue_pair_no_longer_heard(sessio
     assert session.nic.conns == {}
     os.close(mine)
     os.close(bell)
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from([*vl.Op, 0, 99]), body=st.binary(max_size=64),
+       hello=st.booleans())
+def test_whatever_a_program_sends_the_session_answers_and_keeps_nothing(
+        session, op, body, hello):
+    if hello and not session.pid:
+        _hello(session)
+    fds = len(os.listdir("/proc/self/fd"))
+    reply = session.handle(int(op).to_bytes(4, "little") + body, [])
+    assert int.from_bytes(reply[:4], "little") == int(op)
+    assert len(reply) >= vl.REPLY.codec.size
+    assert len(os.listdir("/proc/self/fd")) <= fds + 1  # at most a region's mapping
