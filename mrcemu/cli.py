@@ -423,8 +423,11 @@ def _judged(st: Any, argv: list[str]) -> int:
 
 def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -> list[str]:
     """`cmd` as a program on host `node` runs: the verbs shim preloaded, its session
-    socket and transport named, and the hosts file of the out-of-band network over
-    /etc/hosts (in a mount namespace of its own, so nothing else sees it)."""
+    socket and transport named, the hosts file of the out-of-band network over
+    /etc/hosts (in a mount namespace of its own, so nothing else sees it), and at idle
+    priority: a real NIC is hardware beside the CPU, so a program spinning on its buffer
+    (as ib_write_lat does) must never hold up the emulated NICs, which it would on two
+    cores at an equal share."""
     from mrcemu.fabric import oob
     from mrcemu.nic.programs import socket_path
     from mrcemu.verbs import SHIM
@@ -439,8 +442,8 @@ def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -
     env = {"LD_PRELOAD": str(SHIM), "MRCEMU_VERBS_SOCKET": str(socket_path(node)),
            "MRCEMU_TRANSPORT": transport}
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), "env",
-            *(f"{k}={v}" for k, v in env.items()), *cmd]
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), "chrt", "--idle", "0",
+            "env", *(f"{k}={v}" for k, v in env.items()), *cmd]
 
 
 @main.command()
