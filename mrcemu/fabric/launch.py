@@ -108,6 +108,8 @@ def stop() -> float:
     if state.pid_alive(st.manager_pid) or left:
         clean()
     from mrcemu.fabric import oob
+    from mrcemu.fabric.sweep import host_programs, kill
 
+    kill(set(host_programs()))  # programs run on its hosts go with the fabric
     oob.remove()  # made by `exec`, outside the manager's nodes
     return time.monotonic() - t0
