@@ -52,6 +52,7 @@ def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
     assert client.returncode == 0, client.stderr + client.stdout
     assert server.returncode == 0, err + out
     assert "mrcemu0" in client.stdout
+    assert "mrcemu: the emulated NICs were" in client.stderr  # the verdict, after it
     rows = [ln.split() for ln in client.stdout.splitlines()
             if ln.split()[:2] == [str(SIZE), str(ITERS)]]
     assert len(rows) == 1, client.stdout  # its result: size, iterations, BW peak, ...
