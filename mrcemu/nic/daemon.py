@@ -37,6 +37,7 @@ from mrcemu.transport.events import (
     Event,
     EvStateChanged,
     MessageCompleted,
+    MessageReceived,
 )
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import MemoryTable
@@ -261,6 +262,8 @@ class Nic:
         def log(ev: Event) -> None:
             if isinstance(ev, (MessageCompleted, ConnectionFailed)):
                 self.settled += 1  # a held `wait` may be answerable now
+                self.programs.on_transport_event(key, ev)
+            elif isinstance(ev, MessageReceived) and ev.imm is not None:
                 self.programs.on_transport_event(key, ev)
             if isinstance(ev, EvStateChanged):
                 self.log("ev_state", peer=f"h{peer}", t_change=ev.t,

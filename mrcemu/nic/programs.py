@@ -24,7 +24,12 @@ from typing import Any
 
 from mrcemu import rundir
 from mrcemu.topology.addressing import host_address
-from mrcemu.transport.events import ConnectionFailed, Event, MessageCompleted
+from mrcemu.transport.events import (
+    ConnectionFailed,
+    Event,
+    MessageCompleted,
+    MessageReceived,
+)
 from mrcemu.transport.profiles import MAX_QPS as ROCE_QPS  # a pair's; MRC has one
 from mrcemu.verbs import layout as vl
 from mrcemu.verbs import rings
@@ -305,7 +310,7 @@ class Session:
             q.state = WC["IBV_QPS_ERR"]  # as a NIC's QP: the rest are flushed
             return
         c = self.nic.conn(q.peer, self.transport, None, q.conn_qp)
-        msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now())
+        msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now(), imm=w.wire_imm)
         self.programs.expect(self.nic.keys[c], msn, self, q.qpn, p)
         self.nic.flush(c)
 
@@ -330,6 +335,13 @@ class Session:
                 os.write(cq.notify, (1).to_bytes(8, "little"))
             except OSError:
                 pass  # the program closed its channel: it wants no more events
+
+    def received_imm(self, q: Qp, imm: int) -> None:
+        """A WRITE with immediate placed in full: its receive completion (the shim
+        matches it to the receive request it consumed)."""
+        self._cqe(q.recv_cq, wr_id=0, status=WC["IBV_WC_SUCCESS"],
+                  opcode=WC["IBV_WC_RECV_RDMA_WITH_IMM"], byte_len=0, qp_num=q.qpn,
+                  imm=rings.program_imm(imm), wc_flags=WC["IBV_WC_WITH_IMM"])
 
     def done(self, qpn: int, p: Pending, status: int) -> None:
         q = self.qps.get(qpn)
@@ -478,8 +490,12 @@ class Programs:
             del self.waiting[k]
 
     def on_transport_event(self, key: Any, ev: Event) -> None:
-        """A connection's event: a program's write completed, or its QP failed."""
-        if isinstance(ev, MessageCompleted):
+        """A connection's event: a program's write completed, its QP failed, or a WRITE
+        with immediate arrived for a program's QP."""
+        if isinstance(ev, MessageReceived):
+            if ev.imm is not None:
+                self._immediate(key, ev.imm)
+        elif isinstance(ev, MessageCompleted):
             got = self.waiting.pop((key, ev.msn), None)
             if got is not None:
                 s, qpn, p = got
@@ -488,6 +504,19 @@ class Programs:
             for k in [k for k in self.waiting if k[0] == key]:
                 s, qpn, p = self.waiting.pop(k)
                 s.done(qpn, p, WC["IBV_WC_RETRY_EXC_ERR"])
+
+    def _immediate(self, key: Any, imm: int) -> None:
+        """A receive completion on the program QP this connection serves: the first
+        ready one to the peer (MRC's QPs to one peer share its one connection)."""
+        peer, transport, conn_qp = key
+        ready = (WC["IBV_QPS_RTR"], WC["IBV_QPS_RTS"])
+        for s in self.sessions.values():
+            if s.transport != transport:
+                continue
+            for q in s.qps.values():
+                if q.peer == peer and q.conn_qp == conn_qp and q.state in ready:
+                    s.received_imm(q, imm)
+                    return
 
     def close(self) -> None:
         for s in list(self.sessions.values()):

@@ -51,6 +51,19 @@ class Wqe:
     def signaled(self) -> bool:
         return bool(self.flags & WC["IBV_SEND_SIGNALED"])
 
+    @property
+    def wire_imm(self) -> int | None:
+        """The immediate as the wire carries it: the program wrote it in network byte
+        order (verbs' __be32), which the ring holds as it lies in memory."""
+        if self.opcode != WC["IBV_WR_RDMA_WRITE_WITH_IMM"]:
+            return None
+        return int.from_bytes(self.imm.to_bytes(4, "little"), "big")
+
+
+def program_imm(wire: int) -> int:
+    """An immediate from the wire as a completion gives it to the program (__be32)."""
+    return int.from_bytes(wire.to_bytes(4, "big"), "little")
+
 
 class SendQueue:
     """A program's send queue: `take()` the work requests posted since the last."""
@@ -122,9 +135,9 @@ Regions = Callable[[int], "tuple[int, memoryview] | None"]  # lkey -> (base VA, 
 
 def check(w: Wqe, regions: Regions, max_len: int) -> Source | int:
     """The write's payload, or the completion status that refuses it: an opcode other
-    than RDMA WRITE (with immediate too: no receive side completes it yet), a length
-    past `max_len`, an lkey not the program's, or bytes outside its region."""
-    if w.opcode != WC["IBV_WR_RDMA_WRITE"]:
+    than RDMA WRITE (with or without immediate), a length past `max_len`, an lkey not
+    the program's, or bytes outside its region."""
+    if w.opcode not in (WC["IBV_WR_RDMA_WRITE"], WC["IBV_WR_RDMA_WRITE_WITH_IMM"]):
         return WC["IBV_WC_LOC_QP_OP_ERR"]
     if not 0 < w.length <= max_len:
         return WC["IBV_WC_LOC_LEN_ERR"]

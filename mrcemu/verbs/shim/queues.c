@@ -191,6 +191,23 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
+/* The wr_id of the receive request a WRITE with immediate on `qp_num` consumed (0 when
+ * the program posted none: the completion still comes, as the daemon cannot refuse). */
+static uint64_t take_recv(struct shim_context *sc, uint32_t qp_num)
+{
+	uint64_t id = 0;
+	pthread_mutex_lock(&sc->lock);
+	for (struct shim_qp *q = sc->qps; q; q = q->next_in_ctx)
+		if (q->qp.qp_num == qp_num && q->recv_n) {
+			id = q->recv_ids[q->recv_head];
+			q->recv_head = (q->recv_head + 1) % q->recv_cap;
+			q->recv_n--;
+			break;
+		}
+	pthread_mutex_unlock(&sc->lock);
+	return id;
+}
+
 int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct shim_cq *q = (struct shim_cq *)cq;
@@ -203,6 +220,8 @@ int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 					  .opcode = e->opcode, .byte_len = e->byte_len,
 					  .imm_data = e->imm, .qp_num = e->qp_num,
 					  .wc_flags = e->wc_flags};
+		if (e->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+			wc[got].wr_id = take_recv(shim_ctx(cq->context), e->qp_num);
 		q->cons++;
 		got++;
 	}
@@ -243,8 +262,19 @@ SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 		errno = EINVAL;
 		return NULL;
 	}
+	if (init->cap.max_recv_wr > sc->session.hello.max_wr) {
+		errno = EINVAL;
+		return NULL;
+	}
 	struct shim_qp *q = calloc(1, sizeof(*q));
 	if (!q) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	q->recv_cap = init->cap.max_recv_wr ? init->cap.max_recv_wr : 1;
+	q->recv_ids = calloc(q->recv_cap, sizeof(*q->recv_ids));
+	if (!q->recv_ids) {
+		free(q);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -268,6 +298,7 @@ SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 	if (e)
 		goto fail_bell;
 	init->cap.max_send_wr = q->ring.entries;
+	init->cap.max_recv_wr = q->recv_cap;
 	init->cap.max_send_sge = 1;
 	init->cap.max_inline_data = MV_WQE_INLINE_MAX;
 	q->init = *init;
@@ -279,12 +310,17 @@ SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 	pthread_cond_init(&q->qp.cond, NULL);
 	q->attr.qp_state = IBV_QPS_RESET;
 	q->attr.cap = init->cap;
+	pthread_mutex_lock(&sc->lock);
+	q->next_in_ctx = sc->qps;
+	sc->qps = q;
+	pthread_mutex_unlock(&sc->lock);
 	return &q->qp;
 fail_bell:
 	close(q->doorbell);
 fail_ring:
 	shim_ring_free(&q->ring);
 fail_free:
+	free(q->recv_ids);
 	free(q);
 	errno = e;
 	return NULL;
@@ -341,8 +377,17 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 			  sizeof(rep));
 	if (e)
 		return e;
+	struct shim_context *sc = shim_ctx(qp->context);
+	pthread_mutex_lock(&sc->lock);
+	for (struct shim_qp **p = &sc->qps; *p; p = &(*p)->next_in_ctx)
+		if (*p == q) {
+			*p = q->next_in_ctx;
+			break;
+		}
+	pthread_mutex_unlock(&sc->lock);
 	close(q->doorbell);
 	shim_ring_free(&q->ring);
+	free(q->recv_ids);
 	free(q);
 	return 0;
 }
@@ -350,12 +395,7 @@ SHIM_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /* One work request into the ring's next slot: 0, or the errno post_send returns. */
 static int put(struct shim_qp *q, const struct ibv_send_wr *wr)
 {
-	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-		/* the wire carries it, but no receive side completes it here yet */
-		shim_unsupported("ibv_post_send of RDMA WRITE with immediate");
-		return EOPNOTSUPP;
-	}
-	if (wr->opcode != IBV_WR_RDMA_WRITE) {
+	if (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
 		shim_unsupported("ibv_post_send of an opcode other than RDMA WRITE");
 		return EOPNOTSUPP;
 	}
@@ -410,12 +450,20 @@ int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	(void)qp;
-	/* WRITE with immediate consumes no receive here: the completion carries it alone */
-	shim_unsupported("ibv_post_recv (RDMA WRITE needs none; SEND is not emulated)");
-	if (bad)
+	struct shim_qp *q = (struct shim_qp *)qp;
+	struct shim_context *sc = shim_ctx(qp->context);
+	int e = 0;
+	pthread_mutex_lock(&sc->lock);
+	for (; wr && !e; wr = e ? wr : wr->next) {
+		if (q->recv_n == q->recv_cap)
+			e = ENOMEM; /* the receive queue is full */
+		else
+			q->recv_ids[(q->recv_head + q->recv_n++) % q->recv_cap] = wr->wr_id;
+	}
+	pthread_mutex_unlock(&sc->lock);
+	if (e && bad)
 		*bad = wr;
-	return EOPNOTSUPP;
+	return e;
 }
 
 int shim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

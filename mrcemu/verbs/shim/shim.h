@@ -35,6 +35,7 @@ struct shim_context {
 	struct shim_session session;
 	pthread_mutex_t lock;
 	struct shim_range *ranges; /* the page ranges reg_mr remapped onto memfds */
+	struct shim_qp *qps;       /* by qp_num, for a completion's receive request */
 };
 
 static inline struct shim_context *shim_ctx(struct ibv_context *c)
@@ -75,6 +76,11 @@ struct shim_qp {
 	struct shim_ring ring;
 	int doorbell;             /* eventfd: the daemon reads the ring when it is written */
 	uint32_t prod;            /* the next WQE to write */
+	/* Receive requests: a WRITE with immediate consumes one, in order. They carry no
+	 * buffer a WRITE needs, so they stay here, and the completion takes its wr_id. */
+	uint64_t *recv_ids;
+	uint32_t recv_cap, recv_head, recv_n;
+	struct shim_qp *next_in_ctx;
 	struct ibv_qp_attr attr;  /* what ibv_query_qp returns */
 	struct ibv_qp_init_attr init;
 };

@@ -13,7 +13,12 @@ from pathlib import Path
 from mrcemu.nic.programs import Programs
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.events import ConnectionFailed, Event, MessageCompleted
+from mrcemu.transport.events import (
+    ConnectionFailed,
+    Event,
+    MessageCompleted,
+    MessageReceived,
+)
 from mrcemu.transport.memory import MemoryTable
 
 
@@ -31,6 +36,8 @@ class LoopConn:
             self.events.append(ConnectionFailed(now, mr))
         else:
             mr.write(va, bytes(data))
+            if imm is not None:  # the peer's side, here: its receive completion
+                self.events.append(MessageReceived(self.msn, imm, now))
             self.events.append(MessageCompleted(self.msn, len(data), 1, now, now))
         return self.msn
 

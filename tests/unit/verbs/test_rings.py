@@ -86,7 +86,6 @@ def _regions(lkey: int):
 
 @pytest.mark.parametrize("wqe, status", [
     (_wqe(opcode=4), "IBV_WC_LOC_QP_OP_ERR"),  # RDMA READ: not emulated
-    (_wqe(opcode=1), "IBV_WC_LOC_QP_OP_ERR"),  # WRITE with immediate: not yet
     (_wqe(lkey=8), "IBV_WC_LOC_PROT_ERR"),
     (_wqe(addr=0xFFF), "IBV_WC_LOC_PROT_ERR"),
     (_wqe(addr=0x1000 + 60), "IBV_WC_LOC_PROT_ERR"),  # runs past the region's end

@@ -33,6 +33,15 @@ def test_a_write_lands_in_the_programs_memory_and_completes(nic, shim, verbs_wri
     assert not nic.programs.doorbells
 
 
+def test_a_write_with_immediate_completes_on_the_receive_request_posted_for_it(
+        nic, shim, verbs_write):
+    r = _run([str(verbs_write), PEER, "imm"], nic, shim)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "77 129 imm 0x12345678\n"  # IBV_WC_RECV_RDMA_WITH_IMM
+    (write,) = nic.conns[1, "mrc", 0].writes
+    assert write[3] == 0x12345678  # on the wire as the program meant it
+
+
 def test_roce_queue_pairs_take_a_roce_connection(nic, shim, verbs_write):
     r = _run([str(verbs_write), PEER, "write"], nic, shim, transport="roce")
     assert r.returncode == 0, r.stderr

@@ -4,7 +4,9 @@
  *   write   a signaled 10,000-byte WRITE from one region to another, then an inline one;
  *           prints "ok" when the bytes landed and every completion was right
  *   badkey  a WRITE with an lkey that is not ours, then a good one: prints the two
- *           completions' statuses (a protection error, then a flush) */
+ *           completions' statuses (a protection error, then a flush)
+ *   imm     a receive request, then a WRITE with immediate 0x12345678 (network byte
+ *           order): prints the receive completion's wr_id, opcode and immediate */
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +64,8 @@ int main(int argc, char **argv)
 		die("keeping the region's contents");
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-				      .cap = {.max_send_wr = 16, .max_send_sge = 1,
-					      .max_inline_data = 64}};
+				      .cap = {.max_send_wr = 16, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_inline_data = 64}};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 	if (!cq || !qp)
 		die("ibv_create_cq/qp");
@@ -87,6 +89,23 @@ int main(int argc, char **argv)
 				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 				 .wr = {.rdma = {.remote_addr = (uintptr_t)dst, .rkey = md->rkey}}};
 	struct ibv_send_wr *bad;
+	if (!strcmp(argv[2], "imm")) {
+		struct ibv_recv_wr rwr = {.wr_id = 77}, *rbad;
+		if (ibv_post_recv(qp, &rwr, &rbad))
+			die("ibv_post_recv");
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htobe32(0x12345678);
+		if (ibv_post_send(qp, &wr, &bad))
+			die("posting");
+		struct ibv_wc w1 = wait_one(cq), w2 = wait_one(cq);
+		struct ibv_wc *rx = w1.opcode == IBV_WC_RECV_RDMA_WITH_IMM ? &w1 : &w2;
+		struct ibv_wc *tx = rx == &w1 ? &w2 : &w1;
+		if (tx->status != IBV_WC_SUCCESS || tx->wr_id != 41 || memcmp(src, dst, SIZE))
+			die("the WRITE with immediate");
+		printf("%llu %d %s %#x\n", (unsigned long long)rx->wr_id, rx->opcode,
+		       rx->wc_flags & IBV_WC_WITH_IMM ? "imm" : "-", be32toh(rx->imm_data));
+		return 0;
+	}
 	if (!strcmp(argv[2], "badkey")) {
 		sge.lkey = ms->lkey + 1000;
 		if (ibv_post_send(qp, &wr, &bad))
