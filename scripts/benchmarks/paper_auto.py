@@ -50,20 +50,20 @@ def run_times(runs: Path) -> dict[str, tuple[int, float]]:
     return {k: (len(v), sum(v)) for k, v in out.items()}
 
 
+def _ks(runs: list[dict]) -> str:
+    return ", ".join(f"{t['slowdown']:g}" for t in runs)
+
+
 def _slowdowns(row: dict) -> str:
-    tried = [f"{t['slowdown']:g}" for rs in _reruns(row) for t in rs]
+    """The slowdown an experiment's runs kept, and the ones a rerun replaced: an
+    experiment's own, or a sweep's pick with each of its rerun runs named."""
     k = row.get("slowdown")
     kept = f"{k:g}" if isinstance(k, (int, float)) else str(k)
-    return kept + (f" (after {', '.join(dict.fromkeys(tried))})" if tried else "")
-
-
-def _reruns(row: dict) -> list[list[dict]]:
-    """The runs replaced by a slower one: an experiment's list, or a sweep's per label
-    (whose last entry is the run kept)."""
     r = row.get("reruns") or []
-    if isinstance(r, dict):
-        return [v[:-1] for v in r.values()]
-    return [r] if r else []
+    if isinstance(r, dict):  # a sweep: per label, its replaced runs then the one kept
+        return "; ".join([kept, *(f"{label} at {v[-1]['slowdown']:g} (after {_ks(v[:-1])})"
+                                  for label, v in r.items())])
+    return kept + (f" (after {_ks(r)})" if r else "")
 
 
 def render(doc: dict, times: dict[str, tuple[int, float]], wall: float) -> str:
@@ -86,8 +86,8 @@ def render(doc: dict, times: dict[str, tuple[int, float]], wall: float) -> str:
         "`--slowdown auto`: each experiment at the slowdown auto picks for it (a sweep at "
         "the pick of its runs on the slowest ports, `ecmp`'s runs that many times its "
         "port's ratio), and a run that comes out not faithful again at the ladder's next "
-        "step, twice at most. Nothing else ran on the machine. The run is the committed "
-        "example the docs' paper figures come from.\n\n"
+        "step, twice at most. The run is the committed example the docs' paper figures "
+        "come from.\n\n"
         + "\n".join(rows) + "\n\n"
         f"**P5**, a full `mrcemu paper` (target: at most {TARGET_MIN} minutes, no "
         f"experiment with a run not faithful): **{minutes:.0f} minutes**; experiments "
