@@ -7,6 +7,7 @@ meet here without importing one another.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 RUN_DIR = Path(os.environ.get("MRCEMU_RUN_DIR", "/run/mrcemu"))
@@ -40,3 +41,16 @@ def nic_log(host: str) -> Path:
 def ssh_control_path() -> str:
     """OpenSSH's ControlPath of each server's shared connection (%C: a hash of the host)."""
     return str(SSH_CONTROL / "%C")
+
+
+def rotate_logs() -> None:
+    """A new fabric's logs start empty; the last fabric's are kept beside them, as
+    `logs.prev/` and `manager.log.prev`, and the one before that is gone. The run
+    directory is a tmpfs: logs kept for every fabric since boot grew without bound in
+    memory, and every reader of a whole log slowed with them."""
+    prev = LOGS.with_name(LOGS.name + ".prev")
+    shutil.rmtree(prev, ignore_errors=True)
+    if LOGS.exists():
+        LOGS.rename(prev)
+    if MANAGER_LOG.exists():
+        MANAGER_LOG.replace(MANAGER_LOG.with_name(MANAGER_LOG.name + ".prev"))

@@ -57,17 +57,14 @@ def _minutes(seconds: float) -> str:
 
 # ---- the paper run ----------------------------------------------------------------------
 def paper_summary(doc: dict, commit: bool = True) -> str:
-    from mrcemu.paper.run import verdict
+    from mrcemu.paper.run import tally
 
-    rows = doc["experiments"]
-    words = [verdict(r) for r in rows]
-    unfaithful = [r["id"] for r in rows if r.get("faithful") is False]
-    judged = len(words) - words.count("not run") - words.count("not judged")
+    consistent, judged, unfaithful = tally(doc["experiments"])
     pace = ("each run slowed as `--slowdown auto` picked" if doc["slowdown"] == "auto"
             else f"every run slowed {doc['slowdown']:g} times")
     return _wrap(f"The committed full run ({_when(doc, commit)}; {pace}, "
             f"{_minutes(doc['wall_clock_s'])}) is consistent with "
-            f"the paper in **{words.count('consistent')} of {judged}** experiments judged. "
+            f"the paper in **{consistent} of {judged}** experiments judged. "
             + (f"Experiments with a run that was not faithful (their rows say which): "
                f"{', '.join(unfaithful)}." if unfaithful else "Every run was faithful."))
 

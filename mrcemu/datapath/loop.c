@@ -51,6 +51,18 @@ static int is_mrc(const struct ports_qp *q)
 	       ((ResponderObject *)q->rx)->ready;
 }
 
+/* The policy's due time as the loop keeps it: one already past when armed is counted
+ * late from when the loop first knew something was due (nic/wakeups.py's schedule): a
+ * due time of this QP's not yet run, or else now. A deadline first known late (a probe
+ * due since an EV's last probe) is then not the host's delay, while a stall that kept a
+ * known timer waiting still is. */
+static double known_due(const struct ports_qp *q, double due, double now)
+{
+	if (due < 0 || due >= now)
+		return due;
+	return q->py_due >= 0 && q->py_due <= now ? fmax(due, q->py_due) : now;
+}
+
 /* arm(qpn, fast, mask, policy_due, starved, data_due) */
 static PyObject *loop_arm(LoopObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -74,7 +86,7 @@ static PyObject *loop_arm(LoopObject *self, PyObject *const *args, Py_ssize_t na
 		return PyErr_Format(PyExc_ValueError, "arm: QP %ld is not an MRC QP", qpn);
 	q->fast = (uint8_t)fast;
 	q->mask = mask;
-	q->py_due = fast ? due : -1.0;
+	q->py_due = fast ? known_due(q, due, mono()) : -1.0;
 	q->data_due = fast ? data_due : -1.0;
 	if (starved && (!q->starved || !fast))
 		q->starve_seq = ++self->starve_clock;
@@ -153,6 +165,7 @@ static int run_timers(LoopObject *self, double now)
 		double due = earliest(q->py_due, over);
 		if (due >= 0 && due <= now) {
 			ports_timer_ran(self->ports, now - due);
+			q->py_due = -1.0; /* run: the policy arms its next */
 			hand_over(q, PORTS_WAKE_TIMER);
 			continue;
 		}

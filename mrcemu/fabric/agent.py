@@ -353,26 +353,68 @@ def capture_stop(pid: int, timeout: float = 10.0) -> None:
 
 # -- NIC daemons: each runs on the server of its host, started, asked and ended here --
 
+_SPAWNER: list[Any] = []  # this server's NIC spawner (nic/spawner.py) while it runs
+
+
 @op
-def nic_start(hosts: dict[str, list[int]], topology: str, transport: str) -> dict[str, int]:
-    """A NIC daemon in each host's namespace on this server ({host: [index, shell PID]}),
-    handed the topology and transport snapshots; detached from this agent (they live
-    until `nic_stop`, or `clean`). Their output goes to this server's manager log.
-    Returns each daemon's PID here."""
+def nic_spawner() -> int:
+    """Start this server's NIC spawner, so that its imports run while the fabric is
+    built; `nic_start` uses it. Returns its PID."""
     import subprocess
 
     from mrcemu import rundir
 
-    out = {}
-    rundir.RUN_DIR.mkdir(parents=True, exist_ok=True)
-    with open(rundir.MANAGER_LOG, "a") as log:  # each daemon has its own copy
+    if not _SPAWNER:
+        rundir.RUN_DIR.mkdir(parents=True, exist_ok=True)
+        with open(rundir.MANAGER_LOG, "a") as log:  # the daemons' output, and its own
+            _SPAWNER.append(subprocess.Popen(
+                [sys.executable, "-m", "mrcemu.nic.daemon", "--spawner"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                start_new_session=True))
+    return _SPAWNER[0].pid
+
+
+def _close_spawner() -> None:
+    """End the spawner (at the end of its input); what it started runs on."""
+    if _SPAWNER:
+        p = _SPAWNER.pop()
+        for f in (p.stdin, p.stdout):
+            if f is not None:
+                f.close()
+        try:
+            p.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a spawner stuck in a fork: end it
+            p.kill()
+            p.wait()
+
+
+@op
+def nic_start(hosts: dict[str, list[int]], topology: str, transport: str) -> dict[str, int]:
+    """A NIC daemon in each host's namespace on this server ({host: [index, shell PID]}),
+    handed the topology and transport snapshots, forked by the spawner; detached from
+    this agent (they live until `nic_stop`, or `clean`). Their output goes to this
+    server's manager log. Returns each daemon's PID here; on a failure, ends those it
+    started and raises naming the host."""
+    from mrcemu.fabric.sweep import kill
+
+    nic_spawner()
+    p, out = _SPAWNER[0], {}
+    try:
         for name, (index, pid) in hosts.items():
-            p = subprocess.Popen(["mnexec", "-a", str(pid), sys.executable, "-m",
-                                  "mrcemu.nic.daemon", "--host", str(index), "--topology-json",
-                                  topology, "--transport-json", transport],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                 start_new_session=True)
-            out[name] = p.pid
+            p.stdin.write(json.dumps({"host": index, "netns_pid": pid, "topology": topology,
+                                      "transport": transport}) + "\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            answer = json.loads(line) if line.strip() else {"error": "the spawner exited"}
+            if "pid" not in answer:
+                raise RuntimeError(f"the NIC daemon of {name} did not start: "
+                                   f"{answer.get('error')}")
+            out[name] = int(answer["pid"])
+    except BaseException:
+        kill(set(out.values()))
+        raise
+    finally:
+        _close_spawner()
     return out
 
 
@@ -526,6 +568,7 @@ def clean_server() -> dict[str, int]:
 
 @op
 def unload() -> None:
+    _close_spawner()  # a build that failed before its NICs started
     bpf.unload()
 
 

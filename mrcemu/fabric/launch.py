@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from mrcemu import rundir
 from mrcemu.errors import FabricStateError, MrcemuError
 from mrcemu.fabric import state
 from mrcemu.fabric.clean import clean
@@ -46,6 +47,7 @@ def launch(topo: Topology, progress: Callable[[str, int, int], None] | None = No
         if lock.held_by_other():
             lock.acquire()  # raises the clear "already running" error
     state.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    rundir.rotate_logs()  # no fabric runs: nothing writes them
     with open(state.LOG, "a") as log:  # the manager has its own copy
         proc = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.manager",
                                  json.dumps(asdict(topo)), str(seed), str(slowdown),

@@ -140,6 +140,9 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
             t = time.monotonic()
             servers.start_masters(cluster)  # one shared connection a server, from here on
             fabric.timings["ssh_s"] = time.monotonic() - t
+        # Each server's NIC spawner imports the daemon while the fabric is built.
+        for server in fabric.servers.group(f"h{h}" for h in range(topo.hosts)):
+            fabric.servers.call(server, "nic_spawner")
         fabric.build(lambda stage, n, total: emit("progress", stage=stage, n=n, total=total)
                      if n == total or n % max(1, total // 50) == 0 else None)
         start_nics(st, topo.hosts, fabric.servers)

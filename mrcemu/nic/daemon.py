@@ -2,7 +2,8 @@
 socket, JSON-lines logs on the monotonic clock. Never Scapy, never a crash on bad input.
 
 Run as `python -m mrcemu.nic.daemon --host 3 --topology-json '{...}'` inside the
-namespace (the fabric manager does this at `up`, with its topology snapshot).
+namespace, or forked into it by `--spawner` (nic/spawner.py: what the fabric's agent does
+at `up`, with its topology snapshot).
 """
 
 from __future__ import annotations
@@ -510,17 +511,12 @@ class Nic:
             self.flush(c)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--host", type=int, required=True)
-    ap.add_argument("--topology-json", required=True,
-                    help="the validated topology, as the fabric manager snapshot it")
-    ap.add_argument("--transport-json", default="{}",
-                    help="the transport config, as the fabric manager snapshot it")
-    args = ap.parse_args()
+def run_nic(host: int, topology_json: str, transport_json: str) -> int:
+    """The daemon of host `host`, in this process (inside the host's namespace), until
+    SIGTERM."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    topo = Topology(**json.loads(args.topology_json))
-    nic = Nic(args.host, topo, TransportConfig.from_json(json.loads(args.transport_json)))
+    topo = Topology(**json.loads(topology_json))
+    nic = Nic(host, topo, TransportConfig.from_json(json.loads(transport_json)))
     collector.freeze()  # the topology, the ports, the imports: the daemon's whole life
     try:
         nic.run()
@@ -534,6 +530,25 @@ def main() -> int:
         nic.control.close()
         nic.links.close()
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spawner", action="store_true",
+                    help="start daemons by fork, one a request line (mrcemu.nic.spawner)")
+    ap.add_argument("--host", type=int)
+    ap.add_argument("--topology-json",
+                    help="the validated topology, as the fabric manager snapshot it")
+    ap.add_argument("--transport-json", default="{}",
+                    help="the transport config, as the fabric manager snapshot it")
+    args = ap.parse_args()
+    if args.spawner:
+        from mrcemu.nic import spawner
+
+        return spawner.serve(run_nic)
+    if args.host is None or args.topology_json is None:
+        ap.error("--host and --topology-json are required without --spawner")
+    return run_nic(args.host, args.topology_json, args.transport_json)
 
 
 if __name__ == "__main__":

@@ -302,6 +302,15 @@ def verdict(row: dict) -> str:
     return "consistent" if row["consistent"] else "not consistent"
 
 
+def tally(rows: list[dict]) -> tuple[int, int, list[str]]:
+    """A run's experiments: how many are consistent, of how many judged, and those with
+    a run that was not faithful."""
+    words = [verdict(r) for r in rows]
+    judged = len(words) - words.count("not run") - words.count("not judged")
+    return words.count("consistent"), judged, [r["id"] for r in rows
+                                               if r.get("faithful") is False]
+
+
 def markdown(doc: dict) -> str:
     bold = {"not consistent": "**not consistent**", "not judged": "**not judged**"}
     lines = ["# The white paper's experiments, emulated", "",

@@ -67,11 +67,6 @@ def source_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-def _log_offsets() -> dict[Path, int]:
-    logs = state.RUN_DIR / "logs"
-    return {p: p.stat().st_size for p in logs.glob("*")} if logs.exists() else {}
-
-
 def _write_raw(dest: Path, raw: dict) -> None:
     # json.dumps, not json.dump: only the one-shot encoder is the C one (a 2 MB record:
     # 0.03 s against 0.3 s); gzip's level 6 writes it 5 times faster than its default 9
@@ -81,17 +76,13 @@ def _write_raw(dest: Path, raw: dict) -> None:
         f.write(json.dumps(raw))
 
 
-def _copy_logs(dest: Path, offsets: dict[Path, int]) -> None:
-    """This run's part of every daemon, fault and manager log."""
+def _copy_logs(dest: Path) -> None:
+    """Every daemon, fault and manager log: the run's own fabric's (a bring-up starts
+    them anew, rundir.rotate_logs)."""
     dest.mkdir(parents=True, exist_ok=True)
     for p in [*(state.RUN_DIR / "logs").glob("*"), state.LOG]:
-        if not p.is_file():
-            continue
-        with p.open("rb") as f:
-            f.seek(offsets.get(p, 0))
-            data = f.read()
-        if data:
-            (dest / p.name).write_bytes(data)
+        if p.is_file() and p.stat().st_size:
+            shutil.copyfile(p, dest / p.name)
 
 
 def _named(ui: Ui, name: str) -> Ui:
@@ -131,13 +122,11 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
             raise KeyboardInterrupt
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    offsets = {**_log_offsets(), state.LOG: state.LOG.stat().st_size if state.LOG.exists()
-               else 0}
     layout = Layout(sc.topology)
     summaries: dict[str, dict] = {}
     pcaps: list[Path] = []
     capture = None
-    launched = False
+    launched = up = False
     config: dict = {}
     config_cluster: dict | None = None
     plots = Preload("mrcemu.scenario.plots")  # matplotlib, while the fabric comes up
@@ -147,6 +136,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
         launch(sc.topology, lambda stage, n, total: ui(
             "up", {"stage": stage, "n": n, "total": total}), seed=sc.seed,
             slowdown=sc.slowdown, transport=single_policy(sc.transport), cluster=cluster)
+        up = True  # the logs are this fabric's from here on
         st = state.require_state()
         if st.cluster:
             placed: dict[str, int] = {}
@@ -191,7 +181,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
         try:
             if capture is not None:
                 pcaps += capture.stop()
-            _copy_logs(folder / "logs", offsets)
+            if up:
+                _copy_logs(folder / "logs")
             rep = {"scenario": sc.name, "description": sc.description,
                    "topology": sc.topology.name, "source": sc.source,
                    "slowdown": sc.slowdown, "scale": latency.describe(sc.topology, sc.slowdown),

@@ -80,6 +80,9 @@ class Ev:
     grown_at: float = float("-inf")  # when a mark last doubled a thinned EV's skip_len
     last_mark: float = float("-inf")  # when feedback last said its path queues
     last_probe: float = -1.0
+    # When its probes became due: it turned ASSUMED_BAD, or its plane came back. Its first
+    # probe is due then, not an interval after a probe of an earlier retirement.
+    probe_from: float = float("-inf")
     probe_seq: int = 0
     acks_heard: int = 0  # of fb.acks, those the load balancer has heard
     # What the compiled data path writes per packet and the policy reads per event
@@ -335,6 +338,8 @@ class EvProfile:
                 else:
                     held.pop(e.ev, None)
             was, e.state = e.state, state
+            if state is EvState.ASSUMED_BAD:
+                e.probe_from = now
             if state is not EvState.SKIP:  # a thinning ends with its SKIP
                 e.thin_until, e.visiting = 0.0, False
             self._sync(e)
@@ -542,6 +547,7 @@ class EvProfile:
             for e in self.evs.values():
                 if e.path.plane == plane and e.state is not EvState.DENIED:
                     self._set(e, EvState.ASSUMED_BAD, now, "plane back: probe first")
+                    e.probe_from = now  # one retired before its plane went down too
         elif not up and plane not in self.planes_down:
             self.planes_down.add(plane)
             self._sync_all()

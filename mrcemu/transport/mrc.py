@@ -153,12 +153,14 @@ class MrcConnection(ConnectionBase):
         # Our last port-status update until the peer answers it; sent again meanwhile
         # (_port_update_due)
         self._port_update: _PortUpdate | None = None
+        self._busy_since = float("-inf")  # when the last post found us idle
 
     # ---- requester -------------------------------------------------------
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
                    now: float, imm: int | None = None) -> int:
         mv = memoryview(data)
         if self.idle:
+            self._busy_since = now
             # An idle connection's window says nothing about the network now: restart it
             # (and its backoff) rather than burst a stale window into it.
             self.cc.cwnd = min(self.cc.cwnd, self.cfg.init_cwnd)
@@ -614,7 +616,9 @@ class MrcConnection(ConnectionBase):
         interval = self._reverse_interval()
         data_due = None
         if not self.idle:  # the reverse set's refresh while we send
-            times.append(self.reverse.last_refresh + interval)
+            # due from when we began sending again, not an interval after the refresh
+            # of an earlier busy spell (the loop meters lateness from the due time)
+            times.append(max(self.reverse.last_refresh + interval, self._busy_since))
         elif self.rx.rx_data != self._rx_probed:  # a receiver's probe, armed
             times.append(self.reverse.next_probe_at(interval))
         else:  # armed by the next data after this

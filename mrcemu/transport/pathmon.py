@@ -291,6 +291,6 @@ class PathMonitor:
         return self.profile.needs_probe(now, self.probe_interval)
 
     def next_probe_at(self) -> float | None:
-        due = [e.last_probe + self.probe_interval for e in
+        due = [max(e.last_probe + self.probe_interval, e.probe_from) for e in
                self.profile.needs_probe(float("inf"), 0.0)]
         return min(due) if due else None

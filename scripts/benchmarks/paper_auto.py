@@ -67,20 +67,17 @@ def _slowdowns(row: dict) -> str:
 
 
 def render(doc: dict, times: dict[str, tuple[int, float]], wall: float) -> str:
-    from mrcemu.paper.run import verdict
+    from mrcemu.paper.run import tally, verdict
 
     rows = ["| experiment | slowdown (auto) | runs | their wall time | faithful | verdict |",
             "|---|---|---|---|---|---|"]
-    unfaithful = []
     for r in doc["experiments"]:
         n, s = times.get(r["id"], (0, 0.0))
         faithful = {True: "yes", False: "**no**", None: "-"}[r.get("faithful")]
-        if r.get("faithful") is False:
-            unfaithful.append(r["id"])
         rows.append(f"| {r['id']} | {_slowdowns(r)} | {n} | {s / 60:.1f} min | {faithful} "
                     f"| {verdict(r)} |")
     minutes = wall / 60
-    words = [verdict(r) for r in doc["experiments"]]
+    consistent, judged, unfaithful = tally(doc["experiments"])
     return (
         "Command: `make bench` (section paper): `mrcemu paper` at its default, "
         "`--slowdown auto`: each experiment at the slowdown auto picks for it (a sweep at "
@@ -92,8 +89,7 @@ def render(doc: dict, times: dict[str, tuple[int, float]], wall: float) -> str:
         f"**P5**, a full `mrcemu paper` (target: at most {TARGET_MIN} minutes, no "
         f"experiment with a run not faithful): **{minutes:.0f} minutes**; experiments "
         f"with a run not faithful: **{', '.join(unfaithful) or 'none'}**. Consistent "
-        f"with the paper in {words.count('consistent')} of "
-        f"{len(words) - words.count('not run') - words.count('not judged')} judged. "
+        f"with the paper in {consistent} of {judged} judged. "
         "A run's wall time includes its fabric's bring-up and teardown; the runs' sum is "
         "less than the whole by the judging and plotting between them.\n")
 

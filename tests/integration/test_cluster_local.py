@@ -246,14 +246,16 @@ def test_rack_placement_runs_each_hosts_nic_daemon_on_its_own_server(servers, ti
         "h0": "local", "h1": "local", "h2": "srv1", "h3": "srv1"}
     srv1 = load(path).server("srv1")
     daemon, shell = st.nics["h2"], st.nodes["h2"]
-    # Read on srv1 itself: the daemon runs in h2's namespace, a child of srv1's agent.
+    # Read on srv1 itself: the daemon runs in h2's namespace, started by srv1's agent
+    # (forked by its spawner, nic/spawner.py): it has the environment of srv1's ssh
+    # session, whose server end is srv1's underlay address.
     there = ssh(1, "readlink", f"/proc/{daemon}/ns/net", f"/proc/{shell}/ns/net", ";",
-                "cat", f"/proc/{daemon}/status", ";", "ps", "-o", "args=", "-p",
-                f"$(awk '/^PPid/{{print $2}}' /proc/{daemon}/status)")
+                "tr", "'\\0'", "'\\n'", "<", f"/proc/{daemon}/environ")
     assert there.returncode == 0, there.stderr
-    ns_daemon, ns_shell, *rest = there.stdout.splitlines()
+    ns_daemon, ns_shell, *env = there.stdout.splitlines()
     assert ns_daemon == ns_shell and ns_daemon.startswith("net:[")
-    assert "mrcemu.fabric.agent" in rest[-1], rest[-1]
+    (conn,) = [e for e in env if e.startswith("SSH_CONNECTION=")]
+    assert conn.split()[2] == local.address(1), conn
     s = Servers.of_state(st)
     try:
         assert s.call(srv1, "alive", pids=[daemon]) == {str(daemon): True}

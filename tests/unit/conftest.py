@@ -1,6 +1,6 @@
 """The fuzzer runs (datapath/fuzzing.py) start with the first unit test when a test marked
-`fuzz` is in the session, and those tests run last: the fuzzers then run beside the other
-unit tests on the second core, instead of after them (the suite's time budget)."""
+`fuzz` is in the session; tests/conftest.py puts those tests last in the session, so the
+fuzzers run beside everything else instead of after it (the suite's time budget)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ from tests.unit.datapath.fuzzing import Runs, fuzzer_runs
 
 def _is_fuzz(item: pytest.Item) -> bool:
     return item.get_closest_marker("fuzz") is not None
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=_is_fuzz)  # stable: every other test keeps its order
 
 
 @pytest.fixture(scope="session", autouse=True)

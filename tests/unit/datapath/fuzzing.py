@@ -1,8 +1,9 @@
 """The fuzzer runs test_fuzz.py judges: a million hostile inputs, and a search for each
 of two planted bugs. Each is a build and a run of its own (scripts/fuzz.py, a
 subprocess, one core at most). tests/unit/conftest.py starts them with the first unit
-test and puts their tests last, so on 2 cores they run beside the other unit tests
-(niced: those keep their core) instead of after them."""
+test and tests/conftest.py puts their tests last in the session, so on 2 cores they run
+beside the other tests instead of after them, at idle priority (SCHED_IDLE): on a core
+nothing else wants, so the integration tests' fabrics keep their CPU."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ LOOP_SCRIPT = SCRIPT.with_name("fuzz_loop.py")
 Runs = dict[str, tuple[subprocess.Popen, Path]]
 
 
+def _idle() -> None:
+    """In the child before exec: what it starts (the build, the fuzzer) inherits both."""
+    os.nice(19)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
 @contextmanager
 def fuzzer_runs(mktemp) -> Iterator[Runs]:
     """Start the three runs (`mktemp(name)`: a fresh folder); end any still running on
@@ -53,7 +60,7 @@ def fuzzer_runs(mktemp) -> Iterator[Runs]:
                                           # its own group: ending it ends the build or
                                           # the fuzzer it started, too
                                           start_new_session=True,
-                                          preexec_fn=lambda: os.nice(19)),
+                                          preexec_fn=_idle),
                          work)
 
     try:

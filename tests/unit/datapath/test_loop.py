@@ -154,3 +154,38 @@ def test_arm_refuses_what_the_loop_cannot_serve(ends):
         a.loop.run(a.ep.fileno(), None, -1.0, BIN, 0)
     with pytest.raises(TypeError):
         datapath.Loop(object())
+
+
+def _timers_late(nic: Nic) -> tuple[int, float]:
+    """The loop's own timers: how many ran, and the latest (seconds)."""
+    _buckets, n, worst = nic.rig.ports.timer_late()
+    return n, worst
+
+
+def _handed_timer(nic: Nic) -> bool:
+    _events, wake, _rest, _bins, _info = nic.loop.run(nic.ep.fileno(), None, 0.0, BIN, 0)
+    return any(qpn == nic.c.local_qpn and why & Wake.TIMER for qpn, why in wake)
+
+
+def test_a_due_time_already_past_when_armed_is_late_from_the_arming_not_its_age(ends):
+    """As the policy's own timers (nic/wakeups.py): a deadline first known late (a probe
+    due since an EV's last probe) is not the host's delay, so its lateness counts from
+    when the loop was given it."""
+    a, _b = ends
+    before = time.monotonic()
+    a.loop.arm(a.c.local_qpn, True, a.c.plane_mask, before - 5.0, False, -1.0)
+    assert _handed_timer(a)
+    n, worst = _timers_late(a)
+    assert n == 1 and worst <= time.monotonic() - before
+
+
+def test_a_known_due_time_a_stall_kept_waiting_stays_late_when_armed_again(ends):
+    a, _b = ends
+    due = time.monotonic() + 0.01
+    a.loop.arm(a.c.local_qpn, True, a.c.plane_mask, due, False, -1.0)
+    time.sleep(0.1)  # the loop does not run meanwhile: a stall
+    again = time.monotonic()
+    a.loop.arm(a.c.local_qpn, True, a.c.plane_mask, due, False, -1.0)
+    assert _handed_timer(a)
+    n, worst = _timers_late(a)
+    assert n == 1 and worst >= again - due >= 0.09

@@ -203,3 +203,16 @@ def test_a_port_status_update_answered_by_one_qp_is_applied_by_its_siblings():
     # it does not answer: the QP the NIC gave the request to does
     assert not [p for p in sibling.packets_to_send(net.now)
                 if codec.decode(net.deliver(p[1])).opcode == Opcode.ENDPOINT_RESPONSE]
+
+
+def test_the_refresh_a_new_busy_spell_arms_is_due_when_it_began():
+    """The NIC's loop is armed with the policy's next due time and meters a timer's
+    lateness from it: a refresh due an interval after the last busy spell's would read,
+    posted 10 s later, as a timer 10 s late."""
+    net, ca, cb = pair(seed=5)
+    write(ca, cb, 16 * 4096, now=0.0)
+    net.run(5.0, stop=lambda: ca.idle)
+    assert ca.idle and ca.reverse.last_refresh < 1.0
+    write(ca, cb, 16 * 4096, now=10.0)
+    fast, due, _ = ca.loop_state()
+    assert fast and due == 10.0

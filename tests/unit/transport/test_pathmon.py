@@ -279,6 +279,29 @@ def test_probes_go_to_retired_evs_once_per_interval():
     assert mon.next_probe_at() == 1.0 + mon.probe_interval
 
 
+def test_a_retired_evs_first_probe_is_due_when_it_retired_not_before():
+    """The due time the NIC's loop is armed with, and meters a timer's lateness from: a
+    never-probed EV's (last_probe -1) would otherwise be negative, which the loop reads as
+    no timer; one probed in an earlier retirement's, seconds in the past."""
+    mon, _, e = rig(probes_to_restore=1)
+    mon.lost(e.ev, 0.95, 1.0)
+    assert mon.next_probe_at() == 1.0 and mon.probes_due(1.0) == [e]
+    e.last_probe = 1.0
+    mon.probe_answered(e.ev, 1.1, marked=False)
+    assert e.state is EvState.GOOD and mon.next_probe_at() is None
+    mon.lost(e.ev, 7.95, 8.0)  # long after the last probe
+    assert mon.next_probe_at() == 8.0 and mon.probes_due(8.0) == [e]
+
+
+def test_an_ev_retired_before_its_plane_went_down_is_probed_from_its_return():
+    mon, _, e = rig()
+    mon.lost(e.ev, 0.95, 1.0)
+    e.last_probe = 1.0
+    mon.profile.set_plane(e.path.plane, False, 2.0)
+    assert e not in mon.probes_due(5.0) and mon.next_probe_at() is None
+    mon.profile.set_plane(e.path.plane, True, 5.0)
+    assert mon.next_probe_at() == 5.0 and e in mon.probes_due(5.0)
+
 def test_hold_times_must_be_whole_positive_numbers():
     with pytest.raises(MrcemuError, match="probes_to_restore"):
         TransportConfig(probes_to_restore=0)

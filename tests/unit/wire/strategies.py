@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from hypothesis import strategies as st
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
@@ -18,7 +20,10 @@ SCAPY = {"METH": layers.METH, "TSETH": layers.TSETH, "RETH": layers.RETH,
 SIGNED = {"ack_psn_offset", "sack_offset"}
 
 
+@cache
 def values_for(h: codec.Header) -> st.SearchStrategy[dict[str, int]]:
+    """One header's fields, each over its whole range; built once a header (making the
+    strategies anew for every example was most of an example's time)."""
     fields = {}
     for _code, fs in h.groups:
         for name, bits in fs:
