@@ -481,6 +481,62 @@ def events(host: str, duration: float | None, interval: float) -> None:
         pass
 
 
+def _ev_arg(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: an EV, as reports print it (0x00010002) "
+                                 "or a number") from None
+
+
+@main.command()
+@click.argument("host")
+@click.argument("peer")
+@click.option("--use", "use", multiple=True, metavar="EV",
+              help="Use these EVs alone (repeat it; as `mrcemu paths` prints them): each "
+                   "other one is denied, a denied one listed comes back through probes.")
+@click.option("--min-active", type=click.IntRange(min=1), default=None,
+              help="The fewest usable EVs the policy keeps in use.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@friendly
+def evs(host: str, peer: str, use: tuple[str, ...], min_active: int | None,
+        as_json: bool) -> None:
+    """Show, or set, the EV profile of HOST's MRC connection to PEER (libmrc's EV
+    profile): each EV's state, whether data is sprayed over it, and its path."""
+    need_root("evs")
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    prof = fab.ev_profile(host, peer, [_ev_arg(e) for e in use] or None, min_active)
+    if as_json:
+        click.echo(json.dumps({"min_active": prof.min_active,
+                               "evs": [r._asdict() for r in prof.evs]}))
+        return
+    table = Table(title=f"EVs {host} -> {peer} (min active {prof.min_active})")
+    for col in ("EV", "state", "active", "plane", "spine"):
+        table.add_column(col)
+    for r in prof.evs:
+        table.add_row(f"0x{r.ev & 0xFFFFFFFF:08x}", r.state, "yes" if r.active else "-",
+                      str(r.plane), "-" if r.spine is None else str(r.spine))
+    Console().print(table)
+
+
+@main.command()
+@click.argument("host")
+@click.argument("peer")
+@click.argument("ev")
+@friendly
+def probe(host: str, peer: str, ev: str) -> None:
+    """Send a probe now on EV of HOST's MRC connection to PEER (libmrc's EV probe);
+    `mrcemu events HOST` shows what its answer changes."""
+    need_root("probe")
+    from mrcemu.api import Fabric
+
+    probe_id = Fabric.attach().probe(host, peer, _ev_arg(ev))
+    click.echo(f"probe {probe_id} sent on EV 0x{_ev_arg(ev) & 0xFFFFFFFF:08x}, "
+               f"{host} -> {peer}")
+
+
 @main.command(name="map")
 @click.option("--interval", "interval_ms", type=click.FloatRange(min=1.0), default=50.0,
               show_default=True, help="Milliseconds between probe rounds.")
