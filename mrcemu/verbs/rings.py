@@ -10,13 +10,26 @@ change it between the check and the use.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mrcemu.verbs import layout as vl
 
-_U32 = struct.Struct("=I")
+
+class Words:
+    """A ring's index words (producer, consumer, armed), each read and stored whole: the
+    program reads them while the daemon writes. `struct.pack_into` zero-fills its bytes
+    before it packs, and a program's poll between the two saw a producer index of 0 and
+    read a ring's worth of stale completions."""
+
+    def __init__(self, buf: memoryview) -> None:
+        self._w = buf[:vl.RING_HEAD].cast("I")  # native, as the shim's atomics are
+
+    def __getitem__(self, at: int) -> int:
+        return self._w[at // 4]
+
+    def __setitem__(self, at: int, value: int) -> None:
+        self._w[at // 4] = value  # one aligned 4-byte store
 WC = vl.VERBS
 
 
@@ -72,9 +85,10 @@ class SendQueue:
         if len(buf) != ring_bytes(entries, vl.WQE.codec.size):
             raise ValueError("the ring's size does not match its entries")
         self.buf, self.entries, self.cons = buf, entries, 0
+        self.words = Words(buf)
 
     def take(self) -> list[Wqe]:
-        prod = _U32.unpack_from(self.buf, vl.RING_PROD_AT)[0]
+        prod = self.words[vl.RING_PROD_AT]
         n = (prod - self.cons) & 0xFFFFFFFF
         if n > self.entries:
             raise Malformed(f"the send queue's producer index is {n} entries ahead of "
@@ -92,7 +106,7 @@ class SendQueue:
             out.append(Wqe(inline=inline, **w))  # type: ignore[arg-type]
             self.cons = (self.cons + 1) & 0xFFFFFFFF
         # the program learns the slots are free only now, after every copy
-        _U32.pack_into(self.buf, vl.RING_CONS_AT, self.cons)
+        self.words[vl.RING_CONS_AT] = self.cons
         return out
 
 
@@ -104,10 +118,11 @@ class CompletionQueue:
         if len(buf) != ring_bytes(entries, vl.CQE.codec.size):
             raise ValueError("the ring's size does not match its entries")
         self.buf, self.entries, self.prod = buf, entries, 0
+        self.words = Words(buf)
         self.overflows = 0
 
     def push(self, **cqe: int) -> bool:
-        cons = _U32.unpack_from(self.buf, vl.RING_CONS_AT)[0]
+        cons = self.words[vl.RING_CONS_AT]
         if (self.prod - cons) & 0xFFFFFFFF >= self.entries:
             self.overflows += 1  # the program did not poll: as a NIC, drop and count
             return False
@@ -115,10 +130,10 @@ class CompletionQueue:
         at = vl.RING_HEAD + (self.prod % self.entries) * size
         self.buf[at:at + size] = vl.CQE.pack(**cqe)
         self.prod = (self.prod + 1) & 0xFFFFFFFF
-        _U32.pack_into(self.buf, vl.RING_PROD_AT, self.prod)
-        armed = _U32.unpack_from(self.buf, vl.RING_ARMED_AT)[0]
+        self.words[vl.RING_PROD_AT] = self.prod
+        armed = self.words[vl.RING_ARMED_AT]
         if armed == vl.ARMED_YES:
-            _U32.pack_into(self.buf, vl.RING_ARMED_AT, vl.ARMED_FIRED)
+            self.words[vl.RING_ARMED_AT] = vl.ARMED_FIRED
             return True
         return False
 

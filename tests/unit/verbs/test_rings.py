@@ -4,6 +4,7 @@ out as posted; what a program forges is counted and refused, never read through.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -148,3 +149,34 @@ def test_a_ring_of_the_wrong_size_is_refused():
         rings.SendQueue(memoryview(bytearray(100)), 4)
     assert not rings.valid_entries(3, 64) and not rings.valid_entries(128, 64)
     assert rings.valid_entries(64, 64)
+
+
+def test_a_ring_word_is_never_seen_torn_by_a_reader_on_another_core(tmp_path):
+    """The daemon stores rising producer indexes while a C reader (as the shim polls)
+    reads them: no read ever goes back. struct.pack_into zero-fills before it packs, and
+    a program once read a completion queue's producer as 0 mid-store."""
+    import mmap
+    import shutil
+    import subprocess
+
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is missing: make install")
+    watcher = tmp_path / "watch_word"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-o", str(watcher),
+                    str(Path(__file__).with_name("watch_word.c"))], check=True)
+    shared = tmp_path / "word"
+    shared.write_bytes(bytes(4096))
+    last = 300_000
+    with open(shared, "r+b") as f, mmap.mmap(f.fileno(), 4096) as mm:
+        view = memoryview(mm)
+        words = rings.Words(view)
+        p = subprocess.Popen([str(watcher), str(shared), str(last)], stdout=subprocess.PIPE,
+                             text=True)
+        while words[4] != 1:  # the reader is reading
+            assert p.poll() is None, p.stdout.read() if p.stdout else ""
+        for v in range(1, last + 1):
+            words[vl.RING_PROD_AT] = v
+        out, _ = p.communicate(timeout=60)
+        del words  # the views go before the map closes
+        view.release()
+    assert p.returncode == 0, out
