@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+PORT = 18515  # perftest's TCP port for its handshake: a server is ready once it listens
+
 # perftest's MiB and Gb (its format_factor): with --report_gbits, Gb/s are 125e6 bytes/s
 _UNIT_BYTES = {"MiB/sec": 1 << 20, "MB/sec": 1 << 20, "Gb/sec": 125_000_000}
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"

@@ -29,6 +29,21 @@ def _exec(host: str, *cmd: str, transport: str = "mrc") -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+def _serving(host: str, server: subprocess.Popen) -> subprocess.Popen:
+    """`server` once perftest listens on `host` (a client started before finds no one,
+    fails, and leaves the server waiting for ever)."""
+    from mrcemu.fabric import state
+    from mrcemu.fabric.netns import listening
+    from mrcemu.verbs.perftest import PORT
+
+    st = state.load_state()
+    assert st is not None
+    wait_for(lambda: listening(st.nodes[host], PORT) or server.poll() is not None, 60)
+    assert server.poll() is None, server.communicate()
+    assert listening(st.nodes[host], PORT)
+    return server
+
+
 def _rx_bytes(host: str, peer: int = 0, transport: str = "mrc") -> int:
     """Payload bytes `host`'s NIC placed from `peer` (its first QP of the pair)."""
     st = request(host, "stats", peer=peer, transport=transport, missing_ok=True)["stats"]
@@ -38,8 +53,8 @@ def _rx_bytes(host: str, peer: int = 0, transport: str = "mrc") -> int:
 @pytest.mark.parametrize("transport", ["mrc", "roce"])
 def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
     before = _rx_bytes("h3", transport=transport)
-    server = _exec("h3", "ib_write_bw", "-s", str(SIZE), "-n", str(ITERS),
-                   transport=transport)
+    server = _serving("h3", _exec("h3", "ib_write_bw", "-s", str(SIZE), "-n", str(ITERS),
+                                  transport=transport))
     try:
         client = subprocess.run(
             [sys.executable, "-m", "mrcemu", "exec", "--transport", transport, "h0", "--",
@@ -61,7 +76,7 @@ def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
 
 
 def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
-    server = _exec("h3", "ib_write_bw", "-s", "1048576", "-n", "100000")
+    server = _serving("h3", _exec("h3", "ib_write_bw", "-s", "1048576", "-n", "100000"))
     client = _exec("h0", "ib_write_bw", "-s", "1048576", "-n", "100000", "h3")
     try:
         log = Path("/run/mrcemu/logs/nic-h0.jsonl")
