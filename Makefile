@@ -8,10 +8,19 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 .PHONY: install test unit demo bench lint clean generate fuzz docs figures
 
 BPF_OBJ := mrcemu/bpf/switch.o
+SHIM := mrcemu/verbs/shim/libmrcverbs.so
+SHIM_SRC := $(wildcard mrcemu/verbs/shim/*.c) $(wildcard mrcemu/verbs/shim/*.h) \
+            mrcemu/verbs/shim/libmrcverbs.map
 
 install:
 	@bash scripts/install-deps.sh
-	@$(MAKE) --no-print-directory $(BPF_OBJ)
+	@$(MAKE) --no-print-directory $(BPF_OBJ) $(SHIM)
+
+# The verbs shim a program on an emulated host runs with (`mrcemu exec`, LD_PRELOAD):
+# rdma-core's installed headers, the symbol versions its libibverbs gives each verb.
+$(SHIM): $(SHIM_SRC)
+	gcc -O2 -g -fPIC -shared -Wall -Wextra -Werror -fvisibility=hidden -o $@ \
+	    $(filter %.c,$^) -Wl,--version-script=mrcemu/verbs/shim/libmrcverbs.map -lpthread
 
 # The switch data plane: clang from Debian (installed above), loaded by bpftool.
 $(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h mrcemu/bpf/mrc_wire.h
@@ -61,7 +70,7 @@ fuzz: install
 # Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
 generate:
 	$(PY) -m mrcemu.wire.generate
-	@$(MAKE) --no-print-directory $(BPF_OBJ)
+	@$(MAKE) --no-print-directory $(BPF_OBJ) $(SHIM)
 
 lint: install
 	$(VENV)/bin/ruff check mrcemu tests scripts

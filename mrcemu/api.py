@@ -45,6 +45,26 @@ class SendResult:
     report: dict  # everything `mrcemu send --json` prints
 
 
+@dataclass(frozen=True)
+class EvEvents:
+    """A connection's EV state changes, as libmrc's event queue gives them: `events`
+    (each an EvChange: t, ev, old, new, why, lost_sent), `next` (pass it as `since` to
+    get only later ones) and `dropped` (changes let go before they were asked for)."""
+
+    events: list
+    next: int
+    dropped: int
+
+
+@dataclass(frozen=True)
+class EvProfile:
+    """A connection's EV profile: `evs` (each an EvRow: ev, state, active, plane,
+    spine) and `min_active`."""
+
+    evs: list
+    min_active: int
+
+
 class Fabric:
     """A running fabric. Make one with `Fabric.up(...)`; `down()` (or leaving the
     `with` block, even on an error) tears it down."""
@@ -159,6 +179,43 @@ class Fabric:
         return SendResult(r["src"], r["dst"], transport, r["size"], r["completed"],
                           r["integrity_ok"], r["completion_s"], r["goodput_mbps"],
                           r["paths_used"], r["retransmits"], r)
+
+    def ev_events(self, host: str | int, peer: str | int, since: int = 0,
+                  transport: str = "mrc") -> EvEvents:
+        """`host`'s EV state changes on its connection to `peer`, from the `since`-th
+        (GOOD, ASSUMED_BAD, ... as the policy core set them)."""
+        from mrcemu.nic.control import request
+        from mrcemu.nic.ops import EvChange
+
+        a, b = self._host(host), self._host(peer)
+        r = request(f"h{a}", "events", peer=b, transport=transport, since=since)
+        return EvEvents([EvChange(*row) for row in r["events"]], r["next"], r["dropped"])
+
+    def ev_profile(self, host: str | int, peer: str | int, evs: list[int] | None = None,
+                   min_active: int | None = None) -> EvProfile:
+        """The EV profile of `host`'s MRC connection to `peer` (libmrc's), after setting
+        what is given: `evs`, those EVs alone (each other one denied; a denied one
+        listed comes back through probes); `min_active`, the fewest usable EVs the
+        policy keeps in use. With neither, it is only read."""
+        from mrcemu.nic.control import request
+        from mrcemu.nic.ops import EvRow
+
+        a, b = self._host(host), self._host(peer)
+        args: dict = {"peer": b}
+        if evs is not None:
+            args["evs"] = list(evs)
+        if min_active is not None:
+            args["min_active"] = min_active
+        r = request(f"h{a}", "ev_profile", **args)
+        return EvProfile([EvRow(*row) for row in r["evs"]], r["min_active"])
+
+    def probe(self, host: str | int, peer: str | int, ev: int) -> int:
+        """A probe now on EV `ev` of `host`'s MRC connection to `peer` (libmrc's EV
+        probe); its probe id. What its answer changes shows in `ev_events`."""
+        from mrcemu.nic.control import request
+
+        a, b = self._host(host), self._host(peer)
+        return int(request(f"h{a}", "probe", peer=b, ev=ev)["probe_id"])
 
     def fail(self, kind: str, target: str, value: float | None = None, one_way: bool = False,
              period: float | None = None, duty: float | None = None) -> Fault:

@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -103,16 +104,26 @@ def main() -> None:
 @click.option("--cluster", "cluster_file", default=None, type=click.Path(dir_okay=False),
               help="Split the fabric over the servers of this cluster file "
                    "(see 'mrcemu cluster local').")
+@click.option("--slowdown", default="1", show_default=True, type=SLOWDOWN,
+              help="Run the fabric this many times slower (links and transport clocks), "
+                   "so that this host carries the programs run on it faithfully (see "
+                   "docs/fidelity.md); auto: the smallest this machine's calibration "
+                   "expects to be faithful for one pair of hosts at line rate.")
 @friendly
-def up(topology: str, seed: int, cluster_file: str | None) -> None:
+def up(topology: str, seed: int, cluster_file: str | None, slowdown: float | str) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 
         load_cluster(cluster_file)  # likewise
+        if slowdown == "auto":
+            raise click.UsageError("--cluster takes --slowdown as a number: the "
+                                   "calibration measures one machine")
     need_root("up")
     from mrcemu.fabric.launch import launch
+
+    k = _up_slowdown(topo, slowdown)
 
     # Ctrl-C tears down what was built, even when started from a shell that ignores
     # SIGINT (a background job): Python installs no handler where it starts ignored.
@@ -127,7 +138,8 @@ def up(topology: str, seed: int, cluster_file: str | None) -> None:
             bar.update(tasks[stage], completed=n)
 
         try:
-            summary = launch(topo, progress, seed=seed, cluster=cluster_file)
+            summary = launch(topo.slowed(k) if k != 1 else topo, progress, seed=seed,
+                             slowdown=k, cluster=cluster_file)
         except KeyboardInterrupt:
             err.print("interrupted: the fabric was torn down")
             sys.exit(130)
@@ -142,6 +154,22 @@ def up(topology: str, seed: int, cluster_file: str | None) -> None:
     t.add_row("seconds", f"{summary['seconds']:.2f}")
     console.print(t)
     console.print("next: [bold]mrcemu check[/], [bold]mrcemu status[/], [bold]mrcemu down[/]")
+
+
+def _up_slowdown(topo: Topology, slowdown: float | str) -> float:
+    """The slowdown `up` runs the fabric at: as given, or auto's pick for one pair of
+    hosts at line rate (what one program and its peer ask)."""
+    if slowdown != "auto":
+        return float(slowdown)
+    from mrcemu.scenario.calibrate import choose
+
+    def ui(kind: str, data: dict) -> None:
+        if kind in ("stage", "progress") and data.get("text"):
+            err.print(data["text"])
+
+    p = choose(topo, [[(0, topo.hosts - 1, 0)]], ui)
+    err.print(p.describe())
+    return p.slowdown
 
 
 @main.command()
@@ -341,11 +369,18 @@ def routes(node: str, as_json: bool) -> None:
 
 
 @main.command(name="exec", context_settings={"ignore_unknown_options": True})
+@click.option("--transport", type=click.Choice(["mrc", "roce"]), default="mrc",
+              show_default=True, help="What an RDMA program's RC queue pairs carry (hosts).")
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @friendly
-def exec_(node: str, cmd: tuple[str, ...]) -> None:
-    """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr"""
+def exec_(node: str, cmd: tuple[str, ...], transport: str) -> None:
+    """Run CMD inside NODE's namespace: mrcemu exec h0 -- ip -6 addr
+
+    On a host, an RDMA program runs unmodified over the emulated NIC (its verbs go
+    through mrcemu's shim, its queue pairs over MRC or --transport roce), and the
+    other hosts resolve by name on the out-of-band network:
+    mrcemu exec h7 -- ib_write_bw & mrcemu exec h0 -- ib_write_bw h7"""
     need_root("exec")
     from mrcemu.fabric import state
     from mrcemu.fabric.servers import Servers, exec_argv
@@ -353,9 +388,153 @@ def exec_(node: str, cmd: tuple[str, ...]) -> None:
     st = state.require_state()
     pid = node_pid(st.nodes, node)
     servers = Servers.of_state(st)
-    argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
-                     tty=sys.stdin.isatty())
-    os.execvp(argv[0], argv)
+    if node not in st.nics:
+        argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
+                         tty=sys.stdin.isatty())
+        os.execvp(argv[0], argv)
+    inner = _on_host(st, node, transport, servers, list(cmd))
+    sys.exit(_judged(st, ["mnexec", "-a", str(pid), *inner]))
+
+
+def _judged(st: Any, argv: list[str]) -> int:
+    """Run the program, and say whether the host NICs were faithful while it ran (their
+    self-measurements started anew at its start: a program started later starts them
+    anew for both). Its exit status."""
+    from mrcemu import fidelity
+    from mrcemu.nic.control import request
+
+    hosts = list(st.nics)
+    for h in hosts:
+        request(h, "fidelity", reset=True)
+    proc = subprocess.Popen(argv)
+    # Ctrl-C reaches the program (our process group's); we wait to give the verdict
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    rc = proc.wait()
+    v = fidelity.judge({h: request(h, "fidelity")["fidelity"] for h in hosts},
+                       fidelity.cpus(), fidelity.for_links(st.topo().host_link_mbps))
+    if v["ok"]:
+        err.print("mrcemu: the emulated NICs were faithful while the program ran")
+    else:
+        err.print("mrcemu: the emulated NICs were NOT faithful while the program ran: "
+                  + "; ".join(v["reasons"]) + " (bring the fabric up slower: "
+                  "mrcemu up --slowdown K)")
+    return rc
+
+
+def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -> list[str]:
+    """`cmd` as a program on host `node` runs: the verbs shim preloaded, its session
+    socket and transport named, the hosts file of the out-of-band network over
+    /etc/hosts (in a mount namespace of its own, so nothing else sees it), and at idle
+    priority: a real NIC is hardware beside the CPU, so a program spinning on its buffer
+    (as ib_write_lat does) must never hold up the emulated NICs, which it would on two
+    cores at an equal share."""
+    from mrcemu.fabric import oob
+    from mrcemu.nic.programs import socket_path
+    from mrcemu.verbs import SHIM
+
+    if not SHIM.exists():
+        raise MrcemuError(f"the verbs shim {SHIM} is not built: run `make install`")
+    local = {h: st.nodes[h] for h in st.nics if servers.of(h).local}
+    if len(local) != len(st.nics):
+        raise MrcemuError("programs on hosts of a fabric split over servers are not "
+                          "supported yet: bring the fabric up on one server")
+    hosts = oob.ensure(local)
+    env = {"LD_PRELOAD": str(SHIM), "MRCEMU_VERBS_SOCKET": str(socket_path(node)),
+           "MRCEMU_TRANSPORT": transport}
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), "chrt", "--idle", "0",
+            "env", *(f"{k}={v}" for k, v in env.items()), *cmd]
+
+
+@main.command()
+@click.argument("host")
+@click.option("--duration", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds to stream (default: until Ctrl-C).")
+@click.option("--interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True,
+              help="Seconds between polls of the NIC.")
+@friendly
+def events(host: str, duration: float | None, interval: float) -> None:
+    """Stream HOST's EV state changes on its MRC connections, as they happen: each EV
+    marked GOOD or ASSUMED_BAD by the policy core, and why (libmrc's EV events; a
+    dropped count says when the NIC's history let some go before they were read)."""
+    need_root("events")
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    me = fab._host(host)
+    peers = [p for p in range(fab.topology.hosts) if p != me]
+    # from now on: what happened before the stream started is not news
+    since = {p: fab.ev_events(me, p).next for p in peers}
+    end = None if duration is None else time.monotonic() + duration
+    try:
+        while end is None or time.monotonic() < end:
+            for p in peers:
+                got = fab.ev_events(me, p, since[p])
+                since[p] = got.next
+                if got.dropped:
+                    click.echo(f"h{me}->h{p}: {got.dropped} changes dropped")
+                for e in got.events:
+                    click.echo(f"t={e.t:.6f} h{me}->h{p} ev 0x{e.ev & 0xFFFFFFFF:08x} "
+                               f"{e.old} -> {e.new} ({e.why})")
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+
+
+def _ev_arg(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: an EV, as reports print it (0x00010002) "
+                                 "or a number") from None
+
+
+@main.command()
+@click.argument("host")
+@click.argument("peer")
+@click.option("--use", "use", multiple=True, metavar="EV",
+              help="Use these EVs alone (repeat it; as `mrcemu paths` prints them): each "
+                   "other one is denied, a denied one listed comes back through probes.")
+@click.option("--min-active", type=click.IntRange(min=1), default=None,
+              help="The fewest usable EVs the policy keeps in use.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@friendly
+def evs(host: str, peer: str, use: tuple[str, ...], min_active: int | None,
+        as_json: bool) -> None:
+    """Show, or set, the EV profile of HOST's MRC connection to PEER (libmrc's EV
+    profile): each EV's state, whether data is sprayed over it, and its path."""
+    need_root("evs")
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    prof = fab.ev_profile(host, peer, [_ev_arg(e) for e in use] or None, min_active)
+    if as_json:
+        click.echo(json.dumps({"min_active": prof.min_active,
+                               "evs": [r._asdict() for r in prof.evs]}))
+        return
+    table = Table(title=f"EVs {host} -> {peer} (min active {prof.min_active})")
+    for col in ("EV", "state", "active", "plane", "spine"):
+        table.add_column(col)
+    for r in prof.evs:
+        table.add_row(f"0x{r.ev & 0xFFFFFFFF:08x}", r.state, "yes" if r.active else "-",
+                      str(r.plane), "-" if r.spine is None else str(r.spine))
+    Console().print(table)
+
+
+@main.command()
+@click.argument("host")
+@click.argument("peer")
+@click.argument("ev")
+@friendly
+def probe(host: str, peer: str, ev: str) -> None:
+    """Send a probe now on EV of HOST's MRC connection to PEER (libmrc's EV probe);
+    `mrcemu events HOST` shows what its answer changes."""
+    need_root("probe")
+    from mrcemu.api import Fabric
+
+    probe_id = Fabric.attach().probe(host, peer, _ev_arg(ev))
+    click.echo(f"probe {probe_id} sent on EV 0x{_ev_arg(ev) & 0xFFFFFFFF:08x}, "
+               f"{host} -> {peer}")
 
 
 @main.command(name="map")

@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 # libclang-rt-14-dev: libFuzzer and the sanitizers for `make fuzz` (the compiled parser).
 # openssh-server: the sshd of `mrcemu cluster local`'s servers (its service is not started).
+# libibverbs-dev, perftest, ibverbs-utils: the verbs shim's headers, and the RDMA programs
+# (ib_write_bw, ib_write_lat, ibv_devinfo) that run on emulated hosts through it.
 APT_PKGS=(mininet tcpdump tshark clang llvm libbpf-dev iproute2 nftables iperf bpftool gcc
-          libclang-rt-14-dev openssh-server)
+          libclang-rt-14-dev openssh-server libibverbs-dev perftest ibverbs-utils)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -54,15 +54,16 @@ def clean() -> dict[str, int]:
                  if state.pid_alive(p)}
     kill(pids)
     veths = our_links()
-    from mrcemu.fabric import bpf
+    from mrcemu.fabric import bpf, oob
 
+    oob.remove()
     bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),
               rundir.FAULTS, rundir.NFT_NODES, rundir.CHILDREN,
               *(() if problems else (rundir.LAST_CLUSTER,)),
               *rundir.SSH_CONTROL.glob("*"),
-              *state.RUN_DIR.glob("nic-*.sock")):
+              *state.RUN_DIR.glob("nic-*.sock"), *state.RUN_DIR.glob("nic-*.verbs")):
         try:
             p.unlink()
             files += 1

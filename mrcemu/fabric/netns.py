@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 from pyroute2 import IPRoute, netns
 
@@ -25,6 +26,31 @@ def inside(pid: int) -> Iterator[None]:
         yield
     finally:
         netns.popns()
+
+
+TCP_LISTEN = "0A"  # the state column of /proc/net/tcp for a listening socket
+
+
+def listening_ports(table: str) -> set[int]:
+    """The local ports in LISTEN in a /proc/net/tcp or tcp6 table's text."""
+    out = set()
+    for line in table.splitlines()[1:]:
+        cells = line.split()
+        if len(cells) > 3 and cells[3] == TCP_LISTEN:
+            out.add(int(cells[1].rsplit(":", 1)[1], 16))
+    return out
+
+
+def listening(pid: int, port: int) -> bool:
+    """Whether a TCP socket listens on `port` in the namespace of `pid` (its
+    /proc/PID/net tables are that namespace's): a program's server is ready."""
+    ports: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            ports |= listening_ports(Path(f"/proc/{pid}/net/{name}").read_text())
+        except OSError:
+            pass
+    return port in ports
 
 
 def iproute(pid: int) -> IPRoute:

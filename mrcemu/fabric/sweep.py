@@ -29,8 +29,24 @@ def cmdline(pid: int) -> list[str]:
     return [x.decode(errors="replace") for x in raw.split(b"\0") if x]
 
 
+def _runs_on_a_host(pid: int) -> bool:
+    """A program `mrcemu exec` started on an emulated host (its environment names the
+    host NIC's verbs socket): it goes with the fabric."""
+    try:
+        return b"\0MRCEMU_VERBS_SOCKET=" in b"\0" + Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+
+
+def host_programs() -> list[int]:
+    """The programs running on emulated hosts."""
+    return [int(d.name) for d in Path("/proc").iterdir()
+            if d.name.isdigit() and _runs_on_a_host(int(d.name))]
+
+
 def our_processes() -> list[int]:
-    """Managers, and node shells named mininet:<one of our node names>."""
+    """Managers, node shells named mininet:<one of our node names>, and programs run on
+    the emulated hosts."""
     out = []
     me = os.getpid()
     for d in Path("/proc").iterdir():
@@ -47,6 +63,8 @@ def our_processes() -> list[int]:
         elif args and args[0].endswith("ssh") and any(
                 a == f"ControlPath={rundir.ssh_control_path()}" for a in args):
             out.append(int(d.name))  # a server's shared connection (fabric/servers.py)
+        elif _runs_on_a_host(int(d.name)):
+            out.append(int(d.name))
     return out
 
 

@@ -26,6 +26,8 @@ from mrcemu.nic import collector, handlers, meter, sink
 from mrcemu.nic.control import ControlServer, log_path, socket_path
 from mrcemu.nic.history import History
 from mrcemu.nic.links import LinkWatch
+from mrcemu.nic.programs import Programs
+from mrcemu.nic.programs import socket_path as programs_socket
 from mrcemu.nic.wakeups import TimerHold, Wakeups
 from mrcemu.topology import Layout, Topology, latency
 from mrcemu.topology.addressing import Kind, container_usids, host_address, split_usid
@@ -36,6 +38,7 @@ from mrcemu.transport.events import (
     Event,
     EvStateChanged,
     MessageCompleted,
+    MessageReceived,
 )
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import MemoryTable
@@ -159,6 +162,8 @@ class Nic:
         self.poller = select.epoll()
         self.control = ControlServer(self.ctl_path, lambda req: handlers.dispatch(self, req),
                                      self.poller)
+        # Programs run on this host through the verbs shim (nic/programs.py).
+        self.programs = Programs(self, programs_socket(self.name), self.poller)
         log_path(self.name).parent.mkdir(parents=True, exist_ok=True)
         self.log_file = open(log_path(self.name), "a", buffering=1)
         self.links = LinkWatch()
@@ -258,6 +263,9 @@ class Nic:
         def log(ev: Event) -> None:
             if isinstance(ev, (MessageCompleted, ConnectionFailed)):
                 self.settled += 1  # a held `wait` may be answerable now
+                self.programs.on_transport_event(key, ev)
+            elif isinstance(ev, MessageReceived) and ev.imm is not None:
+                self.programs.on_transport_event(key, ev)
             if isinstance(ev, EvStateChanged):
                 self.log("ev_state", peer=f"h{peer}", t_change=ev.t,
                          ev=f"0x{ev.ev & 0xFFFFFFFF:08x}", old=ev.old, new=ev.new, why=ev.why)
@@ -472,7 +480,7 @@ class Nic:
                 if fd == self.links.fileno():
                     if self.links.changed():
                         self.refresh_links()
-                else:
+                elif not self.programs.on_event(fd, mask):
                     self.control.on_event(fd, mask)
             self._run_timers(left)
             self.drain_backlogs()
@@ -518,6 +526,7 @@ def run_nic(host: int, topology_json: str, transport_json: str) -> int:
         nic.log("crash", error=traceback.format_exc())
         raise
     finally:
+        nic.programs.close()
         nic.control.close()
         nic.links.close()
     return 0

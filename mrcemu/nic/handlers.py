@@ -280,6 +280,50 @@ def fidelity(nic: Nic, r: ops.Fidelity) -> dict:
     return {"ok": True, "fidelity": nic.meter.to_json(nic.now())}
 
 
+def events(nic: Nic, r: ops.Events) -> ops.EventsReply:
+    key = _key(r)
+    c = nic.conns.get(key)
+    if c is None:  # no connection yet: nothing happened to it
+        return {"ok": True, "events": [], "next": r.since, "dropped": 0}
+    nic.drain_events(c)
+    rows, nxt, dropped = nic.history[key].ev_changes_since(r.since)
+    return {"ok": True, "events": rows, "next": nxt, "dropped": dropped}
+
+
+def _mrc_toward(nic: Nic, peer: int) -> Any:
+    if peer >= nic.topo.hosts or peer == nic.host:
+        raise Refused(f"no peer h{peer}")
+    return nic.conn(peer, "mrc")
+
+
+def ev_profile(nic: Nic, r: ops.EvProfile) -> ops.EvProfileReply:
+    c = _mrc_toward(nic, r.peer)
+    prof = c.profile
+    if r.min_active is not None:
+        if not 1 <= r.min_active <= len(prof.evs):
+            raise Refused(f"min_active must be 1 to {len(prof.evs)} (the EVs toward "
+                          f"h{r.peer})")
+        prof.min_active = r.min_active
+    if r.evs is not None:
+        try:
+            prof.use_only(set(r.evs), nic.now())
+        except ValueError as e:
+            raise Refused(f"{e} toward h{r.peer}") from None
+        nic.flush(c)  # denied EVs stop, allowed ones are probed: timers to run
+    return {"ok": True, "min_active": prof.min_active,
+            "evs": [ops.EvRow(e.ev, e.state.value, e.active, e.path.plane, e.path.spine)
+                    for e in prof.evs.values()]}
+
+
+def probe(nic: Nic, r: ops.Probe) -> ops.ProbeReply:
+    c = _mrc_toward(nic, r.peer)
+    if r.ev not in c.profile.evs:
+        raise Refused(f"no EV 0x{r.ev:08x} toward h{r.peer}")
+    probe_id = c.probe(r.ev, nic.now())
+    nic.flush(c)
+    return {"ok": True, "probe_id": probe_id}
+
+
 def shutdown(nic: Nic, r: ops.Shutdown) -> dict:
     nic.running = False
     return {"ok": True}
@@ -292,6 +336,7 @@ HANDLERS: dict[type[ops.Op], Callable[[Nic, Any], dict | Held]] = {
     ops.Deny: deny_or_allow,
     ops.Allow: deny_or_allow, ops.Batch: batch, ops.Internals: internals,
     ops.TraceReset: trace_reset, ops.Trace: trace, ops.Fidelity: fidelity,
+    ops.Events: events, ops.EvProfile: ev_profile, ops.Probe: probe,
     ops.Shutdown: shutdown,
 }
 

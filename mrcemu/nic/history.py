@@ -35,6 +35,7 @@ class History:
         self.received = 0
         self.failed: ConnectionFailed | None = None
         self.dropped = 0  # records let go at the limits
+        self.ev_seen = 0  # EV changes ever absorbed: the next one's number
 
     def absorb(self, ev: Event) -> None:
         if isinstance(ev, MessageCompleted):
@@ -47,6 +48,7 @@ class History:
         elif isinstance(ev, EvStateChanged):
             self.dropped += len(self.ev_changes) == self.ev_changes.maxlen
             self.ev_changes.append(ev)
+            self.ev_seen += 1
         elif isinstance(ev, PathRehashed):
             self.dropped += len(self.path_changes) == self.path_changes.maxlen
             self.path_changes.append(ev)
@@ -71,6 +73,15 @@ class History:
             return None
         return {"msn": d.msn, "size": d.size, "acked_pkts": d.npkts, "npkts": d.npkts,
                 "posted_at": d.posted_at, "done_at": d.done_at}
+
+    def ev_changes_since(self, since: int) -> tuple[list[EvChange], int, int]:
+        """The EV changes numbered `since` and after (the first ever is 0), as rows; the
+        number to ask from next; and how many of those asked for were let go."""
+        first = self.ev_seen - len(self.ev_changes)
+        start = min(max(since, first), self.ev_seen)
+        rows = [EvChange(e.t, e.ev, e.old, e.new, e.why, e.lost_sent)
+                for e in list(self.ev_changes)[start - first:]]
+        return rows, self.ev_seen, max(0, first - since)
 
     def ev_change_rows(self) -> list[EvChange]:
         return [EvChange(e.t, e.ev, e.old, e.new, e.why, e.lost_sent) for e in self.ev_changes]

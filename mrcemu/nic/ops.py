@@ -90,14 +90,29 @@ def _ev(v: object) -> int:
         raise _Bad("an EV: an integer or a string such as '0x00010002'") from None
 
 
+MAX_EVS = 4096  # an explicit profile's EVs at most: a connection has far fewer
+
+
+def _evs(v: object) -> list[int]:
+    """An explicit profile's EVs: a non-empty list, each as `_ev` takes it."""
+    what = f"a list of 1 to {MAX_EVS} EVs, each an integer or a string such as '0x00010002'"
+    if type(v) is not list or not 0 < len(v) <= MAX_EVS:
+        raise _Bad(what)
+    try:
+        return [_ev(x) for x in v]
+    except _Bad:
+        raise _Bad(what) from None
+
+
 # What each field annotation accepts (the annotations are strings: see the import of
 # annotations above). A field typed otherwise is a defect: test_ops checks every op.
 CHECKS: dict[str, Callable[[object], Any]] = {
     "int": _uint, "int | None": _or_null(_uint), "bool": _bool, "dict": _obj,
     "dict | None": _or_null(_obj), "list": _objs, "Transport": _transport, "EvId": _ev,
-    "Seconds": _seconds,
+    "Seconds": _seconds, "EvIds | None": _or_null(_evs),
 }
 EvId = int  # an EV's number: parsed from an integer or a hex string
+EvIds = list  # EVs, each an EvId
 Transport = str  # "mrc" or "roce"
 Seconds = float  # a hold: from 0 to MAX_HOLD_S
 
@@ -280,13 +295,47 @@ class Fidelity(Op):
 
 
 @dataclass(frozen=True)
+class Events(Op):
+    """A connection's EV state changes after the `since`-th it ever had (libmrc's event
+    queue, polled): the rows, the count to ask from next, and how many were dropped
+    (let go at the history's limit before they were asked for)."""
+    OP = "events"
+    peer: int
+    transport: Transport = "mrc"
+    qp: int = 0
+    since: int = 0
+
+
+@dataclass(frozen=True)
+class EvProfile(Op):
+    """The EV profile of the MRC connection toward `peer` (libmrc's): with `evs`, those
+    EVs alone (each other one denied; a denied one listed comes back through probes);
+    with `min_active`, the fewest usable EVs the policy keeps in use. Answers the
+    profile as it then is."""
+    OP = "ev_profile"
+    peer: int
+    evs: EvIds | None = None
+    min_active: int | None = None
+
+
+@dataclass(frozen=True)
+class Probe(Op):
+    """A probe now on EV `ev` of the MRC connection toward `peer` (libmrc's EV probe):
+    what its answer changes shows in the connection's `events`."""
+    OP = "probe"
+    peer: int
+    ev: EvId
+
+
+@dataclass(frozen=True)
 class Shutdown(Op):
     OP = "shutdown"
 
 
 OPS: dict[str, type[Op]] = {c.OP: c for c in (
     Ping, Register, Free, Hash, Write, Stats, Msg, Wait, Reconnect, Configure, Generation,
-    Deny, Allow, Batch, Internals, TraceReset, Trace, Fidelity, Shutdown)}
+    Deny, Allow, Batch, Internals, TraceReset, Trace, Fidelity, Events, EvProfile, Probe,
+    Shutdown)}
 
 
 def parse(req: object) -> Op:
@@ -335,6 +384,34 @@ class WriteReply(TypedDict):
     ok: bool
     msn: int
     sha256: str  # of the source, taken before posting
+
+
+class EventsReply(TypedDict):
+    ok: bool
+    events: list[EvChange]
+    next: int
+    dropped: int
+
+
+class EvRow(NamedTuple):
+    """One EV of a profile: its state (GOOD, ASSUMED_BAD, DENIED...), whether it is one
+    of the active ones data is sprayed over, and the path it names."""
+    ev: int
+    state: str
+    active: bool
+    plane: int
+    spine: int | None
+
+
+class EvProfileReply(TypedDict):
+    ok: bool
+    min_active: int
+    evs: list[EvRow]
+
+
+class ProbeReply(TypedDict):
+    ok: bool
+    probe_id: int
 
 
 class HashReply(TypedDict):

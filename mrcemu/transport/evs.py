@@ -539,6 +539,23 @@ class EvProfile:
         if e.state is EvState.DENIED:
             self._set(e, EvState.ASSUMED_BAD, now, "admin allow: probe first")
 
+    def use_only(self, evs: set[int], now: float) -> None:
+        """An explicit profile (libmrc's): these EVs and no other. Each other one is
+        denied; a listed one that was denied is allowed back, through a probe first.
+        Which listed EVs are active follows the profile's own rules (per plane, per
+        path, backups promoted as actives are denied). Raises ValueError naming an EV
+        this connection does not have, or for an empty list."""
+        unknown = sorted(evs - self.evs.keys())
+        if unknown:
+            raise ValueError("no EV " + ", ".join(f"0x{ev:08x}" for ev in unknown))
+        if not evs:
+            raise ValueError("an explicit profile needs at least one EV")
+        for ev, e in self.evs.items():
+            if ev in evs:
+                self.allow(ev, now)
+            elif e.state is not EvState.DENIED:
+                self.deny(ev, now)
+
     def set_plane(self, plane: int, up: bool, now: float) -> None:
         if up and plane in self.planes_down:
             self.planes_down.discard(plane)

@@ -12,7 +12,8 @@ from mrcemu.datapath import Regions
 class MemoryRegion:
     rkey: int
     base: int  # the VA of byte 0
-    buf: bytearray
+    buf: bytearray | memoryview
+    external: bool = False  # a program's memory (nic/programs.py), not the NIC's
 
     def contains(self, va: int, length: int) -> bool:
         return self.base <= va and va + length <= self.base + len(self.buf)
@@ -42,7 +43,8 @@ class MemoryTable:
 
     @property
     def used(self) -> int:
-        return sum(len(mr.buf) for mr in self.regions.values())
+        """The NIC's own bytes: a program's regions are the program's memory."""
+        return sum(len(mr.buf) for mr in self.regions.values() if not mr.external)
 
     def check_budget(self, size: int, also_held: int = 0) -> None:
         """Raise BudgetExceeded unless `size` more bytes fit, with `also_held` bytes held
@@ -67,6 +69,15 @@ class MemoryTable:
         mr = MemoryRegion(rkey, base, bytearray(size))
         self.native.add(rkey, base, mr.buf)
         self.regions[rkey] = mr
+        return mr
+
+    def register_external(self, buf: memoryview, base: int) -> MemoryRegion:
+        """A region over memory the NIC does not own (a program's, mapped from its
+        memfd): outside the budget, which is the NIC's own memory."""
+        mr = MemoryRegion(self._next_key, base, buf, external=True)
+        self._next_key += 1
+        self.native.add(mr.rkey, base, buf)
+        self.regions[mr.rkey] = mr
         return mr
 
     def free(self, rkey: int) -> bool:

@@ -437,6 +437,12 @@ class MrcConnection(ConnectionBase):
         the emulator's NICs pay for in CPU, which a NIC ASIC would not."""
         return max(self.srtt or self.reverse.rtt or 0.0, self.cfg.probe_interval)
 
+    def probe(self, ev: int, now: float) -> int:
+        """A probe on `ev` now, asked for (libmrc's EV probe): in the data class, as an
+        ASSUMED_BAD EV's, so its answer tests the path data takes and, for a retired
+        EV, brings it back. Returns its probe id; KeyError for an EV not ours."""
+        return self._send_probe(self.profile.evs[ev], now)
+
     def _send_probe(self, e: Ev, now: float, dscp: int = PROBE_DSCP) -> int:
         """A reliability probe on `e`: in the data class, to test the path data takes
         (an ASSUMED_BAD EV's), or in the control class, to test only that the path

@@ -7,6 +7,8 @@
 - `mrcemu/datapath/mrc_shared.h`: what the compiled data path and the Python side must
   agree on beyond the wire: the PSN mask, the sender's loss kinds, the address block and
   the uSID layout (the delay line classes a frame by its source's uSID);
+- `mrcemu/verbs/shim/mrcemu_verbs.h`: the verbs shim's session messages, ring entries and
+  limits (mrcemu/verbs/layout.py), each struct's size and offsets asserted;
 - the generated block of `mrcemu/wireshark/mrc.lua`: every header's ProtoFields (filter
   names `<prefix>.<field>`), value names and field positions; the dissector's hand-written
   rest walks headers through it.
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from mrcemu.topology import addressing
 from mrcemu.topology.paths import EV_FIELDS
+from mrcemu.verbs import layout as vl
 from mrcemu.wire import layout
 from mrcemu.wire.constants import (
     ACCEPTED_UDP_PORTS,
@@ -47,6 +50,7 @@ C_HEADER = PACKAGE / "bpf" / "mrc_wire.h"
 C_TABLES = PACKAGE / "datapath" / "mrc_layout.h"
 C_SHARED = PACKAGE / "datapath" / "mrc_shared.h"
 LUA = PACKAGE / "wireshark" / "mrc.lua"
+VERBS_H = PACKAGE / "verbs" / "shim" / "mrcemu_verbs.h"
 LUA_BEGIN = "-- BEGIN GENERATED from mrcemu/wire/layout.py by `make generate`: do not edit\n"
 LUA_END = "-- END GENERATED\n"
 _LUA_UINT = {1: "uint8", 2: "uint16", 3: "uint24", 4: "uint32", 8: "uint64"}
@@ -243,9 +247,45 @@ def lua_file(current: str, block: str | None = None) -> str:
     return current[:start] + (block if block is not None else lua_block()) + current[end:]
 
 
+def verbs_header() -> str:
+    """The verbs shim's header (mrcemu/verbs/layout.py): every struct with its size and
+    offsets asserted, and the constants."""
+    out = ["/* Generated from mrcemu/verbs/layout.py by `make generate`: do not edit. */",
+           "#ifndef MRCEMU_VERBS_H", "#define MRCEMU_VERBS_H", "", "#include <stddef.h>",
+           "#include <stdint.h>", "", f"#define MV_VERSION {vl.VERSION}"]
+    out += [f"#define MV_OP_{op.name} {op.value}" for op in vl.Op]
+    out += [f"#define MV_TRANSPORT_{t.name} {t.value}" for t in vl.Transport]
+    for name in ("RING_PROD_AT", "RING_CONS_AT", "RING_ARMED_AT", "RING_HEAD", "ARMED_NO",
+                 "ARMED_YES", "ARMED_FIRED",
+                 "WQE_INLINE_MAX", "WQE_INLINE_AT", "MAX_QP", "MAX_CQE", "MAX_WR",
+                 "MAX_MR", "MSG_MAX"):
+        out.append(f"#define MV_{name} {getattr(vl, name)}")
+    out.append("")
+    for s in vl.STRUCTS:
+        out.append(f"/* {s.doc} */")
+        out.append(f"struct {s.name} {{")
+        for n, k in s.fields:
+            out.append(f"\t{vl.TYPES[k][0]} {n}{'[16]' if k == 'gid' else ''};")
+        pad = s.codec.size - sum(vl.TYPES[k][2] for _, k in s.fields)
+        if pad:
+            out.append(f"\tuint8_t reserved[{pad}];")
+        out.append("};")
+        out.append(f"_Static_assert(sizeof(struct {s.name}) == {s.codec.size}, "
+                   f'"{s.name}");')
+        for n, at in s.offsets().items():
+            out.append(f"_Static_assert(offsetof(struct {s.name}, {n}) == {at}, "
+                       f'"{s.name}.{n}");')
+        out.append("")
+    out.append("/* The verbs API's values this layout carries, as rdma-core defines them. */")
+    out.append("#define MV_CHECK_VERBS_VALUES() \\")
+    out += [f'\t_Static_assert({k} == {v}, "{k}"); \\' for k, v in vl.VERBS.items()]
+    out += ["\t_Static_assert(1, \"\")", "", "#endif /* MRCEMU_VERBS_H */", ""]
+    return "\n".join(out)
+
+
 def outputs() -> dict[Path, str]:
     return {C_HEADER: c_header(), C_TABLES: c_tables(), C_SHARED: c_shared(),
-            LUA: lua_file(LUA.read_text())}
+            LUA: lua_file(LUA.read_text()), VERBS_H: verbs_header()}
 
 
 def main(argv: list[str]) -> int:

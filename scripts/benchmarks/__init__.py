@@ -21,4 +21,5 @@ SECTIONS = [
     "lb_policies",
     "scale_model",
     "latency_on_off",
+    "programs",
 ]

@@ -220,3 +220,43 @@ def test_malformed_control_requests_get_one_line_naming_the_field_and_the_daemon
     assert request("h3", "ping")["pid"] == pid
     rep = send("h3", "h4", "--size", "64KiB")
     assert rep["integrity_ok"] and rep["sha256_src"] == rep["sha256_dst"]
+
+
+def test_an_explicit_ev_profile_sprays_its_evs_alone_and_a_probe_is_sent_on_demand(
+        default_fabric):
+    """libmrc's control plane over the policy core's state: h0->h7 told to use two EVs
+    sends a write over those two alone; a denied EV listed again comes back through its
+    probes; a probe asked for is sent; what names nothing is refused in one line."""
+    from mrcemu.api import Fabric
+
+    fab = Fabric.attach()
+    before = json.loads(mrcemu("evs", "h0", "h7", "--json", check=True).stdout)
+    active = [r for r in before["evs"] if r["active"] and r["state"] == "GOOD"]
+    a, b, c = (next(r["ev"] for r in active if r["plane"] == p) for p in (1, 4, 6))
+    try:
+        prof = fab.ev_profile("h0", "h7", evs=[a, b])
+        assert {r.ev for r in prof.evs if r.state != "DENIED"} == {a, b}
+        sent = send("h0", "h7", "--size", "2MiB")
+        assert sent["integrity_ok"] and sent["completed"], sent
+        # a on plane 1, b on plane 4: the write went over their two paths alone
+        assert {p for p, n in sent["packets_per_plane"].items() if n} == {"1", "4"}, sent
+        assert sent["paths_used"] == 2, sent["packets_per_path"]
+        # listed again, a denied EV is probed first, then back in use
+        assert {r.ev: r.state for r in fab.ev_profile("h0", "h7", evs=[a, b, c]).evs}[c] \
+            == "ASSUMED_BAD"
+        r = mrcemu("probe", "h0", "h7", f"0x{c:08x}")
+        assert r.returncode == 0 and f"on EV 0x{c:08x}" in r.stdout, r.stdout + r.stderr
+        wait_for(lambda: {x.ev: x.state for x in fab.ev_profile("h0", "h7").evs}[c] == "GOOD")
+        back = [e for e in fab.ev_events("h0", "h7").events if e.ev == c]
+        assert [(e.old, e.new) for e in back[-2:]] == [("DENIED", "ASSUMED_BAD"),
+                                                       ("ASSUMED_BAD", "GOOD")], back
+        assert fab.ev_profile("h0", "h7", min_active=3).min_active == 3
+        for args in (("probe", "h0", "h7", "0xdead"), ("evs", "h0", "h7", "--use", "7")):
+            r = mrcemu(*args)
+            assert r.returncode != 0 and "no EV 0x" in r.stderr, r.stdout + r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    finally:
+        # the pair made anew (at one generation at both ends): the next test's is fresh
+        gen = 1 + max(request(h, "generation")["gen"] for h in ("h0", "h7"))
+        request("h0", "reconnect", peer=7, gen=gen)
+        request("h7", "reconnect", peer=0, gen=gen)

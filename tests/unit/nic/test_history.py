@@ -49,3 +49,18 @@ def test_records_stop_growing_at_their_limits_and_count_what_went():
     assert list(h.done) == [2, 3, 4]
     assert [r[1] for r in h.ev_change_rows()] == [2, 3]
     assert h.dropped == 2 + 2
+
+
+def test_ev_changes_are_numbered_and_those_let_go_are_counted():
+    from mrcemu.nic.history import History
+    from mrcemu.transport.events import EvStateChanged
+
+    h = History(change_limit=3)
+    for i in range(5):
+        h.absorb(EvStateChanged(float(i), i, "GOOD", "ASSUMED_BAD", "loss"))
+    rows, nxt, dropped = h.ev_changes_since(0)
+    assert [r.ev for r in rows] == [2, 3, 4] and nxt == 5 and dropped == 2
+    rows, nxt, dropped = h.ev_changes_since(3)
+    assert [r.ev for r in rows] == [3, 4] and dropped == 0
+    assert h.ev_changes_since(5) == ([], 5, 0)
+    assert h.ev_changes_since(9) == ([], 5, 0)  # past the end: nothing, nothing dropped

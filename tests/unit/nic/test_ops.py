@@ -16,7 +16,7 @@ from mrcemu.nic.control import Held
 EXAMPLES: dict[str, object] = {
     "int": 7, "int | None": 3, "bool": True, "dict": {"pmtu": 4096},
     "dict | None": {"load_balancing": "oblivious"}, "list": [{"op": "ping"}],
-    "Transport": "roce", "EvId": 0x10002, "Seconds": 0.25,
+    "Transport": "roce", "EvId": 0x10002, "Seconds": 0.25, "EvIds | None": [1, 0x10002],
 }
 
 
@@ -230,3 +230,11 @@ def test_a_wait_is_held_until_its_messages_are_done_and_answered_at_once_otherwi
     r = handlers.dispatch(nic, {"op": "batch", "requests": [
         {"op": "wait", "msgs": [five], "timeout": 2}]})
     assert r["replies"][0]["ok"] and r["replies"][0]["replies"][0]["done_at"] is None
+
+
+def test_an_explicit_profile_takes_a_non_empty_list_of_evs_as_reports_print_them():
+    assert ops.parse({"op": "ev_profile", "peer": 3, "evs": ["0x00010002", 5]}) == \
+        ops.EvProfile(3, [0x10002, 5])
+    assert ops.parse({"op": "ev_profile", "peer": 3}) == ops.EvProfile(3)
+    for bad in ([], ["nope"], [-1], "0x1", [1] * (ops.MAX_EVS + 1)):
+        assert "evs" in refusal({"op": "ev_profile", "peer": 3, "evs": bad})

@@ -296,3 +296,21 @@ def test_a_marked_path_with_several_evs_is_hotter_than_its_planes_other_paths():
     other = next(e for e in plane if e.path.spine == 3)
     prof.skip(other.ev, 1.004, "test")
     assert other.state is EvState.SKIP and other.thin_until == 0.0 and not other.fb.thinned
+
+
+def test_an_explicit_profile_uses_its_evs_alone_and_a_denied_one_comes_back_by_probe():
+    prof = profile(load("default"), 0, 7, TransportConfig())
+    changes: list[EvStateChanged] = []
+    prof.emit = changes.append
+    first = [e.ev for e in prof.evs.values() if e.active][:3]
+    prof.use_only(set(first[:2]), 1.0)
+    assert {ev for ev, e in prof.evs.items() if e.state is not EvState.DENIED} == set(first[:2])
+    assert {e.ev for e in (prof.next_ev() for _ in range(16))} == set(first[:2])
+    # Listed again, a denied EV is probed first, not sprayed at once.
+    prof.use_only(set(first), 2.0)
+    assert prof.evs[first[2]].state is EvState.ASSUMED_BAD
+    assert (changes[-1].ev, changes[-1].new) == (first[2], "ASSUMED_BAD")
+    with pytest.raises(ValueError, match="no EV 0x0000dead"):
+        prof.use_only({first[0], 0xDEAD}, 3.0)
+    with pytest.raises(ValueError, match="at least one"):
+        prof.use_only(set(), 3.0)

@@ -437,3 +437,17 @@ def test_a_pair_made_again_on_the_next_qpns_hears_none_of_the_old_ones_copies():
     assert dropped > 256  # the old data and every ack of it
     completed, intact, dropped = _stale_copies(gen=0)
     assert completed and not intact and dropped == 0
+
+
+def test_a_probe_asked_for_brings_a_retired_ev_back_before_its_interval():
+    net, ca, cb = pair()
+    ev = next(e.ev for e in ca.profile.evs.values() if e.active)
+    ca.profile.assume_bad(ev, 0.0, "test")
+    ca.profile.evs[ev].last_probe = 0.0  # its own probe is an interval away
+    # as many answered as bring an EV back (each one counts, asked for or not)
+    pids = [ca.probe(ev, 0.001) for _ in range(ca.cfg.probes_to_restore)]
+    net.run(0.05, stop=lambda: ca.profile.evs[ev].state is EvState.GOOD)
+    assert ca.profile.evs[ev].state is EvState.GOOD, ca.profile.evs[ev].state
+    assert net.now < ca.cfg.probe_interval  # answered, not its interval's probe
+    assert [c.why for c in drain(ca, EvStateChanged) if c.ev == ev][-1].startswith("probe")
+    assert pids[-1] == ca.profile.evs[ev].probe_seq & 0xFFFF and len(set(pids)) == len(pids)
