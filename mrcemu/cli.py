@@ -392,8 +392,9 @@ def exec_(node: str, cmd: tuple[str, ...], transport: str) -> None:
         argv = exec_argv(servers, servers.of(node), ["mnexec", "-a", str(pid), *cmd],
                          tty=sys.stdin.isatty())
         os.execvp(argv[0], argv)
-    inner = _on_host(st, node, transport, servers, list(cmd))
-    sys.exit(_judged(st, ["mnexec", "-a", str(pid), *inner]))
+    from mrcemu.fabric import hostprog
+
+    sys.exit(_judged(st, hostprog.argv(st, node, transport, servers, list(cmd))))
 
 
 def _judged(st: Any, argv: list[str]) -> int:
@@ -421,29 +422,10 @@ def _judged(st: Any, argv: list[str]) -> int:
     return rc
 
 
-def _on_host(st: Any, node: str, transport: str, servers: Any, cmd: list[str]) -> list[str]:
-    """`cmd` as a program on host `node` runs: the verbs shim preloaded, its session
-    socket and transport named, the hosts file of the out-of-band network over
-    /etc/hosts (in a mount namespace of its own, so nothing else sees it), and at idle
-    priority: a real NIC is hardware beside the CPU, so a program spinning on its buffer
-    (as ib_write_lat does) must never hold up the emulated NICs, which it would on two
-    cores at an equal share."""
-    from mrcemu.fabric import oob
-    from mrcemu.nic.programs import socket_path
-    from mrcemu.verbs import SHIM
-
-    if not SHIM.exists():
-        raise MrcemuError(f"the verbs shim {SHIM} is not built: run `make install`")
-    local = {h: st.nodes[h] for h in st.nics if servers.of(h).local}
-    if len(local) != len(st.nics):
-        raise MrcemuError("programs on hosts of a fabric split over servers are not "
-                          "supported yet: bring the fabric up on one server")
-    hosts = oob.ensure(local)
-    env = {"LD_PRELOAD": str(SHIM), "MRCEMU_VERBS_SOCKET": str(socket_path(node)),
-           "MRCEMU_TRANSPORT": transport}
-    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), "chrt", "--idle", "0",
-            "env", *(f"{k}={v}" for k, v in env.items()), *cmd]
+def _programs_line(progs: list[dict]) -> str:
+    """Each program's exit, in one line: `h7 0, h0 0`."""
+    return ", ".join(f"{p['host']} {'ended by ' + p['ended_by'] if p['ended_by'] else p['exit']}"
+                     for p in progs)
 
 
 @main.command()
@@ -974,8 +956,9 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
                     # at full speed, as the report gives it
                     goodput[d["transport"]] = (size * 8 / (rec["end"] - rec["start"]) / 1e6
                                                * d.get("slowdown", 1.0))
-                bar.update(tasks[d["transport"]], completed=d["index"] + 1,
-                           info=f"{goodput.get(d['transport'], 0):.0f} Mb/s last iteration")
+                info = (f"programs: {_programs_line(rec['programs'])}" if "programs" in rec
+                        else f"{goodput.get(d['transport'], 0):.0f} Mb/s last iteration")
+                bar.update(tasks[d["transport"]], completed=d["index"] + 1, info=info)
             elif event == "fault":
                 bar.console.print(_fault_line(d))
             elif event == "stage":
@@ -987,8 +970,10 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
                 s = d["summary"]
                 job = s["job_completion_s"]
                 bar.console.print(f"  {d['transport']}: job "
-                                  f"{'-' if job is None else f'{job:.3f}'} s, "
-                                  f"intact: {s['integrity_ok']}")
+                                  f"{'-' if job is None else f'{job:.3f}'} s, " + (
+                                      f"programs: {_programs_line(s['programs'])}"
+                                      if "programs" in s else
+                                      f"intact: {s['integrity_ok']}"))
 
         sc, pace = paced(sc, slowdown, ui)
         folder = run_job(sc, Path(out), ui, cluster=cluster_file, pace=pace)
@@ -1003,8 +988,15 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
     console.print(f"report: [bold]{folder}[/]")
     if rep["partial"]:
         sys.exit(130)
+    failed = [f"{n}: {p['host']} '{p['command']}' exit {p['exit']}"
+              for n, t in rep["transports"].items() for p in t.get("programs", [])
+              if p["exit"] != 0]
+    if failed:
+        err.print("[bold red]mrcemu:[/] a program failed: " + "; ".join(failed)
+                  + f" (its output: {folder / 'report.md'})")
+        sys.exit(1)
     mrc = rep["transports"].get("mrc")
-    if mrc is not None and not mrc["integrity_ok"]:
+    if mrc is not None and mrc["integrity_ok"] is False:
         err.print("[bold red]mrcemu:[/] MRC did not deliver every message intact")
         sys.exit(1)
 

@@ -154,6 +154,8 @@ def scenario_keys(_: dict) -> str:
     parts = []
     for title, where, keys in (("Top level", "", model.SECTIONS[""]),
                                ("`workload`", "workload.", model.SECTIONS["workload."]),
+                               ("Each program of `workload.programs` (`exec`)",
+                                "", model.SECTIONS["workload.programs[]."]),
                                ("Each fault of `faults`", "", model.SECTIONS["faults[]."]),
                                ("`capture`", "capture.", model.SECTIONS["capture."])):
         parts.append(f"### {title}\n\n" + _table(("key", "what it is"), [

@@ -41,16 +41,22 @@ def listening_ports(table: str) -> set[int]:
     return out
 
 
-def listening(pid: int, port: int) -> bool:
-    """Whether a TCP socket listens on `port` in the namespace of `pid` (its
-    /proc/PID/net tables are that namespace's): a program's server is ready."""
+def listening_on(pid: int) -> set[int]:
+    """The TCP ports that sockets listen on in the namespace of `pid` (its /proc/PID/net
+    tables are that namespace's)."""
     ports: set[int] = set()
     for name in ("tcp", "tcp6"):
         try:
             ports |= listening_ports(Path(f"/proc/{pid}/net/{name}").read_text())
         except OSError:
             pass
-    return port in ports
+    return ports
+
+
+def listening(pid: int, port: int) -> bool:
+    """Whether a TCP socket listens on `port` in the namespace of `pid`: a program's
+    server is ready."""
+    return port in listening_on(pid)
 
 
 def iproute(pid: int) -> IPRoute:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from mrcemu import fidelity
 from mrcemu.nic import ops
+from mrcemu.scenario import programs
 from mrcemu.scenario.fabric_counts import fabric
 from mrcemu.topology import Layout, faults
 from mrcemu.topology.paths import path_label
@@ -538,9 +539,11 @@ def nic_drops(raw: dict) -> dict[str, int]:
 
 def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
     flows = [f for it in raw["iterations"] for f in it["flows"]]
-    posted = [f["posted_at"] for f in flows if f.get("posted_at")]
-    done = [f["done_at"] for f in flows if f.get("done_at")]
-    complete = raw["completed"] and bool(flows)
+    progs = [p for it in raw["iterations"] for p in it.get("programs", [])]
+    posted = [f["posted_at"] for f in flows if f.get("posted_at")] + [
+        p["started_at"] for p in progs]
+    done = [f["done_at"] for f in flows if f.get("done_at")] + [p["ended_at"] for p in progs]
+    complete = raw["completed"] and bool(flows or progs)
     jct = (max(done) - min(posted)) if complete and posted and done else None
     delivered = sum(f["size"] for f in flows if f.get("ok"))
     iters = [it["end"] - it["start"] for it in raw["iterations"] if "end" in it]
@@ -558,7 +561,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
                         ("nacks_rx", "nacks"), ("rtos", "rtos"), ("probes_tx", "probes")):
             totals[name] += c["stats"][k] - b.get(k, 0)
     series = goodput_series(raw, layout.topo.planes)
-    span = (max(done) - min(posted)) if posted and done else None
+    span = (max(done) - min(posted)) if flows and posted and done else None
     return {
         "completed": complete,
         "interrupted": raw["interrupted"],
@@ -574,7 +577,9 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "bytes_delivered": delivered,
         "messages": len(flows),
         "messages_ok": sum(1 for f in flows if f.get("ok")),
-        "integrity_ok": complete and all(f.get("ok") for f in flows),
+        # a program checks its own data, or does not: mrcemu has no hash of it
+        "integrity_ok": None if progs else complete and all(f.get("ok") for f in flows),
+        **({"programs": programs.results(progs, raw["t0"])} if progs else {}),
         "per_flow": per_flow(flows),
         "per_size": per_size(raw),
         "flow_paths": flow_paths(raw),

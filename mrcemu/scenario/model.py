@@ -14,6 +14,8 @@ from typing import Any
 
 from mrcemu import yamlfile
 from mrcemu.errors import ConfigError, MrcemuError
+from mrcemu.scenario import programs as exec_programs
+from mrcemu.scenario.programs import Program
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
 from mrcemu.transport.config import TransportConfig
@@ -59,6 +61,8 @@ class Workload:
     # RoCE QPs a pair (its QP scaling: each message split over them, as a collective
     # library splits one over its QPs); MRC sprays each pair's one QP whatever this says.
     qps: int = 1
+    # exec: real programs on hosts, the server first (scenario/programs.py)
+    programs: tuple[Program, ...] = ()
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -70,6 +74,8 @@ class Workload:
         iteration whose writes the runner posts as earlier ones complete."""
         if self.kind == "stream":
             return [[(a, b, self.size) for a, b in self.pairs]]
+        if self.kind == "exec":  # the writes assumed, for the pace: the runner starts programs
+            return [exec_programs.pairs(self.programs)]
         if self.kind == "single":
             assert self.src is not None and self.dst is not None
             return [[(self.src, self.dst, self.size)]]
@@ -212,6 +218,8 @@ _WORKLOAD: dict[str, str] = {
     "pair_transport": "`stream`: transport settings of single directions, over `transport`, "
                       "e.g. `{h1-h5: {ev_planes: [2], ev_set_per_plane: 1}}`",
     "qps": "RoCE QPs a pair, each message split over them; MRC sprays its one QP (default: 1)",
+    "programs": "`exec`: the programs, in the order they start, each {host, run, ready} "
+                "(below); **required** for exec",
 }
 WORKLOAD_KINDS: dict[str, str] = {
     "single": "one message from `src` to `dst`, each iteration",
@@ -221,6 +229,8 @@ WORKLOAD_KINDS: dict[str, str] = {
     "incast": "every sender writes `size` to `dst` at once",
     "stream": "`ib_write_bw`'s analogue: each direction keeps `depth` writes of `size` in "
               "flight for `duration` seconds",
+    "exec": "real RDMA programs on hosts (`programs`), e.g. perftest's `ib_write_bw`, over "
+            "each transport; the report holds what each printed",
 }
 _FAULT: dict[str, str] = {
     "at": "seconds after the transport's first write; 0 is in place before it; **required**",
@@ -241,7 +251,8 @@ _CAPTURE: dict[str, str] = {
     "max_mb": "megabytes at most a port's capture holds (default: 50)",
 }
 SECTIONS: dict[str, dict[str, str]] = {
-    "": _TOP, "workload.": _WORKLOAD, "faults[].": _FAULT, "capture.": _CAPTURE,
+    "": _TOP, "workload.": _WORKLOAD, "workload.programs[].": exec_programs.FIELDS,
+    "faults[].": _FAULT, "capture.": _CAPTURE,
     "transport.": TRANSPORT_SETTINGS}
 
 
@@ -296,6 +307,11 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
     if kind not in WORKLOAD_KINDS:
         raise ConfigError(source, "workload.kind", kind, "is not a workload",
                           "use one of " + ", ".join(WORKLOAD_KINDS))
+    if kind == "exec":
+        return _exec(source, data, topo)
+    if "programs" in data:
+        raise ConfigError(source, "workload.programs", data["programs"],
+                          f"does not apply to {kind}", "remove it (it is for kind: exec)")
     if "size" not in data:
         raise ConfigError(source, "workload.size", None, "is required",
                           "add 'size: 512KiB' (bytes per message)")
@@ -351,6 +367,19 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it")
     return Workload(kind, size, iterations, src, dst, senders, sweep=sweep, qps=qps)
+
+
+def _exec(source: str, data: dict, topo: Topology) -> Workload:
+    for k in data:
+        if k not in ("kind", "programs"):
+            raise ConfigError(source, f"workload.{k}", data[k], "does not apply to exec",
+                              "remove it: each program's command line says what it sends")
+    if "programs" not in data:
+        raise ConfigError(source, "workload.programs", None, "is required for exec",
+                          "e.g. programs: [{host: h7, run: ib_write_bw}, "
+                          "{host: h0, run: ib_write_bw h7}]")
+    return Workload("exec", 0, 1, programs=exec_programs.parse(source, data["programs"], topo,
+                                                               _host))
 
 
 def _stream(source: str, data: dict, topo: Topology, size: int) -> Workload:

@@ -43,7 +43,8 @@ def _outcome(t: dict) -> str:
     if t.get("interrupted"):
         return "interrupted"
     if t.get("failed"):
-        return "FAILED: " + ", ".join(t.get("failed_flows", [])[:4]) + " gave up"
+        return "FAILED: " + ", ".join(t.get("failed_flows", [])[:4]) + (
+            "" if "programs" in t else " gave up")
     return "TIMED OUT" if t.get("timed_out") else "-"
 
 
@@ -58,9 +59,11 @@ def table_rows(report: dict) -> tuple[list[str], list[list[str]]]:
         ["iteration p50", *[_fmt(ts[n]["iteration_s_p50"], " s") for n in names]],
         ["iteration p99", *[_fmt(ts[n]["iteration_s_p99"], " s") for n in names]],
         ["goodput", *[_fmt(ts[n]["goodput_mbps"], " Mb/s", 1) for n in names]],
+        *([["programs' own figures", *[_program_figures(ts[n]) for n in names]]]
+          if any("programs" in ts[n] for n in names) else []),
         ["all data intact (SHA-256)", *[
             f"{_fmt(ts[n]['integrity_ok'])} ({ts[n]['messages_ok']}/{ts[n]['messages']})"
-            for n in names]],
+            if "programs" not in ts[n] else "the programs' own check" for n in names]],
         *([["load balancing", *[ts[n].get("load_balancing", "-") for n in names]]]
           if any(ts[n].get("load_balancing", "mrc") != "mrc" for n in names) else []),
         ["retransmits", *[_fmt(ts[n]["retransmits"]) for n in names]],
@@ -253,7 +256,45 @@ def markdown(report: dict) -> str:
               f"90 % of its mean over the {before:.3g} s before the fault, the time it first got "
               "back above. *Mapped bad*: the failed links Clustermapper named bad, and "
               "when the last of them was named.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + program_lines(ts))
+
+
+def _program_figures(t: dict) -> str:
+    """Each program's own measurement (perftest's), at full speed: `h0 36.5 Mb/s`."""
+    out = []
+    for p in t.get("programs", []):
+        pt = p.get("perftest")
+        if pt and pt["kind"] == "bandwidth":
+            out.append(f"{p['host']} {pt['average_mbps']:,.1f} Mb/s")
+        elif pt:
+            out.append(f"{p['host']} {pt['typical_one_way_s'] * 1e6:,.2f} us one way")
+    return ", ".join(out) or "-"
+
+
+def _program_figure(p: dict) -> str:
+    pt = p.get("perftest")
+    if pt is None:
+        return ""
+    if pt["kind"] == "bandwidth":
+        return f"; its bandwidth: {pt['average_mbps']:,.1f} Mb/s average"
+    return (f"; its one-way latency: {pt['typical_one_way_s'] * 1e6:.2f} us typical, "
+            f"{pt['p99_one_way_s'] * 1e6:.2f} us p99")
+
+
+def program_lines(ts: dict) -> list[str]:
+    """What each program of an exec workload did and printed, transport by transport.
+    Its own figures (perftest's) are the fabric's at full speed, as every figure here."""
+    out = []
+    for n, t in ts.items():
+        for p in t.get("programs", []):
+            how = (f"ended by mrcemu ({p['ended_by']})" if p["ended_by"]
+                   else f"exit {p['exit']}")
+            out += [f"## {label(n)}: `{p['host']}$ {p['command']}`", "",
+                    f"Started at {_fmt(p['started_at_s'], ' s')}, ran {_fmt(p['ran_s'], ' s')}, "
+                    f"{how}{_program_figure(p)}."
+                    + (" Its output's end:" if p["output_cut"] else ""), "",
+                    "```text", p["output"].rstrip("\n"), "```", ""]
+    return out
 
 
 def write(folder: Path, report: dict) -> None:

@@ -21,6 +21,7 @@ from mrcemu.fabric.mapper import TIMEOUT_S, WINDOW_S, Mapper
 from mrcemu.fabric.servers import Servers, of_running, split_servers
 from mrcemu.nic import ops
 from mrcemu.nic.client import NicClient, poll_interval
+from mrcemu.scenario import program_run
 from mrcemu.scenario.analysis import conn_label
 from mrcemu.scenario.model import Scenario, TimedFault
 from mrcemu.topology import Layout
@@ -206,6 +207,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                 raw["iterations"].append(rec)
                 if sc.workload.kind == "stream":
                     rec["complete"] = _run_stream(client, sc, transport, rec, t0, stop)
+                elif sc.workload.kind == "exec":
+                    rec["complete"] = _run_programs(sc, transport, rec, t0, stop)
                 else:
                     for ph, flows in enumerate(phases):
                         done = _run_phase(client, sc, transport, it, ph, flows, rec, t0,
@@ -225,7 +228,9 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                     # Why it stopped: Ctrl-C, a connection that gave up (a RoCE QP past
                     # its retry count), or the scenario's time limit.
                     failed = [f"h{f['src']}->h{f['dst']}" for f in rec["flows"]
-                              if f.get("failed") and not f.get("done_at")]
+                              if f.get("failed") and not f.get("done_at")] + [
+                        f"{p['host']}: {p['command']} (exit {p['exit']})"
+                        for p in rec.get("programs", []) if p["exit"] and not p["ended_by"]]
                     raw["interrupted"] = stop.is_set()
                     raw["failed"] = bool(failed) and not stop.is_set()
                     raw["failed_flows"] = failed
@@ -280,6 +285,18 @@ def _run_phase(client: NicClient, sc: Scenario, transport: str, it: int, ph: int
         return False
     client.verify(writes)
     return all(w["done_at"] for w in writes)
+
+
+def _run_programs(sc: Scenario, transport: str, rec: dict, t0: float,
+                  stop: threading.Event) -> bool:
+    """An exec workload: its programs, started in turn, to their end. False if one failed
+    or did not end in time."""
+    ok, rec["programs"], rec["problem"] = program_run.run(
+        sc.workload.programs, transport, t0 + sc.timeout_s, stop)
+    if ok:
+        rec["start"] = min(p["started_at"] for p in rec["programs"])
+        rec["end"] = max(p["ended_at"] for p in rec["programs"])
+    return ok
 
 
 def _run_stream(client: NicClient, sc: Scenario, transport: str, rec: dict, t0: float,

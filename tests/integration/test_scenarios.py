@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,7 +95,11 @@ def _events(log: Path) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("name", builtin())
+# real programs as the workload: test_a_perftest_scenario_... below
+PROGRAMS = [n for n in builtin() if load_scenario(n).workload.kind == "exec"]
+
+
+@pytest.mark.parametrize("name", [n for n in builtin() if n not in PROGRAMS])
 def test_builtin_scenario_short(name, tmp_path, tidy):
     rep, folder = run(shrink(name, tmp_path), tmp_path / "runs")
     for f in ("report.json", "report.md", "goodput.png", "ev-states.png", "capture.pcapng"):
@@ -272,3 +277,39 @@ def test_the_scenario_pages_example_runs(tmp_path, tidy):
         assert all(f["error"] is None for f in t["faults"])
     assert (folder / "capture.pcapng").stat().st_size > 0
     assert "dropped in the fabric" in (folder / "report.md").read_text()
+
+
+@pytest.mark.skipif(shutil.which("ib_write_bw") is None,
+                    reason="perftest is not installed: make install")
+def test_a_perftest_scenario_runs_the_programs_through_its_fault_and_reports_them(
+        tmp_path, tidy):
+    """perftest-failover, shrunk: ib_write_bw over MRC, a spine down mid-transfer."""
+    assert PROGRAMS == ["perftest-failover"]
+    data = yaml.safe_load((SCENARIO_DIR / "perftest-failover.yaml").read_text())
+    size, iters = 65536, 300
+    data.update(topology="small", transports=["mrc"], timeout_s=120,
+                faults=[{"at": 0.4, "kind": "switch-down", "target": "p1s1"}],
+                capture={"hosts": ["h0"], "snaplen": 128, "max_mb": 5})
+    data["workload"]["programs"] = [
+        {"host": "h3", "run": f"ib_write_bw -s {size} -n {iters}"},
+        {"host": "h0", "run": f"ib_write_bw -s {size} -n {iters} h3"}]
+    path = tmp_path / "perftest.yaml"
+    path.write_text(yaml.safe_dump(data))
+    rep, folder = run(path, tmp_path / "runs")
+    mrc = rep["transports"]["mrc"]
+    assert mrc["completed"] and mrc["integrity_ok"] is None  # the programs check their own
+    server, client = mrc["programs"]
+    # the server started first; both ended by themselves, with perftest's own figures
+    assert (server["host"], client["host"]) == ("h3", "h0")
+    assert server["started_at_s"] < client["started_at_s"]
+    for p in (server, client):
+        assert p["exit"] == 0 and p["ended_by"] is None, p["output"]
+        assert (p["perftest"]["size"], p["perftest"]["iterations"]) == (size, iters)
+        assert p["perftest"]["average_mbps"] > 0
+    # the fault landed on the program's traffic: its connection used the dead spine's path
+    # after the fault, and retired it
+    (f,) = mrc["faults"]
+    assert f["error"] is None and f["paths_used_after_fault"] >= 1
+    assert f["paths_detected"] == f["paths_used_after_fault"]
+    md = (folder / "report.md").read_text()
+    assert "## MRC: `h0$ ib_write_bw -s 65536 -n 300 h3`" in md and "BW average" in md

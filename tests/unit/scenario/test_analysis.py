@@ -365,3 +365,71 @@ def test_a_report_says_how_auto_picked_its_slowdown_and_which_to_try_if_unfaithf
     # a slowdown given as a number is not described as picked
     rep["slowdown_pick"] = {"how": "given", "slowdown": pick.slowdown}
     assert "The slowdown:" not in report.markdown(rep)
+
+
+BW_OUTPUT = """
+ #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]
+ 65536      200              2.50               2.00                 0.000032
+"""
+LAT_OUTPUT = (
+    " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+    "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n"
+    " 2       100          30.00          90.00        40.00              42.00"
+    "          3.00            80.00                  90.00\n")
+
+
+def exec_record(client_exit: int = 0) -> dict:
+    raw = raw_record()
+    progs = [{"host": "h7", "command": "ib_write_lat", "exit": 0, "ended_by": None,
+              "started_at": T0, "ended_at": T0 + 2.0, "output": LAT_OUTPUT,
+              "output_cut": False},
+             {"host": "h0", "command": "ib_write_bw h7", "exit": client_exit,
+              "ended_by": None, "started_at": T0 + 0.5, "ended_at": T0 + 2.5,
+              "output": BW_OUTPUT if client_exit == 0 else "Couldn't connect\n",
+              "output_cut": False}]
+    raw["iterations"] = [{"index": 0, "flows": [], "programs": progs,
+                          "complete": client_exit == 0}]
+    if client_exit:
+        raw["completed"], raw["failed"] = False, True
+        raw["failed_flows"] = ["h0: ib_write_bw h7 (exit 1)"]
+    else:
+        raw["iterations"][0].update(start=T0, end=T0 + 2.5)
+    return raw
+
+
+def test_an_exec_runs_summary_holds_each_programs_run_output_and_own_figures():
+    from mrcemu.scenario.fullspeed import at_full_speed
+
+    s = analysis.summarize(exec_record(), LAYOUT, 64)
+    # the job is the programs' span; the data's check is theirs, not a hash of mrcemu's
+    assert s["completed"] and s["job_completion_s"] == 2.5 and s["integrity_ok"] is None
+    lat, bw = s["programs"]
+    assert (bw["host"], bw["exit"], bw["started_at_s"], bw["ran_s"]) == ("h0", 0, 0.5, 2.0)
+    # MiB/s as perftest prints them, in Mb/s: 2 MiB/s average
+    assert bw["perftest"]["average_mbps"] == round(2 * (1 << 20) * 8 / 1e6, 3)
+    assert lat["perftest"]["typical_one_way_s"] == 40e-6
+    # the fabric's figures from the NICs' records, as for any workload: the failover
+    assert s["faults"][0]["retire_after_loss_rtts_max"] == 3.0
+    # at full speed (4 times slower): times shrink, rates grow, perftest's as well
+    f = at_full_speed(s, 4.0)
+    assert f["programs"][1]["ran_s"] == 0.5
+    assert f["programs"][1]["perftest"]["average_mbps"] == round(
+        bw["perftest"]["average_mbps"] * 4, 6)
+    assert f["programs"][0]["perftest"]["typical_one_way_s"] == 10e-6
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False, "slowdown": 4.0, "transports": {"mrc": f}}
+    md = report.markdown(rep)
+    assert "## MRC: `h0$ ib_write_bw h7`" in md and "exit 0" in md
+    assert "its one-way latency: 10.00 us typical" in md
+    assert BW_OUTPUT.strip() in md  # what it printed, as it printed it
+    assert "the programs' own check" in md
+
+
+def test_a_failed_programs_run_names_it_and_has_no_job_time():
+    s = analysis.summarize(exec_record(client_exit=1), LAYOUT, 64)
+    assert not s["completed"] and s["job_completion_s"] is None and s["failed"]
+    assert s["programs"][1]["perftest"] is None
+    rep = {"scenario": "t", "topology": "default", "description": "", "started": "now",
+           "machine": "m", "partial": False, "transports": {"mrc": s}}
+    assert ["outcome", "FAILED: h0: ib_write_bw h7 (exit 1)"] in report.table_rows(rep)[1]
+    assert "Couldn't connect" in report.markdown(rep)

@@ -138,6 +138,24 @@ def test_workload_phases():
      "sweep of an iterated workload"),
     ({"workload": {"kind": "all-to-all", "size": "1MiB", "qps": 17}}, "workload.qps",
      "1..16 RoCE QPs"),
+    ({"workload": {"kind": "exec"}}, "workload.programs", "required for exec"),
+    ({"workload": {"kind": "exec", "programs": []}}, "workload.programs", "non-empty list"),
+    ({"workload": {"kind": "exec", "size": "1MiB", "programs": [{"host": "h0", "run": "true"}]}},
+     "workload.size", "does not apply to exec"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h9", "run": "true"}]}},
+     "workload.programs[0].host", "h0..h3"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h0"}]}},
+     "workload.programs[0].run", "is required"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h0", "run": "'true"}]}},
+     "workload.programs[0].run", "close the quote"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h0", "run": "no-such-program-x"}]}},
+     "workload.programs[0].run", "not a program found on PATH"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h0", "run": "true", "wait": 1}]}},
+     "workload.programs[0].wait", "known fields are host, run, ready"),
+    ({"workload": {"kind": "exec", "programs": [{"host": "h0", "run": "true", "ready": 1}]}},
+     "workload.programs[0].ready", "use listen"),
+    ({"workload": {"kind": "single", "size": "1MiB", "programs": []}}, "workload.programs",
+     "kind: exec"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})
@@ -282,6 +300,20 @@ def test_a_size_list_is_a_sweep_and_qps_are_roce_qps(tmp_path):
     one = load(write(tmp_path, {**BASE, "workload": {"kind": "all-to-all", "size": "1MiB"}},
                      "one.yaml")).workload
     assert one.sizes == (1 << 20,) and one.qps == 1
+
+
+def test_an_exec_workload_starts_its_programs_in_order_the_last_one_at_once(tmp_path):
+    p = write(tmp_path, {**BASE, "workload": {"kind": "exec", "programs": [
+        {"host": "h3", "run": "sh -c 'exit 0'"}, {"host": "h1", "run": ["true", "a b"],
+                                                 "ready": "start"},
+        {"host": "h0", "run": "true h3"}]}})
+    wl = load(p).workload
+    assert [(x.host, x.argv, x.ready) for x in wl.programs] == [
+        (3, ("sh", "-c", "exit 0"), "listen"), (1, ("true", "a b"), "start"),
+        (0, ("true", "h3"), "start")]
+    assert wl.programs[1].command == "true 'a b'"
+    # the pace `auto` picks assumes every later program writes to the first at line rate
+    assert wl.phases(4) == [[(1, 3, 0), (0, 3, 0)]]
 
 
 def test_the_annotated_example_of_the_scenario_page_loads_and_shows_every_section():
