@@ -1,6 +1,8 @@
 """Unmodified RDMA programs on emulated hosts (`mrcemu exec` with the verbs shim): Debian's
-perftest between two hosts over MRC and over RoCE, the bytes counted by the NICs, and a
-program killed mid-transfer leaving nothing behind."""
+perftest (ib_write_bw, ib_write_lat) between two hosts over MRC and over RoCE, the bytes
+counted by the NICs; a program of our own writing through a spine failure while the Python
+API reads its connection's EV events; and a program killed mid-transfer leaving nothing
+behind."""
 
 from __future__ import annotations
 
@@ -29,18 +31,20 @@ def _exec(host: str, *cmd: str, transport: str = "mrc") -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def _serving(host: str, server: subprocess.Popen) -> subprocess.Popen:
-    """`server` once perftest listens on `host` (a client started before finds no one,
-    fails, and leaves the server waiting for ever)."""
+def _serving(host: str, server: subprocess.Popen, port: int | None = None
+             ) -> subprocess.Popen:
+    """`server` once it listens on `port` (perftest's by default) on `host` (a client
+    started before finds no one, fails, and leaves the server waiting for ever)."""
     from mrcemu.fabric import state
     from mrcemu.fabric.netns import listening
     from mrcemu.verbs.perftest import PORT
 
+    port = port or PORT
     st = state.load_state()
     assert st is not None
-    wait_for(lambda: listening(st.nodes[host], PORT) or server.poll() is not None, 60)
+    wait_for(lambda: listening(st.nodes[host], port) or server.poll() is not None, 60)
     assert server.poll() is None, server.communicate()
-    assert listening(st.nodes[host], PORT)
+    assert listening(st.nodes[host], port)
     return server
 
 
@@ -73,6 +77,84 @@ def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
     assert len(rows) == 1, client.stdout  # its result: size, iterations, BW peak, ...
     # every WRITE placed at h3's NIC
     assert _rx_bytes("h3", transport=transport) - before >= SIZE * ITERS
+
+
+@pytest.mark.parametrize("transport", ["mrc", "roce"])
+def test_ib_write_lat_runs_unmodified_its_buffer_polled_as_the_nic_places_each_write(
+        fabric, transport):
+    """ib_write_lat polls its registered buffer for the peer's write: the NIC places the
+    payload straight into the program's memory, where its polling sees it."""
+    from mrcemu.verbs import perftest
+
+    iters = 20
+    server = _serving("h3", _exec("h3", "ib_write_lat", "-s", "2", "-n", str(iters),
+                                  transport=transport))
+    try:
+        client = subprocess.run(
+            [sys.executable, "-m", "mrcemu", "exec", "--transport", transport, "h0", "--",
+             "ib_write_lat", "-s", "2", "-n", str(iters), "h3"],
+            capture_output=True, text=True, timeout=120)
+        out, err = server.communicate(timeout=60)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+    assert client.returncode == 0, client.stderr + client.stdout
+    assert server.returncode == 0, err + out
+    lat = perftest.latency(client.stdout)
+    assert (lat.size, lat.iterations) == (2, iters)
+    # a round trip crosses the fabric twice: at least the base round trip's fixed latency
+    # (the delay line's), whatever the machine's speed
+    from mrcemu.fabric import state
+    from mrcemu.topology import latency
+
+    rtt = latency.base_rtt_s(state.load_state().topo(), 0, 3)
+    assert lat.typical_us * 2 >= rtt * 1e6 * 0.99, (lat, rtt)
+
+
+WRITE_CHECK = Path(__file__).with_name("programs") / "write_check.c"
+
+
+def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path(
+        fabric, tmp_path):
+    """A verbs program of ours (tests/integration/programs/write_check.c): h0 writes 4 MiB
+    to h3 four times over while spine p1s1 dies; h3 checks the bytes landed, and the
+    Python API reads the EV events of the program's queue pair's connection meanwhile."""
+    from mrcemu.api import Fabric
+    from mrcemu.topology.paths import ev_fields
+
+    exe = tmp_path / "write_check"
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(WRITE_CHECK),
+                    "-libverbs"], check=True)
+    size, rounds, port = 4 << 20, 4, "18600"
+    fab = Fabric.attach()
+    since = fab.ev_events("h0", "h3").next
+    before = _rx_bytes("h3")
+    server = _serving("h3", _exec("h3", str(exe), "server", port, str(size)), int(port))
+    client = _exec("h0", str(exe), "client", "h3", port, str(size), str(rounds))
+    try:
+        wait_for(lambda: _rx_bytes("h3") - before > size, 60)  # the writes are under way
+        fab.fail("switch-down", "p1s1")
+        seen = []
+        while client.poll() is None:  # its connection's events, read while it runs
+            got = fab.ev_events("h0", "h3", since)
+            seen += got.events
+            since = got.next
+            wait_for(lambda: client.poll() is not None, 0.2)
+        out, err = client.communicate(timeout=10)
+        sout, serr = server.communicate(timeout=30)
+    finally:
+        fab.heal()
+        for p in (server, client):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+    assert client.returncode == 0, err + out
+    assert server.returncode == 0 and "equal" in sout, serr + sout
+    assert _rx_bytes("h3") - before >= size * rounds
+    seen += fab.ev_events("h0", "h3", since).events
+    # the policy core retired each EV through the dead spine it had used, as events say
+    bad = {e.ev for e in seen if e.new == "ASSUMED_BAD"}
+    assert bad and all(ev_fields(ev) == (1, 1) for ev in bad), seen
 
 
 def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
