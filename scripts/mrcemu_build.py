@@ -1,6 +1,6 @@
 """The package's build backend: setuptools, extended in one place. A wheel
-(`pip install .`) carries the built-in topologies and the compiled switch program
-inside the package, so a non-editable install works without this source tree.
+(`pip install .`) carries the built-in topologies, the compiled switch program and
+the verbs shim inside the package, so a non-editable install works without this source tree.
 
 pyproject.toml names this module as the backend (from scripts/, its backend-path)
 and `BuildPy` as setuptools' build_py; everything else is setuptools' own."""
@@ -39,3 +39,9 @@ class BuildPy(build_py):
         (pkg / "bpf").mkdir(parents=True, exist_ok=True)
         shutil.copy2(obj, pkg / "bpf" / "switch.o")
 
+        # the verbs shim programs on emulated hosts preload: the Makefile's one recipe
+        shim = Path("mrcemu") / "verbs" / "shim" / "libmrcverbs.so"
+        subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), str(shim)],
+                       check=True)
+        (pkg / shim.parent.relative_to("mrcemu")).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / shim, pkg / shim.relative_to("mrcemu"))

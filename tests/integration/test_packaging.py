@@ -1,5 +1,5 @@
-"""A non-editable install (`pip install .`) works on its own: the built-in topologies
-and the compiled switch program ship inside the package."""
+"""A non-editable install (`pip install .`) works on its own: the built-in topologies,
+the compiled switch program and the verbs shim ship inside the package."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_a_wheel_installed_elsewhere_brings_up_a_fabric(tmp_path):
     names = zipfile.ZipFile(whl).namelist()
     assert {"mrcemu/topologies/small.yaml", "mrcemu/topologies/default.yaml",
             "mrcemu/bpf/switch.o", "mrcemu/wireshark/mrc.lua",
-            "mrcemu/scenarios/failover.yaml"} <= set(names)
+            "mrcemu/scenarios/failover.yaml", "mrcemu/verbs/shim/libmrcverbs.so"} <= set(names)
     # A fresh venv with the wheel; its dependencies are borrowed from ours by a path
     # entry (which runs no .pth of ours, so our editable mrcemu stays out of it).
     venv = tmp_path / "v"
@@ -39,6 +39,9 @@ def test_a_wheel_installed_elsewhere_brings_up_a_fabric(tmp_path):
     where = subprocess.run([str(py), "-c", "import mrcemu;print(mrcemu.__file__)"],
                            capture_output=True, text=True, cwd=tmp_path).stdout
     assert where.startswith(str(venv)), where
+    shim = subprocess.run([str(py), "-c", "from mrcemu.verbs import SHIM;print(SHIM.exists())"],
+                          capture_output=True, text=True, cwd=tmp_path).stdout
+    assert shim.strip() == "True"  # `mrcemu exec` finds the shim it preloads
     mrcemu = str(venv / "bin" / "mrcemu")
     clean()
     try:
