@@ -43,8 +43,8 @@ class Thresholds:
     # loss level and size judged, at least this.
     ahead: float = 1.0
     # E0: a 2-byte write's one-way latency on the paper's scale within this share of the
-    # paper's 5.09 / 6.54 us (issue 40's S1 tolerance: the fixed latency is the model's,
-    # what the NICs add on top of it is this host's).
+    # paper's 5.09 / 6.54 us (the fixed latency is the model's, what the NICs add on top
+    # of it is this host's).
     latency_tolerance: float = 0.10
     # E0: 32 KB writes reach at least this share of the line rate (the paper: ~0.96).
     bandwidth_share: float = 0.90

@@ -77,7 +77,9 @@ def test_every_experiment_runs_one_scenario_or_a_sweep():
 @pytest.mark.parametrize("quick", [True, False])
 def test_e0_is_ib_write_lat_local_and_cross_and_ib_write_bw(quick):
     runs = dict(ex.BY_ID["E0"].sweep.runs(quick))
-    assert set(runs) == {"lat-local", "lat-cross", "bw"}
+    perftest = {"perftest-lat-local", "perftest-lat-cross", "perftest-bw"}
+    assert set(runs) == {"lat-local", "lat-cross", "bw"} | (
+        perftest if ex.perftest_installed() else set())
     for where, (a, b) in (("local", (0, 1)), ("cross", (0, 7))):
         sc = from_mapping(runs[f"lat-{where}"], "<e0>", "E0")
         assert (sc.workload.kind, sc.workload.size) == ("single", 2)
@@ -90,6 +92,31 @@ def test_e0_is_ib_write_lat_local_and_cross_and_ib_write_bw(quick):
     # more in flight than a host's bandwidth-delay product, or the window, not the
     # link, would set the rate
     assert bw.workload.depth * bw.workload.size > latency.bdp_packets(bw.topology, 4096) * 4096
+
+
+def test_e0_also_runs_perftest_unmodified_the_server_first_when_it_is_installed(monkeypatch):
+    monkeypatch.setattr(ex, "perftest_installed", lambda: True)
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    runs = dict(ex.BY_ID["E0"].sweep.runs(True))
+    for where, (a, b) in (("local", (0, 1)), ("cross", (0, 7))):
+        sc = from_mapping(runs[f"perftest-lat-{where}"], "<e0>", "E0")
+        server, client = sc.workload.programs
+        assert (server.host, client.host) == (b, a)
+        assert client.argv == (*server.argv, f"h{b}") and server.argv[:3] == (
+            "ib_write_lat", "-s", "2")
+    bw = from_mapping(runs["perftest-bw"], "<e0>", "E0").workload.programs
+    assert bw[1].argv[:5] == ("ib_write_bw", "-s", "32768", "-q", "4")
+    monkeypatch.setattr(ex, "perftest_installed", lambda: False)
+    assert not [n for n, _ in ex.BY_ID["E0"].sweep.runs(True) if n.startswith("perftest")]
+
+
+def perftest_report(slowdown: float, **fig) -> dict:
+    from mrcemu.topology import latency, load
+    scale = latency.describe(load("default").slowed(slowdown), slowdown)
+    pt = ({"kind": "latency", "typical_one_way_s": fig["one_way"]} if "one_way" in fig
+          else {"kind": "bandwidth", "average_mbps": fig["mbps"]})
+    return {"slowdown": slowdown, "scale": scale, "transports": {"mrc": {"programs": [
+        {"host": "h7", "perftest": None}, {"host": "h0", "perftest": pt}]}}}
 
 
 def e0_report(kind: str, slowdown: float, **fig) -> dict:
@@ -115,6 +142,18 @@ def test_e0_judges_one_way_latency_on_the_papers_scale_and_the_bandwidth_share()
     thin = {**good, "bw": e0_report("bw", k, mbps=0.85 * 160)}
     assert not ex.e0_measure(thin, quick=True)[1]
     assert ex.e0_measure({**good, "bw": {}}, quick=True)[:2][1] is False
+    # perftest's own runs, judged by the same rules beside the analogue's
+    tools = {"perftest-lat-local": perftest_report(k, one_way=5.3e-6 * 5000),
+             "perftest-lat-cross": perftest_report(k, one_way=6.8e-6 * 5000),
+             "perftest-bw": perftest_report(k, mbps=0.95 * 160)}
+    measured, ok, why = ex.e0_measure({**good, **tools}, quick=True)
+    assert ok and "perftest itself: one way 5.30 µs within a leaf" in why, why
+    assert measured["perftest"]["bandwidth_share"] == pytest.approx(0.95)
+    slow = {**tools, "perftest-lat-local": perftest_report(k, one_way=5.09 * 1.2e-6 * 5000)}
+    assert not ex.e0_measure({**good, **slow}, quick=True)[1]
+    failed = {**tools, "perftest-bw": {"transports": {"mrc": {"programs": []}}}}
+    measured, ok, why = ex.e0_measure({**good, **failed}, quick=True)
+    assert not ok and "perftest: a run did not complete" in why
 
 
 @pytest.mark.parametrize("quick", [True, False])
