@@ -22,4 +22,5 @@ SECTIONS = [
     "scale_model",
     "latency_on_off",
     "programs",
+    "program_failover",
 ]
