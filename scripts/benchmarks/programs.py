@@ -67,8 +67,37 @@ def _slowdown() -> float:
     return load("default").host_link_mbps / st.topo().host_link_mbps
 
 
-def run() -> str:
+TRIES = 3  # a latency pair at the fabric's pick, then slower while it is not faithful
+
+
+def _latency(name: str, a: str, b: str, k: float) -> str:
+    """One pair's ib_write_lat on a fabric slowed `k` times, then slower while the NICs
+    were not faithful over the program's run (the pace rule: a spinning program asks more
+    of two cores than `auto`'s one pair at line rate); its table row."""
+    from mrcemu.slowdown import next_slowdown
     from mrcemu.topology import latency, load
+    from mrcemu.verbs import perftest
+
+    for _ in range(TRIES):
+        r = mrcemu("up", "default", "--slowdown", f"{k:g}", timeout=1800)
+        if r.returncode:
+            raise BenchError(f"`mrcemu up default --slowdown {k:g}` failed: {r.stderr[-300:]}")
+        try:
+            out = _pair(b, a, ["ib_write_lat", "-s", "2", "-n", str(LAT_ITERS)])
+        finally:
+            mrcemu("down")
+        if "were faithful" in out:
+            break
+        k = next_slowdown(k)
+    lat = perftest.latency(out)
+    on_paper = lat.full_speed_us(k) / latency.time_scale(load("default"))
+    paper = getattr(latency, PAPER_US[name])
+    return (f"| {name} | {k:g} | {lat.typical_us / 1e3:.2f} ms | "
+            f"{lat.full_speed_us(k) / 1e3:.2f} ms | {on_paper:.2f} us | {paper:.2f} us | "
+            f"**{on_paper / paper:.2f}** | {'yes' if 'were faithful' in out else '**no**'} |")
+
+
+def run() -> str:
     from mrcemu.verbs import perftest
 
     mrcemu("clean")
@@ -91,27 +120,18 @@ def run() -> str:
             rows.append(f"| {transport} | {bw.average_mbps * k:.0f} Mb/s | {ref * k:.0f} "
                         f"Mb/s | **{bw.average_mbps / ref:.2f}** | "
                         f"{'yes' if 'were faithful' in out else '**no**'} |")
-        lat_rows = []
-        for name, (a, b) in PAIRS.items():
-            out = _pair(b, a, ["ib_write_lat", "-s", "2", "-n", str(LAT_ITERS)])
-            lat = perftest.latency(out)
-            scale = latency.time_scale(load("default"))
-            on_paper = lat.full_speed_us(k) / scale
-            paper = getattr(latency, PAPER_US[name])
-            lat_rows.append(f"| {name} | {lat.typical_us / 1e3:.2f} ms | "
-                            f"{lat.full_speed_us(k) / 1e3:.2f} ms | {on_paper:.2f} us | "
-                            f"{paper:.2f} us | **{on_paper / paper:.2f}** | "
-                            f"{'yes' if 'were faithful' in out else '**no**'} |")
     finally:
         mrcemu("down")
+    lat_rows = [_latency(name, a, b, k) for name, (a, b) in PAIRS.items()]
     return (f"Command: `make bench` (section programs): `mrcemu up default --slowdown auto` "
             f"(it picked {k:g}), then perftest through `mrcemu exec`, unmodified: "
             f"`ib_write_bw -s {BW_SIZE} -n {BW_ITERS} --report_gbits` from h0 to h7, over "
             "MRC and over RoCE, beside `mrcemu send h0 h7` of the same bytes (V1: within "
-            "10 %); and `ib_write_lat -s 2` within a leaf and across (V2).\n\n"
+            "10 %); and `ib_write_lat -s 2` within a leaf and across (V2), each on a fabric "
+            "slowed as V1's, then slower while the NICs were not faithful over its run.\n\n"
             "| transport | ib_write_bw average, at full speed | mrcemu send, at full speed | "
             "ratio | "
             "faithful |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
-            "| pair | ib_write_lat one way, typical (wall clock) | at full speed | "
+            "| pair | slowdown | ib_write_lat one way, typical (wall clock) | at full speed | "
             "at the paper's scale | the paper's one way | ratio | "
-            "faithful |\n|---|---|---|---|---|---|---|\n" + "\n".join(lat_rows) + "\n")
+            "faithful |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(lat_rows) + "\n")
