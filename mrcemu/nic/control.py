@@ -78,6 +78,22 @@ class Held:
     answer: Callable[[], dict]
 
 
+def listening_socket(path: Path, kind: int, poller: select.epoll) -> socket.socket:
+    """A non-blocking Unix socket of `kind` listening at `path` (whatever was there
+    before replaced: a daemon killed with -9 leaves its socket file), in `poller`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, kind)
+    sock.bind(str(path))
+    sock.listen(16)
+    sock.setblocking(False)
+    poller.register(sock.fileno(), select.EPOLLIN)
+    return sock
+
+
 class ControlServer:
     """The daemon's side of the control socket: JSON lines in, JSON lines out, never
     blocking the packet loop it shares an epoll with. A handler may hold its reply
@@ -93,16 +109,7 @@ class ControlServer:
     def __init__(self, path: Path, handle: Callable[[dict], dict | Held],
                  poller: select.epoll) -> None:
         self.path, self.handle, self.poller = path, handle, poller
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(path))
-        self.sock.listen(16)
-        self.sock.setblocking(False)
-        poller.register(self.sock.fileno(), select.EPOLLIN)
+        self.sock = listening_socket(path, socket.SOCK_STREAM, poller)
         self.clients: dict[int, _Client] = {}
 
     @property

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcemu import rundir
+from mrcemu.nic.control import listening_socket
 from mrcemu.topology.addressing import host_address
 from mrcemu.transport.events import (
     ConnectionFailed,
@@ -383,16 +384,7 @@ class Programs:
 
     def __init__(self, nic: Any, path: Path, poller: select.epoll) -> None:
         self.nic, self.path, self.poller = nic, path, poller
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock.bind(str(path))
-        self.sock.listen(16)
-        self.sock.setblocking(False)
-        poller.register(self.sock.fileno(), select.EPOLLIN)
+        self.sock = listening_socket(path, socket.SOCK_SEQPACKET, poller)
         self.sessions: dict[int, Session] = {}
         self.doorbells: dict[int, tuple[Session, int]] = {}
         self.waiting: dict[tuple[Any, int], tuple[Session, int, Pending]] = {}
