@@ -23,4 +23,5 @@ SECTIONS = [
     "latency_on_off",
     "programs",
     "program_failover",
+    "program_abuse",
 ]
