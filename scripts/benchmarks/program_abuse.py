@@ -45,10 +45,10 @@ class Program:
         replies = {self.vl.HELLO: self.vl.HELLO_REPLY, self.vl.REG_MR: self.vl.REG_MR_REPLY,
                    self.vl.CREATE_CQ: self.vl.CREATE_CQ_REPLY,
                    self.vl.CREATE_QP: self.vl.CREATE_QP_REPLY}
-        got = replies.get(st, self.vl.REPLY).unpack(reply)
-        if got["err"]:
-            raise BenchError(f"the daemon refused {st.name}: errno {got['err']}")
-        return got
+        err = self.vl.REPLY.unpack(reply)["err"]
+        if err:
+            raise BenchError(f"the daemon refused {st.name} {fields}: {os.strerror(err)}")
+        return replies.get(st, self.vl.REPLY).unpack(reply)
 
     def memfd(self, size: int, fill: int = 0) -> tuple[int, mmap.mmap]:
         fd = os.memfd_create("v4", os.MFD_ALLOW_SEALING)
@@ -75,7 +75,8 @@ class Program:
                         max_send_wr=ENTRIES)["qpn"]
         for fd in (cq_fd, sq_fd):
             os.close(fd)
-        return {"qpn": qpn, "cq": cq, "sq": sq, "bell": bell, "taken": 0, "prod": 0}
+        return {"qpn": qpn, "cqn": cqn, "cq": cq, "sq": sq, "bell": bell, "taken": 0,
+                "prod": 0}
 
     def connect(self, qp: dict, peer_gid: bytes, peer_qpn: int) -> None:
         w = self.vl.VERBS
@@ -99,22 +100,56 @@ def _forge(qp: dict, src: dict, dst: dict, rng: random.Random, vl) -> None:
         n = rng.randint(1, 4)
         for i in range(n):
             at = vl.RING_HEAD + ((qp["prod"] + i) % ENTRIES) * vl.WQE.codec.size
-            length = rng.choice([1, 64, 4096, REGION, REGION + 1, rng.randrange(1 << 32)])
             sq[at:at + vl.WQE.codec.size] = vl.WQE.pack(
-                wr_id=qp["prod"] + i,
-                addr=rng.choice([src["addr"], src["addr"] + rng.randrange(-4096, REGION),
-                                 rng.randrange(1 << 64)]),
-                remote_addr=rng.choice([dst["addr"] + rng.randrange(-8192, REGION + 8192),
-                                        rng.randrange(1 << 64)]),
-                length=length, lkey=rng.choice([src["lkey"], rng.randrange(1 << 32)]),
-                rkey=rng.choice([dst["rkey"], dst["rkey"], rng.randrange(1 << 32)]),
-                opcode=rng.choice([0, 0, 1, 2, 4, rng.randrange(1 << 32)]),
-                flags=rng.choice([2, 2, 10, rng.randrange(1 << 32)]),
-                imm=rng.randrange(1 << 32))
+                wr_id=qp["prod"] + i, **(_plausible(src, dst, rng) if rng.random() < 0.6
+                                         else _random(src, dst, rng)))
         qp["prod"] += n
         prod = qp["prod"] if rng.random() > 0.05 else rng.randrange(1 << 32)
         sq[vl.RING_PROD_AT:vl.RING_PROD_AT + 4] = (prod & 0xFFFFFFFF).to_bytes(4, "little")
     os.eventfd_write(qp["bell"], 1)
+
+
+INNER = (REGION // 4, 3 * REGION // 4)  # where a write wholly inside the region aims
+EDGE = 4096  # how far a write across an edge reaches into the region
+
+
+def _remote(dst: dict, rng: random.Random) -> tuple[int, int]:
+    """(remote address, length) of a WRITE at the peer's region: inside its inner half,
+    or across one of its edges, reaching EDGE bytes in: no request reaches the rest of
+    the outer quarters, so a byte changed there is one no request asked for."""
+    base = dst["addr"]
+    pick = rng.random()
+    if pick < 0.4:
+        n = rng.randint(1, 8192)
+        return base + rng.randrange(INNER[0], INNER[1] - n), n
+    if pick < 0.7:  # across the start
+        start = rng.randrange(1, 8192)
+        return base - start, start + rng.randint(1, EDGE)
+    start = rng.randrange(REGION - EDGE, REGION)  # across the end
+    return base + start, REGION - start + rng.randint(1, 8192)
+
+
+def _plausible(src: dict, dst: dict, rng: random.Random) -> dict:
+    """A WRITE the sending NIC takes (its own source is good) aimed at the peer's region
+    by `_remote`: the peer's NIC must refuse what is not wholly inside."""
+    remote, length = _remote(dst, rng)
+    return {"addr": src["addr"], "length": min(length, REGION), "lkey": src["lkey"],
+            "rkey": dst["rkey"] if rng.random() < 0.8 else rng.randrange(1 << 32),
+            "remote_addr": remote, "opcode": rng.choice([0, 1]), "flags": 2,
+            "imm": rng.randrange(1 << 32)}
+
+
+def _random(src: dict, dst: dict, rng: random.Random) -> dict:
+    """Any fields at all, about the two regions now and then."""
+    remote, length = (_remote(dst, rng) if rng.random() < 0.5 else
+                      (rng.randrange(1 << 64), rng.choice([1, rng.randrange(1 << 32)])))
+    return {"addr": rng.choice([src["addr"] + rng.randrange(-4096, REGION),
+                                rng.randrange(1 << 64)]),
+            "remote_addr": remote, "length": length,
+            "lkey": rng.choice([src["lkey"], rng.randrange(1 << 32)]),
+            "rkey": rng.choice([dst["rkey"], rng.randrange(1 << 32)]),
+            "opcode": rng.choice([0, 1, 2, 4, rng.randrange(1 << 32)]),
+            "flags": rng.choice([2, 10, rng.randrange(1 << 32)]), "imm": rng.randrange(1 << 32)}
 
 
 def _completions(qp: dict, vl) -> list[dict]:
@@ -130,14 +165,18 @@ def _completions(qp: dict, vl) -> list[dict]:
     return out
 
 
-def _posted(qp: dict, vl) -> dict[int, list[tuple[int, int]]]:
-    """Every entry now in `qp`'s send ring, by work request id: its remote ranges."""
-    out: dict[int, list[tuple[int, int]]] = {}
+def _allow(qp: dict, dst: dict, allowed: bytearray, vl) -> None:
+    """Mark in `allowed` the bytes of the peer's region an entry now in `qp`'s send ring
+    aims at with the region's key (a WRITE across the region's edge included: its
+    packets are checked one by one, as they arrive in any order). A byte the peer's NIC
+    changes anywhere else is a write no request asked for."""
     for i in range(ENTRIES):
         at = vl.RING_HEAD + i * vl.WQE.codec.size
         w = vl.WQE.unpack(qp["sq"][at:at + vl.WQE.codec.size])
-        out.setdefault(w["wr_id"], []).append((w["remote_addr"], w["length"]))
-    return out
+        lo = max(0, w["remote_addr"] - dst["addr"])
+        hi = min(REGION, w["remote_addr"] - dst["addr"] + w["length"])
+        if w["rkey"] == dst["rkey"] and lo < hi:
+            allowed[lo:hi] = b"\x01" * (hi - lo)
 
 
 def _status_name(status: int, vl) -> str:
@@ -158,8 +197,7 @@ def _abuse() -> dict:
     vqp = victim.queue_pair()
     before = request("h0", "ping")["malformed"].get("verbs_ring", 0)
     qp, qps, statuses = None, 0, {}
-    written = bytearray(REGION)  # 1 where a successful write may have put bytes
-    posted: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    allowed = bytearray(REGION)  # 1 where a request wholly inside the region aimed
     for _ in range(ROUNDS):
         if qp is None:
             qp = attacker.queue_pair()
@@ -168,8 +206,7 @@ def _abuse() -> dict:
                 victim.connect(vqp, attacker.hello["gid"], qp["qpn"])
             attacker.connect(qp, victim.hello["gid"], vqp["qpn"])
         _forge(qp, src, dst, rng, vl)
-        for wr, ranges in _posted(qp, vl).items():
-            posted.setdefault((qp["qpn"], wr), []).extend(ranges)
+        _allow(qp, dst, allowed, vl)
         got: list[dict] = []
         deadline = time.monotonic() + 0.3
         while not got and time.monotonic() < deadline:
@@ -178,20 +215,19 @@ def _abuse() -> dict:
         for c in got:
             name = _status_name(c["status"], vl)
             statuses[name] = statuses.get(name, 0) + 1
-            if c["status"] == 0:
-                for addr, length in posted.get((qp["qpn"], c["wr_id"]), []):
-                    lo, hi = max(0, addr - dst["addr"]), min(REGION, addr - dst["addr"] + length)
-                    written[lo:max(lo, hi)] = b"\x01" * max(0, hi - lo)
         if not got or any(c["status"] for c in got):  # refused, or an error: a new one
             os.close(qp["bell"])
             attacker.call(vl.DESTROY_QP, [], qpn=qp["qpn"])
+            attacker.call(vl.DESTROY_CQ, [], cq=qp["cqn"])
             qp = None
     time.sleep(1.0)  # what was still in flight lands
     alive = request("h0", "ping")["ok"] and request("h3", "ping")["ok"]
     malformed = request("h0", "ping")["malformed"].get("verbs_ring", 0) - before
-    foreign = sum(1 for i in range(REGION) if not written[i] and dst_mem[i] != CANARY)
+    changed = [i for i in range(REGION) if dst_mem[i] != CANARY]
+    foreign = sum(1 for i in changed if not allowed[i])
     return {"rounds": ROUNDS, "qps": qps, "statuses": statuses, "malformed": malformed,
-            "alive": alive, "foreign_bytes": foreign, "written": sum(written)}
+            "alive": alive, "foreign_bytes": foreign, "changed": len(changed),
+            "allowed": sum(allowed)}
 
 
 def _killed() -> tuple[bool, int]:
@@ -248,18 +284,21 @@ def run() -> str:
     st = ", ".join(f"{k} {v}" for k, v in sorted(a["statuses"].items()))
     return ("Command: `make bench` (section program_abuse), on `mrcemu up small`: a program "
             f"that is not the shim forges its send ring at h0's NIC {a['rounds']:,} times "
-            "(a twentieth the whole ring random; the rest 1 to 4 entries of random keys, "
-            "local and remote addresses about the two regions, lengths, opcodes and flags, "
-            "now and then a random producer index), each aimed at a 64 KiB region of a "
-            "peer on h3 filled with a canary byte; then a real `ib_write_bw` is killed with "
+            "(a twentieth the whole ring random; the rest 1 to 4 entries, three in five "
+            "WRITEs its NIC takes, aimed at a 64 KiB region of a peer on h3 filled with a "
+            "canary byte: inside its inner half, or across one of its edges 4 KiB into it; "
+            "the others of "
+            "random keys, addresses, lengths, opcodes and flags; now and then a random "
+            "producer index); then a real `ib_write_bw` is killed with "
             "-9 mid-transfer, and `mrcemu clean` runs.\n\n"
             "| measure | result |\n|---|---|\n"
             f"| forged rounds / queue pairs they took | {a['rounds']:,} / {a['qps']:,} |\n"
             f"| rings refused as malformed (the QP no longer heard) | {a['malformed']:,} |\n"
             f"| completions, by status | {st} |\n"
             f"| both NIC daemons alive after | {'yes' if a['alive'] else '**no**'} |\n"
-            f"| bytes of the peer's region changed where no successful write went "
-            f"({a['written']:,} of {REGION:,} were written) | {a['foreign_bytes']} |\n"
+            f"| bytes of the peer's region changed ({a['changed']:,} of {REGION:,}; "
+            f"{a['allowed']:,} aimed at by some request with its key) where no request "
+            f"aimed | {a['foreign_bytes']} |\n"
             f"| the killed program's session ended by the NIC | {'yes' if ended else '**no**'}"
             " |\n"
             f"| our processes and namespaces left after `clean` | {left} |\n")
