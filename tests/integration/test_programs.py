@@ -54,22 +54,27 @@ def _rx_bytes(host: str, peer: int = 0, transport: str = "mrc") -> int:
     return st["rx_bytes"] if st else 0
 
 
-@pytest.mark.parametrize("transport", ["mrc", "roce"])
-def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
-    before = _rx_bytes("h3", transport=transport)
-    server = _serving("h3", _exec("h3", "ib_write_bw", "-s", str(SIZE), "-n", str(ITERS),
-                                  transport=transport))
+def _perftest(cmd: list[str], transport: str) -> subprocess.CompletedProcess:
+    """perftest's `cmd` as a server on h3, then its client on h0 once it listens: the
+    client's run, after both succeeded."""
+    server = _serving("h3", _exec("h3", *cmd, transport=transport))
     try:
         client = subprocess.run(
             [sys.executable, "-m", "mrcemu", "exec", "--transport", transport, "h0", "--",
-             "ib_write_bw", "-s", str(SIZE), "-n", str(ITERS), "h3"],
-            capture_output=True, text=True, timeout=240)
+             *cmd, "h3"], capture_output=True, text=True, timeout=240)
         out, err = server.communicate(timeout=60)
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
     assert client.returncode == 0, client.stderr + client.stdout
     assert server.returncode == 0, err + out
+    return client
+
+
+@pytest.mark.parametrize("transport", ["mrc", "roce"])
+def test_ib_write_bw_runs_unmodified_between_two_hosts(fabric, transport):
+    before = _rx_bytes("h3", transport=transport)
+    client = _perftest(["ib_write_bw", "-s", str(SIZE), "-n", str(ITERS)], transport)
     assert "mrcemu0" in client.stdout
     assert "mrcemu: the emulated NICs were" in client.stderr  # the verdict, after it
     rows = [ln.split() for ln in client.stdout.splitlines()
@@ -87,19 +92,7 @@ def test_ib_write_lat_runs_unmodified_its_buffer_polled_as_the_nic_places_each_w
     from mrcemu.verbs import perftest
 
     iters = 20
-    server = _serving("h3", _exec("h3", "ib_write_lat", "-s", "2", "-n", str(iters),
-                                  transport=transport))
-    try:
-        client = subprocess.run(
-            [sys.executable, "-m", "mrcemu", "exec", "--transport", transport, "h0", "--",
-             "ib_write_lat", "-s", "2", "-n", str(iters), "h3"],
-            capture_output=True, text=True, timeout=120)
-        out, err = server.communicate(timeout=60)
-    finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-    assert client.returncode == 0, client.stderr + client.stdout
-    assert server.returncode == 0, err + out
+    client = _perftest(["ib_write_lat", "-s", "2", "-n", str(iters)], transport)
     lat = perftest.latency(client.stdout)
     assert (lat.size, lat.iterations) == (2, iters)
     # a round trip crosses the fabric twice: at least the base round trip's fixed latency
