@@ -3,6 +3,8 @@ and an unreadable file or bad YAML is a ConfigError naming the file, never a tra
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +38,15 @@ def read(path: str | Path, builtin_dir: Path | None, what: str) -> tuple[Any, st
         raise ConfigError(source, "<yaml>", where, f"is not valid YAML ({why})",
                           "fix the YAML syntax at that line") from None
     return data, source, p.stem
+
+
+def refuse_unknown(source: str, where: str, data: dict, known: Iterable[str]) -> None:
+    """A ConfigError for the first key of `data` not in `known`, at `where` + key: the
+    closest known one if there is one, and every known one."""
+    known = list(known)
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            fix = (f"did you mean '{close[0]}'? " if close else "remove it; ") + (
+                "known fields are " + ", ".join(known))
+            raise ConfigError(source, f"{where}{key}", data[key], "unknown field", fix)

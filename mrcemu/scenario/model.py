@@ -257,12 +257,7 @@ SECTIONS: dict[str, dict[str, str]] = {
 
 
 def _unknown(source: str, where: str, data: dict, known: dict[str, str]) -> None:
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            fix = f"did you mean '{close[0]}'?" if close else (
-                "remove it; known fields are " + ", ".join(known))
-            raise ConfigError(source, f"{where}{key}", data[key], "unknown field", fix)
+    yamlfile.refuse_unknown(source, where, data, known)
 
 
 def _number(source: str, name: str, value: Any, lo: float, hi: float | None, fix: str,

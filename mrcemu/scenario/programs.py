@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
+from mrcemu import yamlfile
 from mrcemu.errors import ConfigError
 from mrcemu.topology import Topology
 
@@ -55,10 +56,7 @@ def parse(source: str, data: Any, topo: Topology,
         if not isinstance(p, dict):
             raise ConfigError(source, where, p, "must be a mapping",
                               "give host and run, e.g. {host: h0, run: ib_write_bw h7}")
-        for k in p:
-            if k not in FIELDS:
-                raise ConfigError(source, f"{where}.{k}", p[k], "unknown field",
-                                  "known fields are " + ", ".join(FIELDS))
+        yamlfile.refuse_unknown(source, f"{where}.", p, FIELDS)
         for k in ("host", "run"):
             if k not in p:
                 raise ConfigError(source, f"{where}.{k}", None, "is required",

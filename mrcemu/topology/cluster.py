@@ -87,10 +87,7 @@ def from_mapping(data: Any, source: str) -> Cluster:
     if not isinstance(data, dict):
         raise ConfigError(source, "<file>", type(data).__name__, "must be a mapping",
                           "start with servers: and placement:")
-    for k in data:
-        if k not in _TOP:
-            raise ConfigError(source, str(k), data[k], "unknown field",
-                              "remove it; known fields are " + ", ".join(_TOP))
+    yamlfile.refuse_unknown(source, "", data, _TOP)
     raw = data.get("servers")
     if not isinstance(raw, list) or len(raw) < 1:
         raise ConfigError(source, "servers", raw, "must be a list of servers",
@@ -102,10 +99,7 @@ def from_mapping(data: Any, source: str) -> Cluster:
         if not isinstance(s, dict):
             raise ConfigError(source, where, s, "must be a mapping",
                               "e.g. {name: srv1, address: 10.0.0.2}")
-        for k in s:
-            if k not in _SERVER:
-                raise ConfigError(source, f"{where}.{k}", s[k], "unknown field",
-                                  "remove it; known fields are " + ", ".join(_SERVER))
+        yamlfile.refuse_unknown(source, f"{where}.", s, _SERVER)
         name = _text(source, f"{where}.name", s.get("name"),
                      "a short lowercase name: a letter, then letters, digits or '-' (15 at "
                      "most)", _NAME)

@@ -7,7 +7,6 @@ invents an address.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -211,12 +210,7 @@ def from_mapping(data: Any, source: str, name: str) -> Topology:
         raise ConfigError(source, "<document>", type(data).__name__,
                           "the file must be a YAML mapping of field: value",
                           "start from topologies/default.yaml")
-    for key in data:
-        if key not in _USER_FIELDS:
-            close = difflib.get_close_matches(str(key), list(_USER_FIELDS), n=1)
-            fix = f"did you mean '{close[0]}'?" if close else (
-                "remove it; known fields are " + ", ".join(_USER_FIELDS))
-            raise ConfigError(source, str(key), data[key], "unknown field", fix)
+    yamlfile.refuse_unknown(source, "", data, _USER_FIELDS)
     for key in _REQUIRED:
         if key not in data:
             raise ConfigError(source, key, None, "is required", f"add '{key}: <number>'")
