@@ -484,7 +484,11 @@ class EvProfile:
         # Then a path short of its active EVs (a restricted set's unused paths) before
         # one more EV on a path that has its share.
         used = Counter(b.path.spine for b in evs if b.active)
-        pool.sort(key=lambda b: (b.path.spine in suspect, used[b.path.spine] >= self.per_path))
+        # Never one more EV on a path that has its share: the plane's share of the
+        # spraying then follows its usable paths (a spine down, 3 of 4), where a second
+        # EV on a healthy path would give that path twice its share of a full plane.
+        pool = [b for b in pool if used[b.path.spine] < self.per_path
+                and b.path.spine not in suspect]
         if pool:
             pool[0].active = True
             self._sync(pool[0])
