@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.events import EvStateChanged, MessageCompleted, MessageReceived
 from mrcemu.transport.evs import EvState
@@ -451,3 +453,43 @@ def test_a_probe_asked_for_brings_a_retired_ev_back_before_its_interval():
     assert net.now < ca.cfg.probe_interval  # answered, not its interval's probe
     assert [c.why for c in drain(ca, EvStateChanged) if c.ev == ev][-1].startswith("probe")
     assert pids[-1] == ca.profile.evs[ev].probe_seq & 0xFFFF and len(set(pids)) == len(pids)
+
+
+def plane_share(net, c, plane: int, since: float) -> float:
+    """`plane`'s fraction of the data packets h0 sent since `since`."""
+    data = [ev for t, src, ev, op in net.sent_log
+            if src == "h0" and t >= since and op in MRC_DATA]
+    return sum(c.profile.evs[ev].path.plane == plane for ev in data) / len(data)
+
+
+@pytest.mark.parametrize("down", [(1,), (1, 2)])
+def test_a_plane_that_loses_paths_gets_a_share_that_follows_them_and_gets_it_back(down):
+    """Plane 3 loses 1 of its 4 spines (a quarter of its capacity), or 2: once their EVs
+    are retired its share of the spraying is its capacity's (0.75 or 0.5 of the others'),
+    not a full plane's through fewer spines, and it is a full plane's again once they
+    are back and probed. (A backup made active on a healthy spine kept the share whole:
+    the plane's remaining spines carried 4/3 of their load.)"""
+    net, ca, cb = pair()
+    net.default.delay = 0.002
+    for s in down:
+        net.path("h0", 3, s).blackhole = True
+    data, mr = write(ca, cb, 8 << 20)
+    victims = [e for e in ca.profile.evs.values()
+               if e.path.plane == 3 and e.path.spine in down and e.active]
+    net.run(2.0, stop=lambda: all(e.state is EvState.ASSUMED_BAD for e in victims))
+    assert all(e.state is EvState.ASSUMED_BAD for e in victims)
+    retired = net.now
+    net.run(60.0, stop=lambda: ca.idle)
+    assert ca.idle and sha(mr.buf) == sha(data)
+    capacity = (4 - len(down)) / 4
+    fair = capacity / (7 + capacity)  # plane 3's share were every port paced to its paths
+    assert abs(plane_share(net, ca, 3, retired) / fair - 1) <= 0.10
+    for s in down:
+        net.path("h0", 3, s).blackhole = False
+    net.run(net.now + 1.0, stop=lambda: all(e.state is EvState.GOOD for e in victims))
+    assert all(e.state is EvState.GOOD and e.active for e in victims)
+    back = net.now
+    data, mr = write(ca, cb, 4 << 20, now=back)
+    net.run(60.0, stop=lambda: ca.idle)
+    assert ca.idle and sha(mr.buf) == sha(data)
+    assert abs(plane_share(net, ca, 3, back) / (1 / 8) - 1) <= 0.10

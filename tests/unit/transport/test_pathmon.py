@@ -202,15 +202,22 @@ def test_a_last_hop_trim_changes_nothing():
     assert e.state is EvState.GOOD and e.active and changes == []
 
 
-def test_a_sack_hole_retires_the_ev_at_once_and_a_backup_of_its_plane_takes_over():
+def test_a_sack_hole_retires_the_ev_at_once():
     mon, changes, e = rig()
     mon.lost(e.ev, 0.95, 1.0)
     assert e.state is EvState.ASSUMED_BAD and not e.active
-    (bad, promoted) = changes
+    (bad,) = changes  # every other path of the plane has its EV: no backup promoted
     assert (bad.ev, bad.new, bad.why, bad.lost_sent, bad.t) == (
         e.ev, "ASSUMED_BAD", "lost: SACK hole", 0.95, 1.0)
-    assert promoted.new == "ACTIVE"
-    assert mon.profile.evs[promoted.ev].path.plane == e.path.plane
+
+
+def test_a_sack_hole_in_a_restricted_set_promotes_a_backup_on_a_path_it_did_not_use():
+    mon, changes, e = rig(ev_set_per_plane=2)
+    mon.lost(e.ev, 0.95, 1.0)
+    (bad, promoted) = changes
+    assert bad.new == "ASSUMED_BAD" and promoted.new == "ACTIVE"
+    took = mon.profile.evs[promoted.ev].path
+    assert took.plane == e.path.plane and took.spine in (2, 3)
 
 
 def test_an_rto_stops_an_ev_only_if_no_later_packet_on_it_arrived_and_retires_none():
@@ -439,7 +446,8 @@ def test_a_data_probe_whose_answer_reports_the_overdue_packet_missing_proves_a_t
     # ...and the probe sent behind every packet on it arrived without packet 17: lost.
     mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
     assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
-    assert (changes[-2].why, changes[-2].lost_sent) == ("lost: probe proved", 0.95)
+    assert (changes[-1].new, changes[-1].why, changes[-1].lost_sent) == (
+        "ASSUMED_BAD", "lost: probe proved", 0.95)
 
 
 def test_a_data_probe_reporting_a_packet_a_nack_said_was_trimmed_proves_nothing():
