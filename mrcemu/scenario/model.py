@@ -18,7 +18,7 @@ from mrcemu.scenario import programs as exec_programs
 from mrcemu.scenario.programs import Program
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
-from mrcemu.transport.config import TransportConfig
+from mrcemu.transport.config import PLANE_SHARES, TransportConfig
 from mrcemu.transport.lb import POLICIES
 from mrcemu.transport.profiles import MAX_QPS
 
@@ -201,6 +201,9 @@ TRANSPORT_SETTINGS: dict[str, str] = {
     "load_balancing": "the policy that picks each packet's EV: `mrc`, `oblivious`, `reps`, "
                       "`reps_ack` or `bitmap`; a list runs MRC once per policy",
     "ev_per_path": "active EVs a path (its EV variants)",
+    "plane_share": "a plane's share of the spraying once it lost a path: `paths` (default), "
+                   "one share a usable path; `full`, a backup on another of its paths keeps "
+                   "the whole share (two through one spine)",
 }
 _WORKLOAD: dict[str, str] = {
     "kind": "one of the workload kinds below; **required**",
@@ -611,6 +614,11 @@ def _transport(source: str, data: Any, topo: Topology,
                                               if where == "transport" else ""),
                                   "one of " + ", ".join(POLICIES) + (", e.g. "
                                   f"{k}: [mrc, reps]" if where == "transport" else ""))
+            continue
+        if k == "plane_share":
+            if v not in PLANE_SHARES:
+                raise ConfigError(source, f"{where}.{k}", v, "must be one of "
+                                  + ", ".join(PLANE_SHARES), f"e.g. {k}: paths")
             continue
         if k == "ev_planes":
             if (not isinstance(v, list) or len(set(map(str, v))) != len(v)

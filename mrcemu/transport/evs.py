@@ -127,6 +127,9 @@ class EvProfile:
     per_plane: int = 0
     # Active EVs a path (TransportConfig.ev_per_path): its variants 0 to per_path - 1.
     per_path: int = 1
+    # TransportConfig.plane_share == "full": a retired EV's backup may go onto a path
+    # that has its share of active EVs (two shares through one spine).
+    full_share: bool = False
     # The owner's last clock reading. A SKIP ends at a rotation, and the compiled sender
     # starts rotations without the time; its owner sets this before it sends, so the
     # "skip over" change carries when it happened (without it the report never saw a
@@ -198,7 +201,7 @@ class EvProfile:
         rng = random.Random(seed)  # one generator: MRC's spraying order is the seed's
         cfg = cfg or TransportConfig()
         return cls(evs, planes, min_active, per_plane=per_plane, per_path=per_path, _rng=rng,
-                   lb=make(cfg.load_balancing, cfg, rng))
+                   lb=make(cfg.load_balancing, cfg, rng), full_share=cfg.plane_share == "full")
 
     def usable(self, e: Ev) -> bool:
         return (e.active and e.path.plane not in self.planes_down
@@ -481,14 +484,19 @@ class EvProfile:
         suspect = {b.path.spine for b in evs
                    if b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in evs if not b.active and b.state is EvState.GOOD]
-        # Then a path short of its active EVs (a restricted set's unused paths) before
-        # one more EV on a path that has its share.
+        # A path short of its active EVs (a restricted set's unused paths), never one
+        # with an EV under suspicion. Never one more EV on a path that has its share
+        # either: the plane's share of the spraying then follows its usable paths (a
+        # spine down, 3 of 4) and each remaining spine carries what it did, where a
+        # second EV there gave it two shares of a full plane (that spine's queue then
+        # marked every flow through it, and the one window serves all eight planes).
         used = Counter(b.path.spine for b in evs if b.active)
-        # Never one more EV on a path that has its share: the plane's share of the
-        # spraying then follows its usable paths (a spine down, 3 of 4), where a second
-        # EV on a healthy path would give that path twice its share of a full plane.
-        pool = [b for b in pool if used[b.path.spine] < self.per_path
-                and b.path.spine not in suspect]
+        if self.full_share:  # the rule before: such a path last, but taken
+            pool.sort(key=lambda b: (b.path.spine in suspect,
+                                     used[b.path.spine] >= self.per_path))
+        else:
+            pool = [b for b in pool if used[b.path.spine] < self.per_path
+                    and b.path.spine not in suspect]
         if pool:
             pool[0].active = True
             self._sync(pool[0])

@@ -315,3 +315,16 @@ def test_an_explicit_profile_uses_its_evs_alone_and_a_denied_one_comes_back_by_p
         prof.use_only({first[0], 0xDEAD}, 3.0)
     with pytest.raises(ValueError, match="at least one"):
         prof.use_only(set(), 3.0)
+
+
+def test_plane_share_full_puts_a_backup_on_a_path_that_has_its_share():
+    """The rule before, kept to compare (`plane_share: full`): the plane keeps 4 active
+    EVs, two of them through one spine."""
+    prof = profile(load("default"), 0, 7, TransportConfig(plane_share="full"))
+    accused = next(e for e in prof.evs.values()
+                   if e.path.plane == 3 and e.path.spine == 2 and e.active)
+    prof.assume_bad(accused.ev, 1.0, "test")
+    during = active_per_path(prof, 3)
+    assert during[2] == 0 and sum(during.values()) == 4 and max(during.values()) == 2
+    with pytest.raises(MrcemuError, match="plane_share must be one of paths, full"):
+        TransportConfig(plane_share="even")
