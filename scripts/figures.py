@@ -57,16 +57,19 @@ def _minutes(seconds: float) -> str:
 
 # ---- the paper run ----------------------------------------------------------------------
 def paper_summary(doc: dict, commit: bool = True) -> str:
-    from mrcemu.paper.run import tally
+    from mrcemu.paper.run import again_line, tally
 
     consistent, judged, unfaithful = tally(doc["experiments"])
+    again = again_line(doc) if commit else ", ".join(
+        r["id"] for r in doc["experiments"] if r.get("again"))
     pace = ("each run slowed as `--slowdown auto` picked" if doc["slowdown"] == "auto"
             else f"every run slowed {doc['slowdown']:g} times")
     return _wrap(f"The committed full run ({_when(doc, commit)}; {pace}, "
             f"{_minutes(doc['wall_clock_s'])}) is consistent with "
             f"the paper in **{consistent} of {judged}** experiments judged. "
             + (f"Experiments with a run that was not faithful (their rows say which): "
-               f"{', '.join(unfaithful)}." if unfaithful else "Every run was faithful."))
+               f"{', '.join(unfaithful)}." if unfaithful else "Every run was faithful.")
+            + (f" Rows run again since: {again}." if again else ""))
 
 
 def paper_verdicts(doc: dict) -> str:

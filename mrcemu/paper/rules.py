@@ -59,6 +59,16 @@ def level(series: dict, a: float, b: float) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def plane_share(series: dict, plane: int, a: float, b: float) -> float | None:
+    """`plane`'s share of the goodput received over the run's seconds [a, b)."""
+    per = series.get("per_plane_mbps") or []
+    if plane >= len(per):
+        return None
+    xs = [(g, t) for t, g in zip(series["t"], per[plane], strict=True) if a <= t < b]
+    return ratio(sum(g for g, _ in xs), sum(
+        tot for t, tot in zip(series["t"], series["total_mbps"], strict=True) if a <= t < b))
+
+
 def bins(series: dict, a: float, b: float, width: float) -> list[float]:
     """Mean total goodput in consecutive bins of `width` seconds from a to b (whole bins
     only)."""

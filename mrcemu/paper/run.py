@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from mrcemu.errors import MrcemuError
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
 from mrcemu.scenario.calibrate import paced
 from mrcemu.scenario.model import Scenario, from_mapping
@@ -311,6 +312,28 @@ def tally(rows: list[dict]) -> tuple[int, int, list[str]]:
                                                if r.get("faithful") is False]
 
 
+def with_rows(doc: dict, newer: dict) -> dict:
+    """`doc` (a full run) with each experiment `newer` ran in place of its row, the row
+    saying when, where and at which commit it was measured again (`again`). Raises
+    MrcemuError for a newer run that is quick, interrupted or at another pace rule."""
+    if newer.get("quick") != doc.get("quick") or newer.get("interrupted"):
+        raise MrcemuError("the newer run must be as full as the one it goes into, and "
+                          "complete: run `mrcemu paper ID` without --quick")
+    if (newer.get("scale") or {}) != (doc.get("scale") or {}):
+        raise MrcemuError("the newer run used another scale (--latency): rows of one run "
+                          "must share one")
+    again = {k: newer[k] for k in ("started", "machine", "commit", "slowdown")}
+    fresh = {r["id"]: {**r, "again": again} for r in newer["experiments"]}
+    return {**doc, "experiments": [fresh.get(r["id"], r) for r in doc["experiments"]]}
+
+
+def again_line(doc: dict) -> str:
+    """Which rows were measured again after the run, and when: '' for none."""
+    rows = [r for r in doc["experiments"] if r.get("again")]
+    return "; ".join(f"{r['id']} measured again {str(r['again']['started'])[:10]} at "
+                     f"`{r['again']['commit']}`" for r in rows)
+
+
 def markdown(doc: dict) -> str:
     bold = {"not consistent": "**not consistent**", "not judged": "**not judged**"}
     lines = ["# The white paper's experiments, emulated", "",
@@ -322,6 +345,8 @@ def markdown(doc: dict) -> str:
              "experiment is, and each rule's threshold: docs/paper.md.", "",
              *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
                if "scale" in doc else []),
+             *([f"Rows run again since: {again_line(doc)}.", ""]
+               if again_line(doc) else []),
              *([f"**Interrupted** during {doc['interrupted']}: the experiments judged "
                 "before it are below, and none after it ran.", ""]
                if doc.get("interrupted") else []),

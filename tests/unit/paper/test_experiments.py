@@ -421,3 +421,35 @@ def test_e11_reports_how_the_losses_were_recovered():
         "trims": 12, "retransmits": 30, "rtos": 2}}}
     m, _, _ = ex.e11_measure(rep, quick=True)
     assert (m["trims"], m["retransmits"], m["rtos"]) == (12, 30, 2)
+
+
+def e6_report(plane3_during: float, others_during: float) -> dict:
+    """E6's quick run: 8 planes at 75 Mb/s each; with p3s1 down (1 s to 1 + d) plane 3
+    carries `plane3_during` and each other plane `others_during`."""
+    d = ex.E6_DOWN
+    rep = report(lambda t: 0.0, 1 + d + 1)
+    g = rep["transports"]["mrc"]["goodput_series"]
+
+    def at(plane: int, t: float) -> float:
+        if not 1.0 <= t < 1 + d:
+            return 75.0
+        return plane3_during if plane == 3 else others_during
+    g["per_plane_mbps"] = [[at(p, t) for t in g["t"]] for p in range(8)]
+    g["total_mbps"] = [sum(col) for col in zip(*g["per_plane_mbps"], strict=True)]
+    return rep
+
+
+def test_e6_judges_the_level_and_gives_it_against_its_bound_and_the_planes_share():
+    # plane 3 at 3/4 of its share, the others unchanged: the bound itself
+    m, ok, why = ex.e6_measure(e6_report(0.75 * 75, 75.0), quick=True)
+    assert ok and m["share_during"] == pytest.approx(7.75 / 8)
+    assert m["bound"] == pytest.approx(7.75 / 8)
+    assert m["plane_share_before"] == pytest.approx(1 / 8)
+    assert m["plane_share_during"] == pytest.approx(m["plane_capacity_share"])
+    assert m["plane_capacity_share"] == pytest.approx(0.75 / 7.75)
+    assert "1.000 of what the fabric can carry (0.969)" in why
+    assert "plane 3 carried 0.125 of the data before, 0.097 with its spine down" in why
+    # every plane cut for plane 3's queue (the rule before): below the paper's floor
+    m, ok, why = ex.e6_measure(e6_report(0.58 * 75, 0.98 * 75), quick=True)
+    assert not ok and why.startswith("the steady state with the spine down fell to 0.930")
+    assert ex.rejudge({"id": "E6", "measured": m})[0] is False

@@ -133,3 +133,25 @@ def test_in_a_sweep_only_the_run_not_faithful_goes_again(paced_runs, tmp_path):
     assert row["reruns"] == {"b": [{"slowdown": 2.0, "why": "timers ran late"},
                                    {"slowdown": 3.0}]}
     assert "b run at 3 after 2 was not faithful" in row["reason"]
+
+
+def test_a_newer_runs_rows_replace_the_full_runs_and_say_when():
+    from mrcemu.errors import MrcemuError
+    from mrcemu.paper.run import again_line, with_rows
+
+    doc = {"quick": False, "slowdown": "auto", "scale": {"x": 1}, "experiments": [
+        {"id": "E5", "consistent": True, "reason": "old E5"},
+        {"id": "E6", "consistent": False, "reason": "old E6"}]}
+    newer = {"quick": False, "slowdown": "auto", "scale": {"x": 1}, "started":
+             "2026-11-30T10:00:00", "machine": "m", "commit": "abc1234",
+             "experiments": [{"id": "E6", "consistent": True, "reason": "new E6"}]}
+    out = with_rows(doc, newer)
+    assert [r["reason"] for r in out["experiments"]] == ["old E5", "new E6"]
+    assert out["experiments"][1]["again"]["commit"] == "abc1234"
+    assert "again" not in out["experiments"][0] and doc["experiments"][1]["reason"] == "old E6"
+    assert again_line(out) == "E6 measured again 2026-11-30 at `abc1234`"
+    assert again_line(doc) == ""
+    for bad in ({**newer, "quick": True}, {**newer, "interrupted": "E6"},
+                {**newer, "scale": {"x": 2}}):
+        with pytest.raises(MrcemuError):
+            with_rows(doc, bad)
