@@ -19,6 +19,7 @@ SECTIONS = [
     "degraded_stream",
     "nscc_reference",
     "lb_policies",
+    "plane_share",
     "scale_model",
     "latency_on_off",
     "programs",
