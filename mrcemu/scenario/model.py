@@ -201,9 +201,10 @@ TRANSPORT_SETTINGS: dict[str, str] = {
     "load_balancing": "the policy that picks each packet's EV: `mrc`, `oblivious`, `reps`, "
                       "`reps_ack` or `bitmap`; a list runs MRC once per policy",
     "ev_per_path": "active EVs a path (its EV variants)",
-    "plane_share": "a plane's share of the spraying once it lost a path: `paths` (default), "
-                   "one share a usable path; `full`, a backup on another of its paths keeps "
-                   "the whole share (two through one spine)",
+    "plane_share": "a plane's share of the spraying once it lost a path: `capacity` "
+                   "(default), a backup on another of its paths keeps the whole share "
+                   "until that path queues; `paths`, one share a usable path; `full`, "
+                   "the whole share always (two through one spine)",
 }
 _WORKLOAD: dict[str, str] = {
     "kind": "one of the workload kinds below; **required**",
@@ -618,7 +619,7 @@ def _transport(source: str, data: Any, topo: Topology,
         if k == "plane_share":
             if v not in PLANE_SHARES:
                 raise ConfigError(source, f"{where}.{k}", v, "must be one of "
-                                  + ", ".join(PLANE_SHARES), f"e.g. {k}: paths")
+                                  + ", ".join(PLANE_SHARES), f"e.g. {k}: capacity")
             continue
         if k == "ev_planes":
             if (not isinstance(v, list) or len(set(map(str, v))) != len(v)

@@ -35,7 +35,7 @@ class _Fabric(Protocol):
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
 # takes 1.7 ms on the wire and a trim-bounded queue ~25 ms to drain.
 REFERENCE_MBPS = 20.0
-PLANE_SHARES = ("paths", "full")  # TransportConfig.plane_share
+PLANE_SHARES = ("capacity", "paths", "full")  # TransportConfig.plane_share
 # The clocks that are multiples of a packet's wire time (or of a queue's drain time), and
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
@@ -148,11 +148,12 @@ class TransportConfig:
     # The planes a connection sprays over (empty: all). With `ev_set_per_plane` 1 it pins
     # a connection to one EV (the plane's lowest spine): paper experiment E8.
     ev_planes: tuple[int, ...] = ()
-    # A plane's share of the spraying when it lost a path (its EV retired): `paths`, one
-    # share a usable path (3 of 4 spines, 3/4 of a plane's), so each remaining spine
-    # carries what it did; `full`, a backup EV on another path of the plane takes the
-    # retired one's share, and that spine carries two (the rule before; kept to compare).
-    plane_share: str = "paths"
+    # A plane's share of the spraying when it lost a path (its EV retired) and each of its
+    # other paths has its EV: `capacity`, a backup EV on another of its paths takes the
+    # retired one's share while that path's queue stays quiet, and hands it back at the
+    # path's first mark (evs.py: EvProfile.congested); `paths`, never (one share a usable
+    # path); `full`, always (the rule before; kept to compare).
+    plane_share: str = "capacity"
     # Which EV each packet takes (transport/lb; docs/load-balancing.md): MRC's own
     # profile, or a baseline a researcher compares it with.
     load_balancing: str = "mrc"

@@ -39,6 +39,14 @@ MAX_SKIP = 16  # rotations: the longest a SKIP lasts, however often the EV is ma
 # a path another flow fills (paper experiment E8's EV-A) kept 1/17 of the flow's rotations, 0.06
 # of its packets, and the flow pinned to it 0.89 of its port.
 MAX_THIN = 64
+# plane_share `capacity`: after a mark on a doubled path, the plane sprays its own paths
+# for this many of the path's round trips before it doubles one again, twice as long at
+# each mark after (up to 2**MAX_HOLDS times). Long against a failure's few round trips:
+# a try costs a round trip of queueing on the doubled path, and the marks it brings cut
+# the one window every plane shares.
+HOLD_RTTS = 32
+MAX_HOLDS = 4
+HOLD_NO_RTT = 0.1  # seconds, for a path with no round trip sampled yet
 
 
 class EvState(enum.Enum):
@@ -127,9 +135,16 @@ class EvProfile:
     per_plane: int = 0
     # Active EVs a path (TransportConfig.ev_per_path): its variants 0 to per_path - 1.
     per_path: int = 1
-    # TransportConfig.plane_share == "full": a retired EV's backup may go onto a path
-    # that has its share of active EVs (two shares through one spine).
-    full_share: bool = False
+    # TransportConfig.plane_share: whether a retired EV's backup may go onto a path that
+    # has its share of active EVs (two shares through one spine): `capacity`, while that
+    # path is quiet; `paths`, never; `full`, always.
+    share: str = "capacity"
+    # plane_share `capacity`: the backups made active on a path that has its share, by
+    # (plane, spine); when a plane may double a path again after a mark made one hand its
+    # share back, and how many times one has; the planes waiting for that.
+    _extra: dict[tuple[int, int | None], Ev] = field(default_factory=dict, repr=False)
+    _hold: dict[int, tuple[float, int]] = field(default_factory=dict, repr=False)
+    _short: set[int] = field(default_factory=set, repr=False)
     # The owner's last clock reading. A SKIP ends at a rotation, and the compiled sender
     # starts rotations without the time; its owner sets this before it sends, so the
     # "skip over" change carries when it happened (without it the report never saw a
@@ -172,6 +187,8 @@ class EvProfile:
         self._in_plane: dict[int, list[Ev]] = {}
         for e in self.evs.values():
             self._in_plane.setdefault(e.path.plane, []).append(e)
+        # Each plane's active EVs as built: what a plane short of one is short of.
+        self._want = {p: sum(e.active for e in evs) for p, evs in self._in_plane.items()}
         self._sync_all()
 
     @property
@@ -201,7 +218,7 @@ class EvProfile:
         rng = random.Random(seed)  # one generator: MRC's spraying order is the seed's
         cfg = cfg or TransportConfig()
         return cls(evs, planes, min_active, per_plane=per_plane, per_path=per_path, _rng=rng,
-                   lb=make(cfg.load_balancing, cfg, rng), full_share=cfg.plane_share == "full")
+                   lb=make(cfg.load_balancing, cfg, rng), share=cfg.plane_share)
 
     def usable(self, e: Ev) -> bool:
         return (e.active and e.path.plane not in self.planes_down
@@ -484,23 +501,71 @@ class EvProfile:
         suspect = {b.path.spine for b in evs
                    if b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in evs if not b.active and b.state is EvState.GOOD]
-        # A path short of its active EVs (a restricted set's unused paths), never one
-        # with an EV under suspicion. Never one more EV on a path that has its share
-        # either: the plane's share of the spraying then follows its usable paths (a
-        # spine down, 3 of 4) and each remaining spine carries what it did, where a
-        # second EV there gave it two shares of a full plane (that spine's queue then
-        # marked every flow through it, and the one window serves all eight planes).
         used = Counter(b.path.spine for b in evs if b.active)
-        if self.full_share:  # the rule before: such a path last, but taken
+        if self.share == "full":  # the rule before: a full or suspect path last, but taken
             pool.sort(key=lambda b: (b.path.spine in suspect,
                                      used[b.path.spine] >= self.per_path))
-        else:
-            pool = [b for b in pool if used[b.path.spine] < self.per_path
-                    and b.path.spine not in suspect]
-        if pool:
-            pool[0].active = True
-            self._sync(pool[0])
-            self.emit(EvStateChanged(now, pool[0].ev, "BACKUP", "ACTIVE", "replaces a bad EV"))
+            if pool:
+                self._activate(pool[0], now, "replaces a bad EV")
+            return
+        pool = [b for b in pool if b.path.spine not in suspect]
+        # A path short of its active EVs first (a restricted set's unused paths).
+        free = [b for b in pool if used[b.path.spine] < self.per_path]
+        if free:
+            self._activate(free[0], now, "replaces a bad EV")
+            return
+        # Then one more EV on a path that has its share: the plane's share of the
+        # spraying stays whole, which its port can carry where its spines have room
+        # (one flow's). Where they have none (every host's flows cross them), the
+        # doubled path queues, and its first mark hands the share back (congested):
+        # the plane then sprays its own paths, and its share follows what they carry.
+        pool = [b for b in pool if used[b.path.spine] == self.per_path]  # not doubled yet
+        if self.share == "paths" or not pool:
+            return
+        if now < self._hold.get(plane, (0.0, 0))[0]:
+            self._short.add(plane)
+            return
+        # the path marked longest ago
+        pool.sort(key=lambda b: max(x.last_mark for x in self._path_evs(b, evs)))
+        self._extra[(plane, pool[0].path.spine)] = pool[0]
+        self._activate(pool[0], now, "replaces a bad EV on a path that has its own")
+
+    def _activate(self, b: Ev, now: float, why: str) -> None:
+        b.active = True
+        self._sync(b)
+        self.emit(EvStateChanged(now, b.ev, "BACKUP", "ACTIVE", why))
+
+    def congested(self, e: Ev, now: float) -> None:
+        """Feedback said e's path queues (a mark, a mid-path trim). If a backup was made
+        active on that path beside the path's own EV (plane_share `capacity`), it hands
+        its share back: the path cannot carry two. The plane may try again after a hold
+        that doubles each time (HOLD_RTTS round trips, then twice as many...)."""
+        e.last_mark = now  # whichever policy hears it: a doubled path is the quietest
+        x = self._extra.pop((e.path.plane, e.path.spine), None)
+        if x is None:
+            return
+        if x.active:
+            x.active = False
+            self._sync(x)
+            self.emit(EvStateChanged(now, x.ev, "ACTIVE", "BACKUP",
+                                     "its path queues: the plane sprays its own paths"))
+        rtt = e.fb.rtt_raw
+        rtt = rtt if rtt == rtt and rtt > 0 else HOLD_NO_RTT
+        n = self._hold.get(e.path.plane, (0.0, 0))[1]
+        self._hold[e.path.plane] = (now + HOLD_RTTS * rtt * 2 ** min(n, MAX_HOLDS), n + 1)
+        self._short.add(e.path.plane)
+
+    def next_retry(self) -> float | None:
+        """When a plane short of an EV may next double a path (congested's hold)."""
+        return min((self._hold[p][0] for p in self._short), default=None)
+
+    def retry(self, now: float) -> None:
+        """Each plane whose hold is over, still short of an active EV, tries again."""
+        for plane in [p for p in self._short if now >= self._hold[p][0]]:
+            self._short.discard(plane)
+            evs = self._in_plane[plane]
+            for _ in range(self._want[plane] - sum(x.active for x in evs)):
+                self._promote_backup(plane, now)
 
     def restore(self, ev: int, now: float, marked: bool) -> None:
         """An ASSUMED_BAD EV is trusted again (its probes were answered): GOOD, or SKIP
@@ -535,6 +600,9 @@ class EvProfile:
             if doubled:
                 doubled[0].active = False
                 self._sync(doubled[0])
+                key = (e.path.plane, doubled[0].path.spine)
+                if self._extra.get(key) is doubled[0]:
+                    del self._extra[key]
                 self.emit(EvStateChanged(now, doubled[0].ev, "ACTIVE", "BACKUP",
                                          "its path's own EV is back"))
 

@@ -580,6 +580,7 @@ class MrcConnection(ConnectionBase):
             self.backoff = min(self.backoff * 2, 64)
         self._completed(now)
         self.health.check(now, self._probe_rtt)
+        self.profile.retry(now)
         for e in self.health.probes_due(now):
             e.last_probe = now
             self._send_probe(e, now)
@@ -605,7 +606,7 @@ class MrcConnection(ConnectionBase):
     def _policy_timers(self) -> list[float]:
         """The path monitor's deadlines and probes, and our port update's resend."""
         times = [self.health.next_deadline(self._probe_rtt), self.health.next_probe_at(),
-                 self._port_update_due()]
+                 self._port_update_due(), self.profile.next_retry()]
         return [t for t in times if t is not None]
 
     def loop_state(self) -> tuple[bool, float | None, float | None]:

@@ -1,7 +1,7 @@
 """`make bench`, section "One plane's trouble stays in its plane (G1-G4)": a plane that
-lost spines sprays over the ones it has left (`plane_share: paths`, the default), against
-the rule before (`full`: a backup EV on another of its spines keeps the plane's whole
-share), side by side in one run."""
+lost a spine keeps its whole share on another of its spines until that spine queues
+(`plane_share: capacity`, the default), beside `paths` (never: one share a usable spine)
+and the rule before, `full` (always), in one run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from benchmarks.common import ROOT, BenchError, fid, mrcemu, run_report
 
 TITLE = "One plane's trouble stays in its plane (G1-G4)"
-RULES = ("full", "paths")
+RULES = ("full", "paths", "capacity")  # G1, G2
+G4_RULES = ("full", "capacity")  # the rule before and the default
 PAPER_RUNS = 3  # G1: `mrcemu paper E6 --quick`, three in a row
 STREAM_S = 3.0  # G2's stream
 STREAM_SLOWDOWN = 4  # G2's and the E6 `full` run's pace when paper's pick is not known
@@ -61,12 +62,13 @@ def g1_g3(tmp: Path) -> tuple[str, list[dict]]:
 
     rows = [_paper_e6(tmp, i) for i in range(PAPER_RUNS)]
     k = rows[0]["slowdown"]
-    rep = _run(tmp, "e6-full", _with(ex.e6_scenario(True), "full"), k)
-    m, ok, _why = ex.e6_measure(rep, True)
-    full = {"measured": m, "consistent": ok, "slowdown": k,
-            "faithful": (rep["transports"]["mrc"].get("fidelity") or {}).get("ok", False)}
-    lines = [_e6_row(f"`paths`, paper run {i + 1}", r) for i, r in enumerate(rows)]
-    lines.append(_e6_row("`full` (the rule before)", full))
+    lines = [_e6_row(f"`capacity`, paper run {i + 1}", r) for i, r in enumerate(rows)]
+    for rule in ("paths", "full"):
+        rep = _run(tmp, f"e6-{rule}", _with(ex.e6_scenario(True), rule), k)
+        m, ok, _why = ex.e6_measure(rep, True)
+        lines.append(_e6_row(f"`{rule}`", {
+            "measured": m, "consistent": ok, "slowdown": k,
+            "faithful": (rep["transports"]["mrc"].get("fidelity") or {}).get("ok", False)}))
     return ("| E6 quick | slowdown | G1: level with p3s1 down / before | bound | of the bound "
             "| plane 3's share of the data before | during | G3: during / its capacity's "
             "share | verdict | fidelity |\n|---|---|---|---|---|---|---|---|---|---|\n"
@@ -154,23 +156,23 @@ def g4(tmp: Path) -> str:
     lines = []
     for name, spec, figure, what, higher in _regressions():
         k = REG_SLOWDOWN[name]
-        got: dict[str, list[float]] = {r: [] for r in RULES}
-        faithful: dict[str, list[str]] = {r: [] for r in RULES}
+        got: dict[str, list[float]] = {r: [] for r in G4_RULES}
+        faithful: dict[str, list[str]] = {r: [] for r in G4_RULES}
         for i in range(REG_RUNS):
-            for rule in RULES:
+            for rule in G4_RULES:
                 rep = _run(tmp, f"{name}-{rule}-{i}", _with(spec, rule), k)
                 got[rule].append(figure(rep))
                 faithful[rule].append(fid(rep["transports"]["mrc"].get("fidelity")))
-        before, now = statistics.mean(got["full"]), statistics.mean(got["paths"])
+        before, now = statistics.mean(got["full"]), statistics.mean(got["capacity"])
         spread = max(max(v) - min(v) for v in got.values())
         worse = (before - now) if higher else (now - before)
         ok = worse <= spread
         lines.append(f"| {what} | {k:g} | {' / '.join(f'{v:.3f}' for v in got['full'])} | "
-                     f"{' / '.join(f'{v:.3f}' for v in got['paths'])} | {spread:.3f} | "
+                     f"{' / '.join(f'{v:.3f}' for v in got['capacity'])} | {spread:.3f} | "
                      f"{'**yes**' if ok else '**no**'} | "
-                     f"{', '.join(sorted(set(faithful['full'] + faithful['paths'])))} |")
-    return ("| workload: figure | slowdown | `full` (the rule before), runs | `paths` | "
-            "run-to-run spread (the larger rule's) | G4: `paths` no worse than `full` by "
+                     f"{', '.join(sorted(set(faithful['full'] + faithful['capacity'])))} |")
+    return ("| workload: figure | slowdown | `full` (the rule before), runs | `capacity` | "
+            "run-to-run spread (the larger rule's) | G4: `capacity` no worse than `full` by "
             "more than the spread | fidelity |\n|---|---|---|---|---|---|---|\n"
             + "\n".join(lines) + "\n")
 
@@ -184,15 +186,17 @@ def plane_share() -> str:
         two = g2(tmp)
         reg = g4(tmp)
     return (
-        "Command: `make bench` (section plane). `plane_share` (docs/transport.md) is how a "
-        "plane that lost spines shares the spraying: `paths`, the default, one share a "
-        "usable spine (a plane with 3 of its 4 spines sprays 3/4 of a plane's share), "
-        "and `full`, the rule before, where a backup EV on another of the plane's spines "
-        "takes a retired EV's share (that spine then carries two). `bitmap` and the "
-        "REPS policies spray over the same active EVs and so have the rule too; "
-        "`oblivious` ignores feedback but still leaves a retired EV.\n\n"
+        "Command: `make bench` (section plane). `plane_share` (docs/transport.md) is what "
+        "a plane that lost a spine does with the retired EV's share when each of its other "
+        "spines has its EV: `capacity`, the default, puts a backup EV on another of its "
+        "spines (two shares through it) until that spine's first ECN mark or trim, then "
+        "sprays its own spines and tries again after a hold; `paths` never doubles a spine "
+        "(a plane with 3 of its 4 spines sprays 3/4 of a plane's share); `full`, the rule "
+        "before, always does. Which EVs are active is the profile's, not the policy's: "
+        "`bitmap` and the REPS policies have the rule as `mrc` does; `oblivious` ignores "
+        "feedback, but sprays only the EVs the profile makes active too.\n\n"
         f"**G1, G3: E6.** `mrcemu paper E6 --quick` {PAPER_RUNS} times in a row (each "
-        "at the slowdown `auto` picked), then the same scenario with `plane_share: full` at "
+        "at the slowdown `auto` picked), then the same scenario with `paths` and `full` at "
         "the first run's slowdown. The bound is what the fabric can carry with p3s1 down, "
         f"(7 + 3/4) / 8. G1 targets at least {G1_TARGET} in each run; G3, plane 3's share "
         f"of the data during the fault within {G3_TOLERANCE:.0%} of its capacity's share "
@@ -201,8 +205,8 @@ def plane_share() -> str:
         f"{STREAM_S:g} s at `--slowdown {STREAM_SLOWDOWN}`: clean, then with p3s1 and p3s2 "
         f"down from t=0 under each rule. G2 targets at least {G2_TARGET} of the bound "
         "(7.5 / 8 of the clean level).\n\n" + two + "\n"
-        f"**G4: no regression.** Each workload {REG_RUNS} times under each rule, "
-        "interleaved (`full`, `paths`, `full`, `paths`), at a fixed slowdown; the spread is "
+        f"**G4: no regression.** Each workload {REG_RUNS} times under `full` and `capacity`, "
+        "interleaved (`full`, `capacity`, `full`, `capacity`), at a fixed slowdown; the spread is "
         "the larger of the two rules' own (the largest run minus the smallest).\n\n" + reg)
 
 

@@ -119,7 +119,7 @@ def test_workload_phases():
     ({"transport": {"ev_planes": 1}}, "transport.ev_planes", "e.g. ev_planes: [2]"),
     ({"transport": {"ev_planes": [1, 1]}}, "transport.ev_planes", "distinct"),
     ({"transport": {"plane_share": "even"}}, "transport.plane_share",
-     "must be one of paths, full"),
+     "must be one of capacity, paths, full"),
     ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1, "pairs": ["h0-h3"],
                    "pair_transport": {"h1-h2": {"ev_set_per_plane": 1}}}},
      "workload.pair_transport.h1-h2", "one of workload.pairs"),

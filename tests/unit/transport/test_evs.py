@@ -21,26 +21,64 @@ def active_per_path(prof, plane: int) -> Counter:
                    if e.path.plane == plane and e.active)
 
 
-def test_a_retired_ev_is_not_replaced_by_a_second_ev_on_a_path_of_its_plane():
-    """Every path of the plane has its EV: a backup made active would put two EVs on one
-    path, twice a full plane's share through one spine. The plane sprays its 3 other
-    paths, and the EV, probed back, takes its path back."""
-    cfg = TransportConfig()
-    prof = profile(load("default"), 0, 7, cfg)
+def test_a_retired_evs_backup_takes_a_quiet_path_and_hands_it_back_at_its_first_mark():
+    """plane_share `capacity`: every path of plane 3 has its EV, so the backup that takes
+    the retired EV's share goes on another path beside that path's own EV. A mark there
+    says the path cannot carry two: the backup steps back, the plane sprays its 3 paths,
+    and tries again after a hold of 32 of the path's round trips, twice as long the next
+    time. The EV, probed back, takes its own path back."""
+    prof = profile(load("default"), 0, 7, TransportConfig())
     changes: list[EvStateChanged] = []
     prof.emit = changes.append
-    spines = set(active_per_path(prof, 3))
+    plane = [e for e in prof.evs.values() if e.path.plane == 3]
+    for e in plane:
+        e.fb.rtt_sample(0.010, 0.001)
+    accused = next(e for e in plane if e.path.spine == 2 and e.active)
+    prof.assume_bad(accused.ev, 1.0, "test")
+    extra = prof.evs[changes[-1].ev]
+    assert changes[-1].new == "ACTIVE" and extra.path.spine != 2
+    during = active_per_path(prof, 3)
+    assert during[2] == 0 and sorted(during.values()) == [1, 1, 2]
+    own = next(e for e in plane if e.active and e is not extra
+               and e.path.spine == extra.path.spine)
+    prof.congested(own, 1.2)
+    assert not extra.active and active_per_path(prof, 3) == Counter({0: 1, 1: 1, 3: 1})
+    assert (changes[-1].ev, changes[-1].new) == (extra.ev, "BACKUP")
+    rtt = own.fb.rtt_raw
+    assert prof.next_retry() == pytest.approx(1.2 + 32 * rtt)
+    prof.retry(1.2 + 31 * rtt)
+    assert sum(active_per_path(prof, 3).values()) == 3
+    prof.retry(1.2 + 32 * rtt)
+    again = prof.evs[changes[-1].ev]
+    assert changes[-1].new == "ACTIVE" and sum(active_per_path(prof, 3).values()) == 4
+    assert again.path.spine not in (2, extra.path.spine)  # the path marked longest ago
+    mate = next(e for e in plane if e.active and e is not again
+                and e.path.spine == again.path.spine)
+    prof.congested(mate, 2.0)
+    assert prof.next_retry() == pytest.approx(2.0 + 64 * mate.fb.rtt_raw)
+    accused.last_probe = 2.05
+    prof.restore(accused.ev, 2.1, marked=False)
+    assert accused.active and active_per_path(prof, 3) == Counter({0: 1, 1: 1, 2: 1, 3: 1})
+    prof.retry(10.0)  # the plane is whole: nothing to try
+    assert active_per_path(prof, 3) == Counter({0: 1, 1: 1, 2: 1, 3: 1})
+
+
+def test_with_plane_share_paths_a_retired_ev_is_replaced_by_no_second_ev_on_a_path():
+    """The plane sprays its 3 other paths, one EV each, and the probed-back EV takes its
+    path back."""
+    prof = profile(load("default"), 0, 7, TransportConfig(plane_share="paths"))
+    changes: list[EvStateChanged] = []
+    prof.emit = changes.append
     accused = next(e for e in prof.evs.values()
                    if e.path.plane == 3 and e.path.spine == 2 and e.active)
     prof.assume_bad(accused.ev, 1.0, "test")
-    assert active_per_path(prof, 3) == Counter({s: 1 for s in spines - {2}})
-    assert not [c for c in changes if c.new == "ACTIVE"]
+    assert active_per_path(prof, 3) == Counter({0: 1, 1: 1, 3: 1})
+    assert not [c for c in changes if c.new == "ACTIVE"] and prof.next_retry() is None
     sprayed = Counter(e.path.plane for e in (prof.next_ev() for _ in range(31 * 8)))
     assert sprayed[3] == 3 * 8 and all(sprayed[p] == 4 * 8 for p in range(8) if p != 3)
     accused.last_probe = 1.05
     prof.restore(accused.ev, 1.1, marked=False)
     assert accused.active and accused.state.value == "GOOD"
-    assert active_per_path(prof, 3) == Counter({s: 1 for s in spines})
     sprayed = Counter(e.path.plane for e in (prof.next_ev() for _ in range(32 * 8)))
     assert set(sprayed.values()) == {4 * 8}
 
@@ -228,9 +266,7 @@ def test_several_evs_a_path_are_its_first_variants_and_a_restore_keeps_the_count
     plane = [e for e in prof.evs.values() if e.path.plane == 4]
     victim = next(e for e in plane if e.active and e.path.spine == 2)
     prof.assume_bad(victim.ev, 1.0, "test")
-    # Its path keeps its 2 other EVs; no backup anywhere (every other path has 3)
-    per = Counter(e.path.spine for e in plane if e.active)
-    assert per == {0: 3, 1: 3, 2: 2, 3: 3}
+    assert sum(e.active for e in plane) == 12  # a backup took its place
     prof.restore(victim.ev, 2.0, marked=False)
     per = Counter(e.path.spine for e in plane if e.active)
     assert victim.active and per == {0: 3, 1: 3, 2: 3, 3: 3}
@@ -326,5 +362,5 @@ def test_plane_share_full_puts_a_backup_on_a_path_that_has_its_share():
     prof.assume_bad(accused.ev, 1.0, "test")
     during = active_per_path(prof, 3)
     assert during[2] == 0 and sum(during.values()) == 4 and max(during.values()) == 2
-    with pytest.raises(MrcemuError, match="plane_share must be one of paths, full"):
+    with pytest.raises(MrcemuError, match="plane_share must be one of capacity, paths, full"):
         TransportConfig(plane_share="even")

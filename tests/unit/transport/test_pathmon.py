@@ -202,13 +202,25 @@ def test_a_last_hop_trim_changes_nothing():
     assert e.state is EvState.GOOD and e.active and changes == []
 
 
-def test_a_sack_hole_retires_the_ev_at_once():
+def test_a_sack_hole_retires_the_ev_at_once_and_a_backup_of_its_plane_takes_over():
     mon, changes, e = rig()
     mon.lost(e.ev, 0.95, 1.0)
     assert e.state is EvState.ASSUMED_BAD and not e.active
-    (bad,) = changes  # every other path of the plane has its EV: no backup promoted
+    (bad, promoted) = changes
     assert (bad.ev, bad.new, bad.why, bad.lost_sent, bad.t) == (
         e.ev, "ASSUMED_BAD", "lost: SACK hole", 0.95, 1.0)
+    assert promoted.new == "ACTIVE"
+    assert mon.profile.evs[promoted.ev].path.plane == e.path.plane
+
+
+def test_a_mark_on_the_path_a_backup_doubled_sends_the_backup_back():
+    mon, changes, e = rig()
+    mon.lost(e.ev, 0.95, 1.0)
+    extra = mon.profile.evs[changes[-1].ev]
+    own = next(x for x in mon.profile.evs.values() if x.active and x is not extra
+               and (x.path.plane, x.path.spine) == (extra.path.plane, extra.path.spine))
+    mon.ce_echoed(own.ev, 1.1)
+    assert not extra.active and (extra.ev, "BACKUP") in [(c.ev, c.new) for c in changes]
 
 
 def test_a_sack_hole_in_a_restricted_set_promotes_a_backup_on_a_path_it_did_not_use():
@@ -446,8 +458,8 @@ def test_a_data_probe_whose_answer_reports_the_overdue_packet_missing_proves_a_t
     # ...and the probe sent behind every packet on it arrived without packet 17: lost.
     mon.probe_answered(e.ev, 1.02, False, 5, lambda psn: psn == 17)
     assert e.state is EvState.ASSUMED_BAD and mon.probe_proofs == 1
-    assert (changes[-1].new, changes[-1].why, changes[-1].lost_sent) == (
-        "ASSUMED_BAD", "lost: probe proved", 0.95)
+    (bad,) = [c for c in changes if c.new == "ASSUMED_BAD"]
+    assert (bad.why, bad.lost_sent) == ("lost: probe proved", 0.95)
 
 
 def test_a_data_probe_reporting_a_packet_a_nack_said_was_trimmed_proves_nothing():
