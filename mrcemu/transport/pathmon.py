@@ -118,8 +118,10 @@ class PathMonitor:
         """Congestion feedback is the load balancer's to act on (MRC's: a SKIP)."""
         e = self.profile.evs.get(ev)
         if e is not None:
-            self.profile.congested(e, now)  # not a policy's: what is active is the profile's
-            self.profile.policy.hear(e, what, now)
+            policy = self.profile.policy
+            if policy.steers:  # which EVs are active is the profile's, not the policy's
+                self.profile.congested(e, now)
+            policy.hear(e, what, now)
 
     def lost(self, ev: int, sent: float, now: float) -> None:
         """A packet sent on `ev` at `sent` was proven lost, not trimmed: the path failed

@@ -73,6 +73,9 @@ class LoadBalancer:
     name: ClassVar[str] = ""
     # Whether `hear` wants ACK feedback: counting it costs a scan of the EVs a rotation.
     wants_acks: ClassVar[bool] = False
+    # Whether congestion on a path moves load for this policy at all: False (oblivious),
+    # and the profile does not act on it either (a backup beside a path's own EV stays).
+    steers: ClassVar[bool] = True
 
     def __init__(self, cfg: Settings, rng: random.Random) -> None:
         self.cfg = cfg

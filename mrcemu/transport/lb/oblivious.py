@@ -9,6 +9,7 @@ from mrcemu.transport.lb.base import Ev, LoadBalancer
 
 class Oblivious(LoadBalancer):
     name = "oblivious"
+    steers = False  # deaf to congestion, by definition
 
     def choose(self, plane: int, usable: list[Ev], now: float) -> list[int]:
         return [self.rng.choice(usable).ev for _ in usable]

@@ -491,3 +491,14 @@ def test_a_stop_whose_ev_was_retired_otherwise_leaves_no_deadline_behind():
     assert e.state is EvState.ASSUMED_BAD
     mon.check(2.0, 0.02)
     assert not mon.pending and mon.next_deadline(0.02) is None
+
+
+def test_with_an_oblivious_policy_a_mark_leaves_the_doubled_path_as_it_is():
+    """`oblivious` is deaf to congestion by definition: the profile keeps the backup."""
+    mon, changes, e = rig(load_balancing="oblivious")
+    mon.lost(e.ev, 0.95, 1.0)
+    extra = mon.profile.evs[changes[-1].ev]
+    own = next(x for x in mon.profile.evs.values() if x.active and x is not extra
+               and (x.path.plane, x.path.spine) == (extra.path.plane, extra.path.spine))
+    mon.ce_echoed(own.ev, 1.1)
+    assert extra.active and mon.profile.next_retry() is None
