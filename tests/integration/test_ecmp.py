@@ -38,6 +38,20 @@ def spine_packets() -> dict[str, int]:
     return {s: sum(p["packets"] for p in d[s].values()) for s in SPINES}
 
 
+def settle_spines() -> None:
+    """Wait until the spines' counters stop moving with no traffic: a fabric just up can
+    still carry packets of its own bring-up (the kernels' multicast listener reports go
+    at random delays of up to a second, twice), which on a loaded machine the first
+    transfer would count as its own."""
+    seen = [spine_packets()]
+
+    def still() -> bool:
+        time.sleep(1.0)  # the reports' interval: quiet over one is quiet
+        seen.append(spine_packets())
+        return seen[-1] == seen[-2]
+    wait_for(still, limit=30)
+
+
 def test_multipath_routes_read_back_equal_the_model(ecmp):
     st = state.load_state()
     model = tables(Layout(load("ecmp")))
@@ -58,6 +72,7 @@ def test_roce_flows_are_spread_by_the_kernels_hash_each_on_one_spine(ecmp):
     the 8 flows over more than one spine."""
     topo = state.load_state().topo()
     where: dict[tuple[int, int], str] = {}
+    settle_spines()
     for a, b in FLOWS + FLOWS[:2]:  # the first two again: the same spine
         before = spine_packets()
         (res,), _ = transfer.run_many(topo, [(a, b, 256 << 10, "roce", 1)], 120)
