@@ -50,3 +50,12 @@ def refuse_unknown(source: str, where: str, data: dict, known: Iterable[str]) ->
             fix = (f"did you mean '{close[0]}'? " if close else "remove it; ") + (
                 "known fields are " + ", ".join(known))
             raise ConfigError(source, f"{where}{key}", data[key], "unknown field", fix)
+
+
+def fields(source: str, where: str, data: Any, known: Iterable[str], fix: str) -> dict:
+    """`data` as a mapping of known fields at `where` (e.g. `faults[2]`): a ConfigError
+    that it must be a mapping (with `fix`), or naming its first unknown field."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, where, data, "must be a mapping", fix)
+    refuse_unknown(source, f"{where}.", data, known)
+    return data

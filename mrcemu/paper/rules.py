@@ -64,9 +64,8 @@ def plane_share(series: dict, plane: int, a: float, b: float) -> float | None:
     per = series.get("per_plane_mbps") or []
     if plane >= len(per):
         return None
-    xs = [(g, t) for t, g in zip(series["t"], per[plane], strict=True) if a <= t < b]
-    return ratio(sum(g for g, _ in xs), sum(
-        tot for t, tot in zip(series["t"], series["total_mbps"], strict=True) if a <= t < b))
+    return ratio(level({"t": series["t"], "total_mbps": per[plane]}, a, b),
+                 level(series, a, b))
 
 
 def bins(series: dict, a: float, b: float, width: float) -> list[float]:

@@ -315,7 +315,8 @@ def tally(rows: list[dict]) -> tuple[int, int, list[str]]:
 def with_rows(doc: dict, newer: dict) -> dict:
     """`doc` (a full run) with each experiment `newer` ran in place of its row, the row
     saying when, where and at which commit it was measured again (`again`). Raises
-    MrcemuError for a newer run that is quick, interrupted or at another pace rule."""
+    MrcemuError for a newer run that is not as full as `doc`, was interrupted, or used
+    another scale."""
     if newer.get("quick") != doc.get("quick") or newer.get("interrupted"):
         raise MrcemuError("the newer run must be as full as the one it goes into, and "
                           "complete: run `mrcemu paper ID` without --quick")
@@ -345,8 +346,7 @@ def markdown(doc: dict) -> str:
              "experiment is, and each rule's threshold: docs/paper.md.", "",
              *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
                if "scale" in doc else []),
-             *([f"Rows run again since: {again_line(doc)}.", ""]
-               if again_line(doc) else []),
+             *([f"Rows run again since: {again}.", ""] if (again := again_line(doc)) else []),
              *([f"**Interrupted** during {doc['interrupted']}: the experiments judged "
                 "before it are below, and none after it ran.", ""]
                if doc.get("interrupted") else []),

@@ -260,10 +260,6 @@ SECTIONS: dict[str, dict[str, str]] = {
     "transport.": TRANSPORT_SETTINGS}
 
 
-def _unknown(source: str, where: str, data: dict, known: dict[str, str]) -> None:
-    yamlfile.refuse_unknown(source, where, data, known)
-
-
 def _number(source: str, name: str, value: Any, lo: float, hi: float | None, fix: str,
             whole: bool = False) -> float:
     ok_type = int if whole else (int, float)
@@ -298,10 +294,8 @@ def _size(source: str, name: str, value: Any) -> int:
 
 
 def _workload(source: str, data: Any, topo: Topology) -> Workload:
-    if not isinstance(data, dict):
-        raise ConfigError(source, "workload", data, "must be a mapping",
-                          "give kind, size and iterations")
-    _unknown(source, "workload.", data, _WORKLOAD)
+    data = yamlfile.fields(source, "workload", data, _WORKLOAD,
+                           "give kind, size and iterations")
     kind = data.get("kind")
     if kind not in WORKLOAD_KINDS:
         raise ConfigError(source, "workload.kind", kind, "is not a workload",
@@ -440,10 +434,8 @@ _PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of t
 
 def _fault(source: str, i: int, data: Any, layout: Layout) -> list[TimedFault]:
     where = f"faults[{i}]"
-    if not isinstance(data, dict):
-        raise ConfigError(source, where, data, "must be a mapping",
-                          "e.g. {at: 1.0, kind: switch-down, target: p3s1}")
-    _unknown(source, f"{where}.", data, _FAULT)
+    data = yamlfile.fields(source, where, data, _FAULT,
+                           "e.g. {at: 1.0, kind: switch-down, target: p3s1}")
     if "target" in data and "targets" in data:
         raise ConfigError(source, f"{where}.targets", data["targets"], "is given with target",
                           "use target for one, targets for a sequence or a group")
@@ -511,10 +503,8 @@ def _one_fault(source: str, where: str, tfield: str, data: dict, at: float, targ
 def _capture(source: str, data: Any, layout: Layout, wl: Workload) -> Capture:
     if data is None:
         data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(source, "capture", data, "must be a mapping",
-                          "e.g. capture: {hosts: [h0], snaplen: 256, max_mb: 50}")
-    _unknown(source, "capture.", data, _CAPTURE)
+    data = yamlfile.fields(source, "capture", data, _CAPTURE,
+                           "e.g. capture: {hosts: [h0], snaplen: 256, max_mb: 50}")
     names = {i.name for ifs in layout.interfaces.values() for i in ifs}
     ifaces: list[str] = []
     for i, n in enumerate(data.get("interfaces", []) or []):
@@ -543,7 +533,7 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
         raise ConfigError(source, "<document>", type(data).__name__,
                           "the file must be a YAML mapping of field: value",
                           f"start from {SCENARIO_DIR / 'failover.yaml'}")
-    _unknown(source, "", data, _TOP)
+    yamlfile.refuse_unknown(source, "", data, _TOP)
     for key in ("topology", "workload"):
         if key not in data:
             raise ConfigError(source, key, None, "is required",

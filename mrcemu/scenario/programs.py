@@ -53,10 +53,8 @@ def parse(source: str, data: Any, topo: Topology,
     out = []
     for i, p in enumerate(data):
         where = f"workload.programs[{i}]"
-        if not isinstance(p, dict):
-            raise ConfigError(source, where, p, "must be a mapping",
-                              "give host and run, e.g. {host: h0, run: ib_write_bw h7}")
-        yamlfile.refuse_unknown(source, f"{where}.", p, FIELDS)
+        p = yamlfile.fields(source, where, p, FIELDS,
+                            "give host and run, e.g. {host: h0, run: ib_write_bw h7}")
         for k in ("host", "run"):
             if k not in p:
                 raise ConfigError(source, f"{where}.{k}", None, "is required",

@@ -96,10 +96,7 @@ def from_mapping(data: Any, source: str) -> Cluster:
     servers: list[Server] = []
     for i, s in enumerate(raw):
         where = f"servers[{i}]"
-        if not isinstance(s, dict):
-            raise ConfigError(source, where, s, "must be a mapping",
-                              "e.g. {name: srv1, address: 10.0.0.2}")
-        yamlfile.refuse_unknown(source, f"{where}.", s, _SERVER)
+        s = yamlfile.fields(source, where, s, _SERVER, "e.g. {name: srv1, address: 10.0.0.2}")
         name = _text(source, f"{where}.name", s.get("name"),
                      "a short lowercase name: a letter, then letters, digits or '-' (15 at "
                      "most)", _NAME)
