@@ -8,13 +8,15 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 .PHONY: install test unit demo bench lint clean generate fuzz docs figures
 
 BPF_OBJ := mrcemu/bpf/switch.o
+USID_END_OBJ := mrcemu/bpf/usid_end.o
 SHIM := mrcemu/verbs/shim/libmrcverbs.so
 SHIM_SRC := $(wildcard mrcemu/verbs/shim/*.c) $(wildcard mrcemu/verbs/shim/*.h) \
             mrcemu/verbs/shim/libmrcverbs.map
 
 install:
 	@bash scripts/install-deps.sh
-	@$(MAKE) --no-print-directory $(BPF_OBJ) $(SHIM)
+	@$(MAKE) --no-print-directory $(BPF_OBJ) $(USID_END_OBJ) $(SHIM)
+	@$(PY) -m mrcemu doctor --brief || true
 
 # The verbs shim a program on an emulated host runs with (`mrcemu exec`, LD_PRELOAD):
 # rdma-core's installed headers, the symbol versions its libibverbs gives each verb.
@@ -24,6 +26,10 @@ $(SHIM): $(SHIM_SRC)
 
 # The switch data plane: clang from Debian (installed above), loaded by bpftool.
 $(BPF_OBJ): mrcemu/bpf/switch.c mrcemu/bpf/vq.h mrcemu/bpf/mrc_wire.h
+	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
+
+# The BPF engine's End with next-csid, for kernels without seg6local (docs/kernel.md).
+$(USID_END_OBJ): mrcemu/bpf/usid_end.c mrcemu/datapath/mrc_shared.h
 	clang -O2 -g -Wall -target bpf -I/usr/include/$$(gcc -dumpmachine) -c $< -o $@
 
 # --durations: every CI log names the slowest tests, so the suite's 15-minute budget
@@ -70,7 +76,7 @@ fuzz: install
 # Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
 generate:
 	$(PY) -m mrcemu.wire.generate
-	@$(MAKE) --no-print-directory $(BPF_OBJ) $(SHIM)
+	@$(MAKE) --no-print-directory $(BPF_OBJ) $(USID_END_OBJ) $(SHIM)
 
 lint: install
 	$(VENV)/bin/ruff check mrcemu tests scripts

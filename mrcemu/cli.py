@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -68,6 +69,17 @@ class SlowdownType(click.ParamType):
 
 SLOWDOWN = SlowdownType()
 
+# What performs each switch's End with next-csid (docs/kernel.md).
+ENGINE_NAMES = {"kernel": "kernel (seg6local)", "bpf": "bpf (tc ingress program)"}
+
+
+def usid_engine_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--usid-engine", "usid_engine", type=click.Choice(["auto", "kernel", "bpf"]),
+        default=None, help="What performs the switches' SRv6 End with next-csid: the "
+        "kernel's seg6local, mrcemu's BPF program, or auto (the kernel's where it works; "
+        "the topology's usid_engine, auto unless set).")(fn)
+
 
 def need_root(what: str) -> None:
     if os.geteuid() != 0:
@@ -109,10 +121,14 @@ def main() -> None:
                    "so that this host carries the programs run on it faithfully (see "
                    "docs/fidelity.md); auto: the smallest this machine's calibration "
                    "expects to be faithful for one pair of hosts at line rate.")
+@usid_engine_option
 @friendly
-def up(topology: str, seed: int, cluster_file: str | None, slowdown: float | str) -> None:
+def up(topology: str, seed: int, cluster_file: str | None, slowdown: float | str,
+       usid_engine: str | None) -> None:
     """Bring a fabric up and leave it running (default: topologies/default.yaml)."""
     topo = load(topology)  # validate before anything is created: exit 2 on a bad file
+    if usid_engine:
+        topo = replace(topo, usid_engine=usid_engine)
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 
@@ -146,6 +162,7 @@ def up(topology: str, seed: int, cluster_file: str | None, slowdown: float | str
     t = Table(title=f"fabric up: {topo.name}", show_header=False)
     for k in ("planes", "switches", "hosts", "links"):
         t.add_row(k, str(summary[k]))
+    t.add_row("uSID End engine", ENGINE_NAMES.get(summary.get("usid_engine", ""), "?"))
     t.add_row("paths per host pair",
               f"{summary['paths_per_pair']['cross_leaf']} across leaves, "
               f"{summary['paths_per_pair']['same_leaf']} on one leaf")
@@ -904,9 +921,10 @@ def print_run_table(out: Console, rep: dict) -> None:
               help="The scale model's fixed latency (the topology's nic_latency_us and "
                    "switch_latency_us); off: serialization and queueing alone, for "
                    "comparison.")
+@usid_engine_option
 @friendly
 def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None,
-        latency_mode: str) -> None:
+        latency_mode: str, usid_engine: str | None) -> None:
     """Run SCENARIO (a built-in name or a YAML file; default: failover) over MRC and
     RoCE on one fabric, and write runs/<time>-<scenario>/ with the report, plots and
     capture. Ctrl-C stops early, still writing a partial report."""
@@ -920,6 +938,8 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
 
     # A bad file stops here, before anything starts.
     sc = load_scenario(scenario).as_run(1.0, latency=latency_mode == "on")
+    if usid_engine:
+        sc = replace(sc, topology=replace(sc.topology, usid_engine=usid_engine))
     if cluster_file:
         from mrcemu.topology.cluster import load as load_cluster
 

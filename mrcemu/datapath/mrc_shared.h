@@ -20,6 +20,9 @@
    plane(4) | kind(2) | index(10). */
 #define MRC_BLOCK_BYTES 4
 #define MRC_BLOCK_INIT { 0xFC, 0xBB, 0xBB, 0x00 }
+#define MRC_BLOCK_BITS 32
+#define MRC_USID_BITS 16
+#define MRC_USIDS_PER_ADDRESS 6
 #define MRC_USID_KIND_SHIFT 10
 #define MRC_USID_KIND_MASK 0x3u
 #define MRC_USID_INDEX_MASK 0x3FFu

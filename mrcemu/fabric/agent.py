@@ -55,14 +55,20 @@ def program(topology: dict, nodes: dict[str, int]) -> dict[str, float]:
     t1 = time.monotonic()
     switches = [n for n in nodes if layout.nodes[n].kind is not Kind.HOST]
     if switches:
-        bpf.load()
-        ports = {}
+        # The BPF engine's End runs on every switch port's ingress, before routing.
+        end_in_bpf = layout.topo.usid_engine == "bpf"
+        bpf.load(usid_end=end_in_bpf)
+        ports, ends = {}, {}
         for sw in switches:
             ifaces = layout.interfaces[sw]
-            bpf.attach(nodes[sw], [i.name for i in ifaces])
+            bpf.attach(nodes[sw], [i.name for i in ifaces],
+                       ingress=bpf.USID_END if end_in_bpf else None)
             for i in ifaces:
                 ports[i.mac] = bpf.port_config(layout, i)
+                ends[i.mac] = layout.node_usid(sw)
         bpf.configure(ports)
+        if end_in_bpf:
+            bpf.configure_usid(ends)
     return {"program_s": t1 - t0, "bpf_s": time.monotonic() - t1}
 
 
@@ -287,16 +293,23 @@ def routes(pid: int) -> dict[str, Any]:
     """A node's kernel IPv6 routes: as `ip -6 route` prints them, and as parsed."""
     import subprocess
 
-    from mrcemu.fabric.netlink import read_routes
+    from mrcemu.fabric.netlink import bpf_end_ports, read_routes
     from mrcemu.fabric.netns import iproute
 
     with iproute(pid) as ipr:
         rs = read_routes(ipr)
+        ports = bpf_end_ports(ipr)
     text = subprocess.run(["mnexec", "-a", str(pid), "ip", "-6", "route", "show"],
                           capture_output=True, text=True).stdout
+    # The kernel prints the BPF engine's End as the blackhole it is in the FIB: say what
+    # performs it.
+    text += "".join(f"{r.dst} End next-csid lblen {r.lblen} nflen {r.nflen}: engine bpf, "
+                    f"tc ingress program usid_end on {', '.join(ports)}\n"
+                    for r in rs if r.engine == "bpf")
     return {"text": text, "routes": [
         {"dst": str(r.dst), "dev": r.dev, "gateway": str(r.gateway) if r.gateway else None,
          "end_next_csid": r.end_next_csid, "lblen": r.lblen, "nflen": r.nflen,
+         "engine": r.engine,
          "nexthops": [[d, str(g) if g else None] for d, g in r.nexthops]} for r in rs]}
 
 

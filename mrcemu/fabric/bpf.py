@@ -22,9 +22,13 @@ from mrcemu.topology.addressing import Kind
 from mrcemu.topology.layout import Interface
 
 OBJ = Path(__file__).resolve().parents[1] / "bpf" / "switch.o"
+# The End with next-csid, where the BPF engine performs it (fabric/usid_engine.py).
+USID_END_OBJ = Path(__file__).resolve().parents[1] / "bpf" / "usid_end.o"
 BPFFS = Path("/sys/fs/bpf")
 PIN = BPFFS / "mrcemu"
 PROG = PIN / "switch"
+USID_END = PIN / "usid_end"
+END_PORT = struct.Struct("<IIQQ")  # struct end_port: usid, pad, shifted, dropped
 CFG = struct.Struct("<QIIII")  # struct port_cfg
 STATE_FIELDS = ("vq_bytes", "last_ns", "packets", "bytes", "ecn_marked", "trimmed", "dropped",
                 "trim_errors", "last_error")
@@ -47,7 +51,8 @@ def _hex(b: bytes) -> str:
     return " ".join(f"{x:02x}" for x in b)
 
 
-def load() -> None:
+def load(usid_end: bool = False) -> None:
+    """The switch program, and with `usid_end` the BPF engine's End program, pinned."""
     if not OBJ.exists():
         raise MrcemuError(f"{OBJ} is missing: run 'make install' to build the switch program")
     if not os.path.ismount(BPFFS):
@@ -56,6 +61,37 @@ def load() -> None:
     PIN.mkdir(parents=True)
     _run(["bpftool", "prog", "load", str(OBJ), str(PROG), "type", "classifier", "pinmaps",
           str(PIN)])
+    if usid_end:
+        load_usid_end(PIN, USID_END)
+
+
+def load_usid_end(pins: Path, prog: Path) -> None:
+    """The End program at `prog`, its port map (mrc_usid) in `pins`."""
+    if not USID_END_OBJ.exists():
+        raise MrcemuError(f"{USID_END_OBJ} is missing: run 'make install' to build it")
+    _run(["bpftool", "prog", "load", str(USID_END_OBJ), str(prog), "type", "classifier",
+          "pinmaps", str(pins)])
+
+
+def configure_usid(ports: dict[str, int], pins: Path = PIN) -> None:
+    """Each switch port (by MAC) that performs its switch's End, with that switch's uSID."""
+    lines = [f"map update pinned {pins}/mrc_usid key hex "
+             f"{_hex(struct.pack('<Q', mac_key(mac)))} value hex "
+             f"{_hex(END_PORT.pack(u, 0, 0, 0))}" for mac, u in ports.items()]
+    with tempfile.NamedTemporaryFile("w", suffix=".bpftool", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        _run(["bpftool", "batch", "file", f.name])
+    finally:
+        os.unlink(f.name)
+
+
+def read_usid() -> dict[str, dict[str, int]]:
+    """Per port MAC: the uSID its End is for, and how many packets it shifted and dropped
+    (empty where the kernel engine forwards)."""
+    if not (PIN / "mrc_usid").exists():
+        return {}
+    return _dump("mrc_usid", END_PORT, ("usid", "pad", "shifted", "dropped"))
 
 
 def unload() -> None:
@@ -108,13 +144,18 @@ def configure(ports: dict[str, PortConfig], reset_counters: bool = True) -> None
         os.unlink(f.name)
 
 
-def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None) -> None:
-    """clsact + the pinned program on each interface's egress, in one tc process.
+def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None,
+           egress: Path | None = PROG, ingress: Path | None = None) -> None:
+    """clsact, then on each interface the pinned `egress` program (the switch's) and the
+    `ingress` one (the BPF engine's End), in one tc process.
 
     Enters the node's network namespace only (not its mount namespace), so the pinned
     program under /sys/fs/bpf stays visible."""
-    batch = "".join(f"qdisc add dev {n} clsact\nfilter add dev {n} egress bpf da "
-                    f"object-pinned {PROG}\n" for n in ifnames)
+    batch = "".join(f"qdisc add dev {n} clsact\n"
+                    + (f"filter add dev {n} egress bpf da object-pinned {egress}\n"
+                       if egress else "")
+                    + (f"filter add dev {n} ingress bpf da object-pinned {ingress}\n"
+                       if ingress else "") for n in ifnames)
     path = netns_path or f"/proc/{pid}/ns/net"
     _run(["nsenter", f"--net={path}", "tc", "-batch", "-"], stdin=batch)
 

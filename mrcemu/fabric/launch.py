@@ -42,7 +42,12 @@ def launch(topo: Topology, progress: Callable[[str, int, int], None] | None = No
     slowed by, for the transport clocks that do not follow the links. `seed` goes into
     the fabric's transport config (it orders the EV spraying), and so do `transport`'s
     settings (a scenario's `transport:`, checked by its loader).
+    The topology's uSID engine (`auto` unless forced) is decided for this kernel first:
+    a kernel that can run neither engine stops here, before anything is made.
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
+    from mrcemu.fabric.usid_engine import resolved
+
+    topo = resolved(topo)
     with state.Lock() as lock:
         if lock.held_by_other():
             lock.acquire()  # raises the clear "already running" error

@@ -104,6 +104,10 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
         signal.signal(sig, _on_signal)
     try:
         topo = Topology(**json.loads(topology_json))
+        if topo.usid_engine == "auto":  # `launch` decides it; a direct start here too
+            from mrcemu.fabric.usid_engine import resolved
+
+            topo = resolved(topo)
         cfg = TransportConfig.for_topology(topo, seed, slowdown)
         if transport:
             cfg = TransportConfig.from_json({**cfg.to_json(), **transport})
@@ -149,7 +153,7 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
         st.phase = "up"
         st.summary = {
             "topology": topo.name, "planes": topo.planes, "switches": topo.switch_count,
-            "hosts": topo.hosts, "links": topo.link_count,
+            "hosts": topo.hosts, "links": topo.link_count, "usid_engine": topo.usid_engine,
             "paths_per_pair": {"same_leaf": topo.planes,
                                "cross_leaf": topo.planes * topo.spines_per_plane},
             "host_link_mbps": topo.host_link_mbps, "fabric_link_mbps": topo.fabric_link_mbps,

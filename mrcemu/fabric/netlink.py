@@ -27,6 +27,8 @@ SEG6_LOCAL_FLV_OP_NEXT_CSID = 1 << 4
 LCBLOCK_BITS = 32
 LCNODE_FN_BITS = 16
 RTPROT_STATIC = 4
+RTN_BLACKHOLE = 6
+TC_H_CLSACT_INGRESS = 0xFFFFFFF2
 NUD_PERMANENT = 0x80
 IFA_F_NODAD = 0x02
 
@@ -94,10 +96,18 @@ def ifindexes(ipr: IPRoute) -> dict[str, int]:
     return {x.get_attr("IFLA_IFNAME"): x["index"] for x in ipr.get_links()}
 
 
-def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str = "add"
-              ) -> None:
+def add_route(ipr: IPRoute, route: Route, ifindex: dict[str, int], command: str = "add",
+              engine: str = "kernel") -> None:
+    """One route of the model. An End under the BPF engine is a blackhole for the
+    switch's own /48: the ingress program shifts every packet for it before the
+    routing decision, and drops those with nothing left to shift, so the FIB entry only
+    keeps the locator from ever matching a wider route."""
     kw: dict = dict(dst=str(route.dst.network_address), dst_len=route.dst.prefixlen,
-                    family=socket.AF_INET6, oif=ifindex[route.dev], proto=RTPROT_STATIC)
+                    family=socket.AF_INET6, proto=RTPROT_STATIC)
+    if route.end and engine == "bpf":
+        ipr.route(command, type=RTN_BLACKHOLE, **kw)
+        return
+    kw["oif"] = ifindex[route.dev]
     if route.end:
         kw.update(encap_type=LWTUNNEL_ENCAP_SEG6_LOCAL,
                   attrs=[("RTA_ENCAP", end_next_csid_encap())])
@@ -154,12 +164,14 @@ def set_multipath(ipr: IPRoute, table: NodeTable, full: NodeTable) -> None:
                     raise
 
 
-def program(ipr: IPRoute, table: NodeTable, mtu: int) -> dict[str, int]:
+def program(ipr: IPRoute, table: NodeTable, mtu: int, engine: str = "kernel"
+            ) -> dict[str, int]:
     """Addresses, neighbours and routes of one node. Interfaces must exist. Returns the
-    node's interface indexes by name (`ifindexes`, with the End device it made)."""
+    node's interface indexes by name (`ifindexes`, with the End device it made: the
+    kernel engine's End routes hang on it)."""
     ifindex = ifindexes(ipr)
     ipr.link("set", index=ifindex["lo"], state="up")
-    if any(r.end for r in table.routes):
+    if engine == "kernel" and any(r.end for r in table.routes):
         ipr.link("add", ifname=END_DEV, kind="veth", peer=f"{END_DEV}-peer")
         for name in (END_DEV, f"{END_DEV}-peer"):
             idx = ipr.link_lookup(ifname=name)[0]
@@ -175,7 +187,7 @@ def program(ipr: IPRoute, table: NodeTable, mtu: int) -> dict[str, int]:
         ipr.neigh("add", dst=str(n.address), lladdr=n.mac, ifindex=ifindex[n.dev],
                   state=NUD_PERMANENT, family=socket.AF_INET6)
     for route in table.routes:
-        add_route(ipr, route, ifindex)
+        add_route(ipr, route, ifindex, engine=engine)
     return ifindex
 
 
@@ -189,11 +201,33 @@ class KernelRoute:
     nflen: int | None
     # An ECMP route's next hops, (dev, gateway) each, the first also in dev/gateway.
     nexthops: tuple[tuple[str, IPv6Address | None], ...] = ()
+    engine: str | None = None  # of an End: "kernel" (seg6local) or "bpf"
+
+
+def bpf_end_ports(ipr: IPRoute) -> list[str]:
+    """The node's interfaces whose clsact ingress runs the BPF engine's End program."""
+    names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+    out = []
+    for idx, name in names.items():
+        try:
+            filters = ipr.get_filters(index=idx, parent=TC_H_CLSACT_INGRESS)
+        except Exception:  # noqa: BLE001 - no clsact on this interface
+            continue
+        for f in filters:
+            opts = f.get_attr("TCA_OPTIONS")
+            if opts is not None and str(opts.get_attr("TCA_BPF_NAME") or "").startswith(
+                    "usid_end"):
+                out.append(name)
+                break
+    return sorted(out)
 
 
 def read_routes(ipr: IPRoute) -> list[KernelRoute]:
-    """The node's static IPv6 routes in the main table, decoded (flavors included)."""
+    """The node's static IPv6 routes in the main table, decoded (flavors included). A
+    blackhole for a /48 reads back as an End of the BPF engine when that engine's
+    program runs on the node's ports (`bpf_end_ports`)."""
     names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+    bpf_ends = bpf_end_ports(ipr)
     out = []
     for r in ipr.get_routes(family=socket.AF_INET6, table=254):
         if r["proto"] != RTPROT_STATIC:
@@ -202,7 +236,13 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
         gw = r.get_attr("RTA_GATEWAY")
         encap = r.get_attr("RTA_ENCAP")
         end = False
-        lblen = nflen = None
+        lblen = nflen = engine = None
+        if r["type"] == RTN_BLACKHOLE:
+            if bpf_ends and r["dst_len"] == LCBLOCK_BITS + LCNODE_FN_BITS:
+                out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), "ingress",
+                                       None, True, LCBLOCK_BITS, LCNODE_FN_BITS,
+                                       engine="bpf"))
+            continue
         if encap is not None and r.get_attr("RTA_ENCAP_TYPE") == LWTUNNEL_ENCAP_SEG6_LOCAL:
             flv = encap.get_attr("SEG6_LOCAL_FLAVORS")
             if flv is not None:
@@ -211,6 +251,7 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
                 nflen = flv.get_attr("SEG6_LOCAL_FLV_LCNODE_FN_BITS")
                 end = encap.get_attr("SEG6_LOCAL_ACTION") == 1 and bool(
                     op & SEG6_LOCAL_FLV_OP_NEXT_CSID)
+                engine = "kernel" if end else None
         hops = tuple((names.get(nh["oif"], "?"),
                       IPv6Address(g) if (g := nh.get_attr("RTA_GATEWAY")) else None)
                      for nh in r.get_attr("RTA_MULTIPATH") or ())
@@ -219,5 +260,5 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
         else:
             dev, gw_addr = names.get(r.get_attr("RTA_OIF"), "?"), IPv6Address(gw) if gw else None
         out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), dev, gw_addr, end,
-                               lblen, nflen, hops if len(hops) > 1 else ()))
+                               lblen, nflen, hops if len(hops) > 1 else (), engine))
     return out

@@ -34,7 +34,7 @@ def program_node(layout: Layout, table: NodeTable, pid: int) -> None:
     topo = layout.topo
     ipr = iproute(pid)
     try:
-        ifindex = netlink.program(ipr, table, topo.mtu)
+        ifindex = netlink.program(ipr, table, topo.mtu, topo.usid_engine)
         switch = layout.nodes[table.node].kind is not Kind.HOST
         for i in layout.interfaces[table.node]:
             idx = ifindex[i.name]

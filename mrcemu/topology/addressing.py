@@ -73,6 +73,23 @@ def shift(addr: IPv6Address) -> IPv6Address:
     return IPv6Address(block | rest)
 
 
+def end_next_csid(addr: IPv6Address, own: int) -> IPv6Address | None:
+    """What a node whose uSID is `own` does to a packet for `addr` with `End` next-csid
+    (lblen 32, nflen 16), as Linux's seg6local does it: an address outside the node's
+    /48 is not its End's (returned unchanged). Inside it, an argument of all zeros (no
+    uSID after the node's own) is dropped (None): with no segment routing header there
+    is nothing left to do. Otherwise the address is shifted; a shifted address whose
+    active uSID is again `own` matches the same End route and is processed again.
+
+    The kernel engine and the BPF engine (`mrcemu/bpf/usid_end.c`) both do this."""
+    prefix = usid_prefix(own)
+    while addr in prefix:
+        if int(addr) & ((1 << (128 - BLOCK_BITS - USID_BITS)) - 1) == 0:
+            return None
+        addr = shift(addr)
+    return addr
+
+
 def usid_prefix(u: int) -> IPv6Network:
     """The /48 owned by a uSID: one End route or one static route."""
     return IPv6Network((container(u), BLOCK_BITS + USID_BITS))

@@ -30,6 +30,10 @@ MAX_SPINES = 1022
 # host, the kernel hashing each packet's flow onto a spine (the white paper's RoCE
 # baseline: a single-plane fabric of routers doing ECMP).
 ROUTINGS = ("usid", "ecmp")
+# What performs each switch's End with next-csid: "kernel", Linux's seg6local; "bpf",
+# mrcemu's tc ingress program (mrcemu/bpf/usid_end.c), for kernels built without
+# seg6local; "auto", the kernel's where it works (fabric/usid_engine.py decides at `up`).
+USID_ENGINES = ("auto", "kernel", "bpf")
 # A NIC's or switch's fixed latency, in the paper's microseconds: a hundred times the
 # paper's own is room for any what-if, and bounds the delay line's memory.
 MAX_LATENCY_US = 500.0
@@ -64,6 +68,7 @@ class Topology:
     nic_latency_us: float = NIC_LATENCY_US
     switch_latency_us: float = SWITCH_LATENCY_US
     routing: str = "usid"  # see ROUTINGS
+    usid_engine: str = "auto"  # see USID_ENGINES
     name: str = "topology"
     source: str = "<memory>"
 
@@ -174,6 +179,11 @@ def _validate(t: Topology) -> None:
                           f"must be one of {', '.join(ROUTINGS)}",
                           "use usid (MRC's source routes) or ecmp (a single-plane fabric "
                           "that hashes flows over its spines)")
+    if t.usid_engine not in USID_ENGINES:
+        raise ConfigError(t.source, "usid_engine", t.usid_engine,
+                          f"must be one of {', '.join(USID_ENGINES)}",
+                          "remove it (auto: the kernel's seg6local where it works, else "
+                          "the BPF program), or set kernel or bpf")
     if t.ecmp and t.planes != 1:
         raise ConfigError(t.source, "routing", t.routing,
                           f"an ECMP fabric has one plane, not {t.planes}: a host's flows "

@@ -233,6 +233,9 @@ def c_shared() -> str:
             "   plane(4) | kind(2) | index(10). */",
             f"#define MRC_BLOCK_BYTES {len(block)}",
             "#define MRC_BLOCK_INIT { " + ", ".join(f"0x{b:02X}" for b in block) + " }",
+            f"#define MRC_BLOCK_BITS {addressing.BLOCK_BITS}",
+            f"#define MRC_USID_BITS {addressing.USID_BITS}",
+            f"#define MRC_USIDS_PER_ADDRESS {addressing.USIDS_PER_ADDRESS}",
             f"#define MRC_USID_KIND_SHIFT {addressing.KIND_SHIFT}",
             f"#define MRC_USID_KIND_MASK 0x{(1 << addressing.KIND_BITS) - 1:X}u",
             f"#define MRC_USID_INDEX_MASK 0x{(1 << addressing.INDEX_BITS) - 1:X}u"]
