@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -81,11 +81,14 @@ class Fabric:
     @classmethod
     def up(cls, topology: str = "default", seed: int = 1,
            progress: Callable[[str, int, int], None] | None = None,
-           cluster: str | None = None) -> Fabric:
+           cluster: str | None = None, usid_engine: str | None = None) -> Fabric:
         """Bring `topology` up (a built-in name or a YAML path), split over the servers
-        of the `cluster` file if given. A bad file raises a ConfigError before anything
-        is made; a failed start leaves nothing behind."""
+        of the `cluster` file if given. `usid_engine` (auto, kernel or bpf) overrides the
+        topology's: what performs the switches' End. A bad file raises a ConfigError
+        before anything is made; a failed start leaves nothing behind."""
         topo = load(topology)
+        if usid_engine is not None:
+            topo = replace(topo, usid_engine=usid_engine)  # validated again: ConfigError
         if cluster:
             from mrcemu.topology.cluster import load as load_cluster
 

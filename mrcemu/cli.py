@@ -1126,3 +1126,44 @@ def mn_cli() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--brief", is_flag=True, help="One line: what is missing, if anything.")
+@click.option("--again", is_flag=True, help="Probe again (once per boot otherwise).")
+@friendly
+def doctor(as_json: bool, brief: bool, again: bool) -> None:
+    """Each kernel and system capability mrcemu uses: found or missing, what is lost
+    without it, and the fix. Exits 1 when the fabric cannot run here."""
+    from mrcemu import preflight
+    from mrcemu.fabric import preflight_probe, usid_engine
+
+    found = preflight_probe.found(refresh=again)
+    missing = preflight.missing_for_fabric(found)
+    try:
+        engine: str | None = usid_engine.choose("auto", {"kernel": found["usid_kernel"],
+                                                         "bpf": found["usid_bpf"]})
+    except usid_engine.EngineError as e:
+        engine = None
+        missing.append(str(e))
+    if as_json:
+        click.echo(json.dumps({"found": found, "usid_engine": engine, "fabric_ok": not missing},
+                              indent=1))
+    elif brief:
+        gone = [c.name for c in preflight.CAPABILITIES if found[c.key] is not None]
+        console.print(f"mrcemu doctor: uSID End engine {ENGINE_NAMES.get(engine or '', 'none')}"
+                      + (f"; missing: {', '.join(gone)}" if gone else "; everything found")
+                      + " ('mrcemu doctor' says more)", highlight=False, soft_wrap=True)
+    else:
+        t = Table("capability", "here", "without it", "fix", title="what mrcemu uses")
+        for name, here, without, fix in preflight.rows(found):
+            t.add_row(name, here if here == "found" else f"[yellow]{here}[/]", without, fix)
+        console.print(t)
+        console.print(f"uSID End engine: {ENGINE_NAMES.get(engine or '', 'none')}"
+                      + (" (this kernel has no seg6local: the BPF program performs the End)"
+                         if engine == "bpf" else ""), highlight=False)
+    if missing:
+        for line in missing:
+            err.print(f"[bold red]mrcemu:[/] {line}", highlight=False, soft_wrap=True)
+        sys.exit(1)

@@ -86,12 +86,12 @@ def configure_usid(ports: dict[str, int], pins: Path = PIN) -> None:
         os.unlink(f.name)
 
 
-def read_usid() -> dict[str, dict[str, int]]:
+def read_usid(pins: Path = PIN) -> dict[str, dict[str, int]]:
     """Per port MAC: the uSID its End is for, and how many packets it shifted and dropped
     (empty where the kernel engine forwards)."""
-    if not (PIN / "mrc_usid").exists():
+    if not (pins / "mrc_usid").exists():
         return {}
-    return _dump("mrc_usid", END_PORT, ("usid", "pad", "shifted", "dropped"))
+    return _dump("mrc_usid", END_PORT, ("usid", "pad", "shifted", "dropped"), pins)
 
 
 def unload() -> None:
@@ -168,9 +168,10 @@ def _mac(key: int) -> str:
     return ":".join(f"{(key >> s) & 0xFF:02x}" for s in range(40, -1, -8))
 
 
-def _dump(name: str, layout: struct.Struct, names: tuple[str, ...]) -> dict[str, dict[str, int]]:
+def _dump(name: str, layout: struct.Struct, names: tuple[str, ...], pins: Path = PIN
+          ) -> dict[str, dict[str, int]]:
     """One pinned map's entries, per port MAC, as {field: value}."""
-    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{PIN}/{name}"]))
+    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", f"{pins}/{name}"]))
     res = {}
     for entry in out:
         key, value = entry.get("key"), entry.get("value")

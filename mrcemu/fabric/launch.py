@@ -45,8 +45,14 @@ def launch(topo: Topology, progress: Callable[[str, int, int], None] | None = No
     The topology's uSID engine (`auto` unless forced) is decided for this kernel first:
     a kernel that can run neither engine stops here, before anything is made.
     On any failure or Ctrl-C, whatever was built is torn down before raising."""
+    from mrcemu.fabric import preflight_probe
     from mrcemu.fabric.usid_engine import resolved
+    from mrcemu.preflight import missing_for_fabric
 
+    missing = missing_for_fabric(preflight_probe.found())
+    if missing:
+        raise MrcemuError("this machine cannot run a fabric: " + "; ".join(missing)
+                          + " — 'mrcemu doctor' lists everything mrcemu uses")
     topo = resolved(topo)
     with state.Lock() as lock:
         if lock.held_by_other():

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
+from mrcemu.fabric.bootcache import per_boot
 from mrcemu.topology import Topology
 from mrcemu.topology.addressing import container, end_next_csid
 
 ENGINES = ("kernel", "bpf")
 CACHE = rundir.RUN_DIR / "usid-engines.json"
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 # What each engine needs from the kernel, named in every refusal.
 NEEDS = {
     "kernel": "CONFIG_IPV6_SEG6_LWTUNNEL (seg6local), Linux 6.1 or later (next-csid)",
@@ -63,22 +63,8 @@ def choose(requested: str, found: Found) -> str:
 
 
 def found(refresh: bool = False) -> Found:
-    """What works on this kernel: probed once per boot, then read from the run
-    directory (a tmpfs; the boot's id is checked as well)."""
-    boot = BOOT_ID.read_text().strip() if BOOT_ID.exists() else ""
-    if not refresh:
-        try:
-            cached = json.loads(CACHE.read_text())
-            if cached.get("boot_id") == boot and set(ENGINES) <= set(cached["found"]):
-                return {e: cached["found"][e] for e in ENGINES}
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    got = probe()
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = CACHE.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"boot_id": boot, "found": got}))
-    tmp.replace(CACHE)
-    return got
+    """What works on this kernel: probed once per boot (fabric/bootcache.py)."""
+    return per_boot(CACHE, ENGINES, probe, refresh)
 
 
 def probe() -> Found:

@@ -7,6 +7,7 @@ from mrcemu.topology.addressing import (
     Kind,
     container,
     container_usids,
+    end_next_csid,
     host_address,
     plane_prefix,
     shift,
@@ -49,3 +50,27 @@ def test_host_address_is_inside_its_plane_prefix_only(p, h):
 
 def test_container_is_in_block():
     assert IPv6Address("fcbb:bb00::") <= container(1) < IPv6Address("fcbb:bb01::")
+
+
+def test_end_next_csid_shifts_only_its_own_usid():
+    own = usid(0, Kind.LEAF, 1)
+    path = container(own, usid(0, Kind.SPINE, 2), usid(0, Kind.HOST, 3))
+    assert end_next_csid(path, own) == container(usid(0, Kind.SPINE, 2), usid(0, Kind.HOST, 3))
+    other = container(usid(0, Kind.SPINE, 2), own)
+    assert end_next_csid(other, own) == other  # not this node's End: untouched
+    outside = IPv6Address("2001:db8::1")
+    assert end_next_csid(outside, own) == outside
+
+
+def test_end_next_csid_drops_what_has_nothing_after_its_usid():
+    own = usid(1, Kind.SPINE, 0)
+    assert end_next_csid(container(own), own) is None
+    # the argument is every bit after the node's uSID: a zero slot then a uSID is not empty
+    gap = IPv6Address(int(container(own)) | 0x5 << 48)  # slots: own, 0, 5
+    assert end_next_csid(gap, own) == IPv6Address(int(container(0)) | 0x5 << 64)
+
+
+def test_end_next_csid_repeats_while_the_active_usid_is_its_own():
+    own = usid(0, Kind.LEAF, 1)
+    assert end_next_csid(container(own, own, 0x2002), own) == container(0x2002)
+    assert end_next_csid(container(own, own), own) is None
