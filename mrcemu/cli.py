@@ -306,7 +306,8 @@ def status(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(out, indent=1))
         return
-    t = Table(title=f"fabric {topo.name}: {st.phase}, manager PID {st.manager_pid}")
+    t = Table(title=f"fabric {topo.name}: {st.phase}, manager PID {st.manager_pid}, "
+              f"uSID End {ENGINE_NAMES.get(topo.usid_engine, topo.usid_engine)}")
     for col in ("node", "pid", "alive", "interfaces up", "down", "NIC daemon"):
         t.add_column(col)
     for n in nodes:
@@ -604,7 +605,7 @@ def check(as_json: bool, timeout: float) -> None:
         task = bar.add_task("probes", total=None)
         result = fab.check(timeout, lambda n, total: bar.update(task, completed=n, total=total))
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=1))
+        click.echo(json.dumps({**result.to_json(), "usid_engine": topo.usid_engine}, indent=1))
     else:
         t = Table()
         t.add_column("src\\dst")
@@ -624,7 +625,7 @@ def check(as_json: bool, timeout: float) -> None:
         console.print(t)
         console.print(f"check: {sum(p.ok for p in result.pairs)}/{result.probes} paths "
                       f"delivered, each at the right port with the right hop limit "
-                      f"({result.seconds:.2f} s)")
+                      f"({result.seconds:.2f} s; uSID End: the {topo.usid_engine} engine)")
         for p in result.pairs:
             for f in p.failures[:3]:
                 err.print(f"[red]h{p.src} -> h{p.dst} EV {f['ev']}: {f['why']}[/]")

@@ -178,6 +178,13 @@ def scenario_keys(_: dict) -> str:
     return "\n\n".join(parts)
 
 
+def kernel_needs(_: dict) -> str:
+    """Every capability mrcemu uses, from the table `mrcemu doctor` probes."""
+    from mrcemu.preflight import markdown
+
+    return markdown()
+
+
 REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "paper-verdicts": (PAPER, paper_verdicts),
     "paper-table": (PAPER, paper_table),
@@ -185,6 +192,7 @@ REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "demo-line": (DEMO, lambda rep: demo_line(rep, commit=True)),
     "demo-time": (DEMO, demo_time),
     "scenario-keys": (None, scenario_keys),
+    "kernel-needs": (None, kernel_needs),
 }
 
 

@@ -168,6 +168,7 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
     if tried:
         row["reason"] += f" (run at {k:g} after {_tried(tried)})"
     row["faithful"] = _faithful(report)
+    row["usid_engine"] = report.get("usid_engine")  # what performed the switches' End
     if not row["faithful"]:
         row["reason"] += (f" (the run was NOT faithful: {_why_not(report)}; next: "
                           f"--slowdown {next_slowdown(k):g})")
@@ -347,6 +348,10 @@ def markdown(doc: dict) -> str:
              *([f"On `default`: {lat.scale_line(doc['scale'])}", ""]
                if "scale" in doc else []),
              *([f"Rows run again since: {again}.", ""] if (again := again_line(doc)) else []),
+             *([f"The switches' uSID End: the {' and the '.join(engines)} engine"
+                f"{'s' if len(engines) > 1 else ''} (each row's `usid_engine`).", ""]
+               if (engines := sorted({r["usid_engine"] for r in doc["experiments"]
+                                      if r.get("usid_engine")})) else []),
              *([f"**Interrupted** during {doc['interrupted']}: the experiments judged "
                 "before it are below, and none after it ran.", ""]
                if doc.get("interrupted") else []),

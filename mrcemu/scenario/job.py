@@ -129,6 +129,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
     launched = up = False
     config: dict = {}
     config_cluster: dict | None = None
+    usid_engine: str | None = None
     plots = Preload("mrcemu.scenario.plots")  # matplotlib, while the fabric comes up
     try:
         ui("stage", {"text": f"bringing up {sc.topology.name}"})
@@ -138,6 +139,7 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
             slowdown=sc.slowdown, transport=single_policy(sc.transport), cluster=cluster)
         up = True  # the logs are this fabric's from here on
         st = state.require_state()
+        usid_engine = st.topology_snapshot.get("usid_engine")  # as `launch` decided it
         if st.cluster:
             placed: dict[str, int] = {}
             for server in st.placement.values():
@@ -190,6 +192,8 @@ def run(sc: Scenario, out_root: Path, ui: Ui, cluster: str | None = None,
                    **({"cluster": config_cluster} if config_cluster else {}),
                    "started": started.isoformat(timespec="seconds"), "machine": machine(),
                    "commit": source_commit(),
+                   # what performed the switches' End: the kernel's seg6local or BPF
+                   "usid_engine": usid_engine,
                    # what the run took on this host's clock, however slowed: the only
                    # time in the report that is not the fabric's own at full speed
                    "wall_clock_s": round(time.monotonic() - t_start, 1),

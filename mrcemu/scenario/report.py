@@ -191,7 +191,9 @@ def markdown(report: dict) -> str:
             if "wall_clock_s" in report else "")
     lines = [f"# {report['scenario']} on {report['topology']}", "",
              report.get("description", ""), "",
-             f"Run {report['started']}, machine: {report['machine']}.{took}", "",
+             f"Run {report['started']}, machine: {report['machine']}.{took}"
+             + (f" The switches' uSID End: the {report['usid_engine']} engine."
+                if report.get("usid_engine") else ""), "",
              *([f"Run {k:g} times slower (`--slowdown`): every link and clock, fault "
                 f"times included. Every time and rate below is the fabric's own at full "
                 f"speed.", ""] if k != 1.0 else []),
