@@ -35,7 +35,7 @@ $(USID_END_OBJ): mrcemu/bpf/usid_end.c mrcemu/datapath/mrc_shared.h
 # --durations: every CI log names the slowest tests, so the suite's 15-minute budget
 # (2 cores) is watched from the logs rather than guessed.
 test: install
-	$(SUDO) $(PY) -m pytest -q --durations=25 tests
+	$(SUDO) $(PY) -m pytest -q -rs --durations=25 tests
 
 unit: install
 	$(PY) -m pytest -q tests/unit

@@ -1,6 +1,6 @@
 """The package's build backend: setuptools, extended in one place. A wheel
-(`pip install .`) carries the built-in topologies, the compiled switch program and
-the verbs shim inside the package, so a non-editable install works without this source tree.
+(`pip install .`) carries the built-in topologies, the compiled switch and End programs
+and the verbs shim inside the package, so a non-editable install works without this source tree.
 
 pyproject.toml names this module as the backend (from scripts/, its backend-path)
 and `BuildPy` as setuptools' build_py; everything else is setuptools' own."""
@@ -27,17 +27,14 @@ class BuildPy(build_py):
         topo.mkdir(parents=True, exist_ok=True)
         for f in (ROOT / "topologies").glob("*.yaml"):
             shutil.copy2(f, topo / f.name)
-        obj = ROOT / "mrcemu" / "bpf" / "switch.o"
-        src = ROOT / "mrcemu" / "bpf" / "switch.c"
-        if not obj.exists() or obj.stat().st_mtime < src.stat().st_mtime:
-            # The same compile as the Makefile's, with the machine's clang.
-            machine = subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True,
-                                     check=True).stdout.strip()
-            subprocess.run(["clang", "-O2", "-g", "-Wall", "-target", "bpf",
-                            f"-I/usr/include/{machine}", "-c", str(src), "-o", str(obj)],
-                           check=True)
+        # the switch program and the BPF engine's End: the Makefile's recipes, with the
+        # machine's clang
+        objs = [Path("mrcemu") / "bpf" / name for name in ("switch.o", "usid_end.o")]
+        subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *map(str, objs)],
+                       check=True)
         (pkg / "bpf").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(obj, pkg / "bpf" / "switch.o")
+        for obj in objs:
+            shutil.copy2(ROOT / obj, pkg / obj.relative_to("mrcemu"))
 
         # the verbs shim programs on emulated hosts preload: the Makefile's one recipe
         shim = Path("mrcemu") / "verbs" / "shim" / "libmrcverbs.so"

@@ -33,6 +33,8 @@ class PairResult:
 class CheckResult:
     pairs: list[PairResult]
     seconds: float
+    # every probe as it arrived (port, outer DA, hop limit): what two engines compare
+    arrivals: list[Arrival] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,7 +83,7 @@ def judge(topo: Topology, unsendable: dict[Key, str], arrivals: list[Arrival],
         if key not in seen:
             why = unsendable.get(key, f"lost (container {p.container})")
             results[(key[0], key[1])].failures.append({"ev": f"0x{p.ev:08x}", "why": why})
-    return CheckResult(list(results.values()), seconds)
+    return CheckResult(list(results.values()), seconds, sorted(arrivals))
 
 
 def run_check(topo: Topology, pids: dict[str, int], timeout: float = 5.0,

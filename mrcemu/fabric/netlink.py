@@ -28,6 +28,8 @@ LCBLOCK_BITS = 32
 LCNODE_FN_BITS = 16
 RTPROT_STATIC = 4
 RTN_BLACKHOLE = 6
+# Where a BPF engine's End reads back (KernelRoute.dev): it runs at every port's ingress.
+END_INGRESS = "ingress"
 TC_H_CLSACT_INGRESS = 0xFFFFFFF2
 NUD_PERMANENT = 0x80
 IFA_F_NODAD = 0x02
@@ -204,6 +206,11 @@ class KernelRoute:
     engine: str | None = None  # of an End: "kernel" (seg6local) or "bpf"
 
 
+def end_dev(engine: str) -> str:
+    """The dev an End of `engine` reads back with (the model's routes name END_DEV)."""
+    return END_INGRESS if engine == "bpf" else END_DEV
+
+
 def bpf_end_ports(ipr: IPRoute) -> list[str]:
     """The node's interfaces whose clsact ingress runs the BPF engine's End program."""
     names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
@@ -239,7 +246,7 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
         lblen = nflen = engine = None
         if r["type"] == RTN_BLACKHOLE:
             if bpf_ends and r["dst_len"] == LCBLOCK_BITS + LCNODE_FN_BITS:
-                out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), "ingress",
+                out.append(KernelRoute(IPv6Network(f"{dst}/{r['dst_len']}"), END_INGRESS,
                                        None, True, LCBLOCK_BITS, LCNODE_FN_BITS,
                                        engine="bpf"))
             continue

@@ -15,6 +15,7 @@ SECTIONS = [
     "incast_trim",
     "ecmp_spread",
     "bpf_cost",
+    "usid_engine_cost",
     "failover",
     "degraded_stream",
     "nscc_reference",

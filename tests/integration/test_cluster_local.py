@@ -118,7 +118,10 @@ def test_a_fabric_split_over_two_local_servers_carries_an_mrc_write(servers, tid
         assert r.returncode == 0 and "vxlan id" in r.stdout, r.stdout + r.stderr
         routes = json.loads(mrcemu("routes", "p1l0", "--json").stdout)
         assert sum(r["end_next_csid"] for r in routes) == 1 and len(routes) == 5, routes
-        assert "action End flavors next-csid" in mrcemu("routes", "p1l0").stdout
+        engine = st.topo().usid_engine
+        assert [r["engine"] for r in routes if r["end_next_csid"]] == [engine]
+        assert ("action End flavors next-csid" if engine == "kernel" else
+                "End next-csid lblen 32 nflen 16: engine bpf") in mrcemu("routes", "p1l0").stdout
         nodes = {n["name"]: n for n in json.loads(mrcemu("status", "--json").stdout)["nodes"]}
         assert nodes["p1l0"]["server"] == "srv1" and nodes["h0"]["server"] == "local"
         assert nodes["p1l0"]["alive"] and {i["state"] for i in nodes["p1l0"]["interfaces"]} \

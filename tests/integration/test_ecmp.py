@@ -11,7 +11,7 @@ import pytest
 
 from mrcemu import rundir
 from mrcemu.fabric import state
-from mrcemu.fabric.netlink import read_routes
+from mrcemu.fabric.netlink import end_dev, read_routes
 from mrcemu.fabric.netns import iproute
 from mrcemu.nic import transfer
 from mrcemu.topology import Layout, load
@@ -55,12 +55,15 @@ def settle_spines() -> None:
 def test_multipath_routes_read_back_equal_the_model(ecmp):
     st = state.load_state()
     model = tables(Layout(load("ecmp")))
+    engine = st.topo().usid_engine
     multi = 0
     for name, pid in st.nodes.items():
         with iproute(pid) as ipr:
             kernel = {(r.dst, frozenset(r.nexthops) or frozenset({(r.dev, r.gateway)}),
-                       r.end_next_csid) for r in read_routes(ipr)}
-        want = {(r.dst, frozenset(r.nexthops), r.end) for r in model[name].routes}
+                       r.end_next_csid, r.engine) for r in read_routes(ipr)}
+        want = {(r.dst, frozenset({(end_dev(engine), None)}) if r.end else
+                 frozenset(r.nexthops), r.end, engine if r.end else None)
+                for r in model[name].routes}
         assert kernel == want, name
         multi += sum(1 for r in model[name].routes if r.also)
     assert multi == 2 * 4  # each leaf: one route a host of the other leaf, 4 next hops

@@ -13,36 +13,63 @@ import pytest
 
 from mrcemu.fabric import state
 from mrcemu.fabric.clean import clean
-from mrcemu.fabric.netlink import read_routes
+from mrcemu.fabric.netlink import bpf_end_ports, end_dev, read_routes
 from mrcemu.fabric.netns import iproute
 from mrcemu.topology import Layout, load
+from mrcemu.topology.addressing import usid_prefix
 from mrcemu.topology.routes import tables
 from tests.integration.conftest import assert_clean, mrcemu, wait_for
 
 
 def test_small_fabric_routes_match_the_model(fabric):
     st = state.load_state()
+    engine = st.topo().usid_engine
+    assert engine in ("kernel", "bpf")  # `auto` was decided at `up`
     layout = Layout(load("small"))
     model = tables(layout)
     for name, pid in st.nodes.items():
         with iproute(pid) as ipr:
-            kernel = {(r.dst, r.dev, r.gateway, r.end_next_csid) for r in read_routes(ipr)}
-        want = {(r.dst, r.dev, r.gateway, r.end) for r in model[name].routes}
+            kernel = {(r.dst, r.dev, r.gateway, r.end_next_csid, r.engine)
+                      for r in read_routes(ipr)}
+        want = {(r.dst, end_dev(engine) if r.end else r.dev, r.gateway, r.end,
+                 engine if r.end else None) for r in model[name].routes}
         assert kernel == want, name
     for sw in layout.switches:
         with iproute(st.nodes[sw.name]) as ipr:
             ends = [r for r in read_routes(ipr) if r.end_next_csid]
+            ports = bpf_end_ports(ipr)
         assert len(ends) == 1 and (ends[0].lblen, ends[0].nflen) == (32, 16)
+        assert ends[0].dst == usid_prefix(layout.node_usid(sw.name))
+        # the BPF engine's program runs on every port of the switch, and nowhere else
+        want_ports = sorted(i.name for i in layout.interfaces[sw.name])
+        assert ports == (want_ports if engine == "bpf" else []), sw.name
 
 
-def test_routes_command_shows_next_csid_and_no_routing_daemon(fabric):
+def test_routes_command_shows_the_end_with_its_engine_and_no_routing_daemon(fabric):
     # A spine, and a leaf: the source leaf is on every path now, by its own End.
+    engine = state.load_state().topo().usid_engine
     for node in ("p1s0", "p0l0"):
         r = mrcemu("routes", node)
         assert r.returncode == 0
-        assert "seg6local" in r.stdout and "End" in r.stdout and "next-csid" in r.stdout
+        if engine == "kernel":
+            assert "seg6local" in r.stdout and "End" in r.stdout and "next-csid" in r.stdout
+        else:
+            assert "End next-csid lblen 32 nflen 16: engine bpf, tc ingress program " \
+                   "usid_end on" in r.stdout, r.stdout
+        routes = json.loads(mrcemu("routes", node, "--json").stdout)
+        assert [x["engine"] for x in routes if x["end_next_csid"]] == [engine]
     ps = subprocess.run(["ps", "-eo", "comm"], capture_output=True, text=True).stdout.split()
     assert not {"bird", "zebra", "bgpd", "ospfd", "ospf6d", "frr", "gobgpd"} & set(ps)
+
+
+def test_the_engine_shows_in_status_and_check(fabric):
+    engine = state.load_state().topo().usid_engine
+    st = json.loads(mrcemu("status", "--json").stdout)
+    assert st["summary"]["usid_engine"] == engine
+    text = mrcemu("status").stdout
+    assert "uSID End" in text and engine in text
+    checked = json.loads(mrcemu("check", "--json").stdout)
+    assert checked["usid_engine"] == engine and checked["ok"]
 
 
 def test_status_and_exec(fabric):
