@@ -78,6 +78,11 @@ def configure_usid(ports: dict[str, int], pins: Path = PIN) -> None:
     lines = [f"map update pinned {pins}/mrc_usid key hex "
              f"{_hex(struct.pack('<Q', mac_key(mac)))} value hex "
              f"{_hex(END_PORT.pack(u, 0, 0, 0))}" for mac, u in ports.items()]
+    _batch(lines)
+
+
+def _batch(lines: list[str]) -> None:
+    """bpftool commands in one process (a map update each is a process each otherwise)."""
     with tempfile.NamedTemporaryFile("w", suffix=".bpftool", delete=False) as f:
         f.write("\n".join(lines) + "\n")
     try:
@@ -136,12 +141,7 @@ def configure(ports: dict[str, PortConfig], reset_counters: bool = True) -> None
         if reset_counters:
             lines.append(f"map update pinned {PIN}/mrc_state key hex {key} value hex "
                          f"{_hex(bytes(STATE.size))}")
-    with tempfile.NamedTemporaryFile("w", suffix=".bpftool", delete=False) as f:
-        f.write("\n".join(lines) + "\n")
-    try:
-        _run(["bpftool", "batch", "file", f.name])
-    finally:
-        os.unlink(f.name)
+    _batch(lines)
 
 
 def attach(pid: int | None, ifnames: list[str], netns_path: str | None = None,

@@ -104,26 +104,17 @@ def _posts(log: Path, since: int) -> int:
         return 0
 
 
-def _profile(tree: Path, work: Path, tag: str) -> dict:
-    """`mrcemu run` of SCENARIO from `tree` at full speed; perf and /proc/stat over
-    PROFILE_S in the middle of its job, and the packets delivered in that window (its
-    goodput series, on the NICs' clock, which is this one's)."""
-    import gzip
-    import json
-
+def started(scen: Path, out: Path, tag: str, tree: Path = ROOT, *more: str
+            ) -> subprocess.Popen:
+    """`mrcemu run` of the all-to-all `scen` at full speed from `tree` (with `more`
+    options), returned once h0 has posted WAIT_POSTS writes; killed on a failure."""
     from mrcemu import rundir
-    from mrcemu.topology import load
-    from mrcemu.transport.config import TransportConfig
 
-    pmtu = TransportConfig.for_topology(load("default")).pmtu
-    scen, out, data = work / "a2a.yaml", work / f"out-{tag}", work / f"{tag}.perf.data"
-    scen.write_text(SCENARIO)
-    _mrcemu(tree, "clean")
     log = rundir.nic_log("h0")
     since = log.stat().st_size if log.exists() else 0
     env = {**os.environ, "PYTHONPATH": str(tree)}
     run = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(scen), "--slowdown",
-                            "1", "--out", str(out)], cwd=tree, env=env,
+                            "1", *more, "--out", str(out)], cwd=tree, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
@@ -131,6 +122,29 @@ def _profile(tree: Path, work: Path, tag: str) -> dict:
             if time.monotonic() > deadline:
                 raise BenchError(f"{tag}: the all-to-all never got going")
             time.sleep(0.1)
+    except BaseException:
+        run.kill()
+        run.wait()
+        raise
+    return run
+
+
+def _profile(tree: Path, work: Path, tag: str) -> dict:
+    """`mrcemu run` of SCENARIO from `tree` at full speed; perf and /proc/stat over
+    PROFILE_S in the middle of its job, and the packets delivered in that window (its
+    goodput series, on the NICs' clock, which is this one's)."""
+    import gzip
+    import json
+
+    from mrcemu.topology import load
+    from mrcemu.transport.config import TransportConfig
+
+    pmtu = TransportConfig.for_topology(load("default")).pmtu
+    scen, out, data = work / "a2a.yaml", work / f"out-{tag}", work / f"{tag}.perf.data"
+    scen.write_text(SCENARIO)
+    _mrcemu(tree, "clean")
+    run = started(scen, out, tag, tree)
+    try:
         c0, m0 = host_cpu(), time.monotonic()
         subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-a", "-g", "-o", str(data),
                         "--", "sleep", str(PROFILE_S)], capture_output=True, timeout=120)

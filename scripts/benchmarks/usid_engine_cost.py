@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import ROOT, BenchError, host_cpu
-from benchmarks.cpu_profile import SCENARIO, WAIT_POSTS, _posts
+from benchmarks.cpu_profile import SCENARIO, started
 
 TITLE = "The uSID End's CPU per forwarded packet, by engine"
 PROFILE_S = 8.0
@@ -49,21 +49,10 @@ def _shares(report: str, end: str) -> tuple[float, float]:
 
 
 def _profile(engine: str, work: Path) -> dict:
-    from mrcemu import rundir
-
     scen, out, data = work / "a2a.yaml", work / f"out-{engine}", work / f"{engine}.perf"
     scen.write_text(SCENARIO)
-    log = rundir.nic_log("h0")
-    since = log.stat().st_size if log.exists() else 0
-    run = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(scen), "--slowdown",
-                            "1", "--usid-engine", engine, "--out", str(out)], cwd=ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = started(scen, out, engine, ROOT, "--usid-engine", engine)
     try:
-        deadline = time.monotonic() + 300
-        while _posts(log, since) < WAIT_POSTS and run.poll() is None:
-            if time.monotonic() > deadline:
-                raise BenchError(f"{engine}: the all-to-all never got going")
-            time.sleep(0.1)
         f0, c0, m0 = _forwarded(), host_cpu(), time.monotonic()
         subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-a", "-o", str(data),
                         "--", "sleep", str(PROFILE_S)], capture_output=True, timeout=120)
