@@ -18,6 +18,7 @@ from mrcemu.scenario import programs as exec_programs
 from mrcemu.scenario.programs import Program
 from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology import load as load_topology
+from mrcemu.topology.model import USID_ENGINES
 from mrcemu.transport.config import PLANE_SHARES, TransportConfig
 from mrcemu.transport.lb import POLICIES
 from mrcemu.transport.profiles import MAX_QPS
@@ -174,6 +175,8 @@ _TOP: dict[str, str] = {
     "map_interval_ms": "Clustermapper's probe rounds during the run, milliseconds; 0 for none "
                        "(default: 100 with faults, 0 without)",
     "transport": "transport settings the run changes (below; default: none)",
+    "usid_engine": "what performs the switches' SRv6 End: `auto`, `kernel` (seg6local) or "
+                   "`bpf` (mrcemu's tc program); default: the topology's, `auto` unless set",
 }
 # What `transport:` may set: the policy, not the clocks (those follow the links, and
 # `--slowdown` scales them) nor what the fabric decides (PMTU, seed).
@@ -546,6 +549,13 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
     except ConfigError as e:
         raise ConfigError(source, "topology", data["topology"],
                           f"cannot be loaded ({e.problem})", e.fix) from None
+    if "usid_engine" in data:
+        if data["usid_engine"] not in USID_ENGINES:
+            raise ConfigError(source, "usid_engine", data["usid_engine"],
+                              f"must be one of {', '.join(USID_ENGINES)}",
+                              "remove it (the topology's engine, auto unless set), or set "
+                              "kernel or bpf")
+        topo = replace(topo, usid_engine=data["usid_engine"])
     layout = Layout(topo)
     wl = _workload(source, data["workload"], topo)
     raw_faults = data.get("faults") or []

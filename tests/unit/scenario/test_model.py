@@ -158,6 +158,7 @@ def test_workload_phases():
      "workload.programs[0].ready", "use listen"),
     ({"workload": {"kind": "single", "size": "1MiB", "programs": []}}, "workload.programs",
      "kind: exec"),
+    ({"usid_engine": "seg6"}, "usid_engine", "one of auto, kernel, bpf"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})
@@ -339,3 +340,9 @@ def test_every_key_the_parser_accepts_is_documented_and_every_kind_too():
     assert all(doc.strip() for keys in model.SECTIONS.values() for doc in keys.values())
     assert set(faults.KIND_DOCS) == set(faults.KINDS)
     assert set(model.TRANSPORT_SETTINGS) <= set(TransportConfig().to_json())
+
+
+def test_a_scenario_may_choose_the_usid_engine_its_topology_is_run_with(tmp_path):
+    assert load(write(tmp_path, BASE)).topology.usid_engine == "auto"
+    sc = load(write(tmp_path, {**BASE, "usid_engine": "bpf"}))
+    assert sc.topology.usid_engine == "bpf" and sc.topology.name == "small"

@@ -45,6 +45,7 @@ def test_default_shape():
     (GOOD.replace("planes: 2", "planes: 2.5"), "planes", "whole number"),
     (GOOD + "routing: bgp\n", "routing", "one of usid, ecmp"),
     (GOOD + "routing: ecmp\n", "routing", "one plane, not 2"),
+    (GOOD + "usid_engine: ebpf\n", "usid_engine", "one of auto, kernel, bpf"),
     (GOOD.replace("spines_per_plane: 2", "spines_per_plane: 1023"), "spines_per_plane",
      "reserved (ECMP"),
     ("- just\n- a list\n", "<document>", "mapping"),
