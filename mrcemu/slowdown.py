@@ -24,10 +24,9 @@ from mrcemu.transport.config import mrc_data_overhead, pmtu_for
 # The slowdowns auto picks from: a run a step too slow costs at most a third more time.
 LADDER = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 25.0, 32.0,
           40.0, 50.0, 64.0)
-# The load index a run may have: where the built-in `failover` run's fidelity verdicts
-# on the 2-core development machine put it (faithful at the first slowdown whose index
-# is under it, not at the one before; the runs are in docs/history.md). A machine whose
-# packets cost less gets a smaller slowdown from the same limit.
+# The load index a run may have: the built-in `failover` run is faithful on a 2-core
+# machine at the first slowdown whose index is under it, and not at the one before. A
+# machine whose packets cost less gets a smaller slowdown from the same limit.
 LOAD_LIMIT = 0.8
 # The slowdown the calibration's own transfer runs at: slow enough for any machine this
 # runs on to keep up, so the cost it measures is a packet's, not a backlog's.

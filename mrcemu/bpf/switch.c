@@ -288,11 +288,11 @@ int mrc_switch(struct __sk_buff *skb)
 			__sync_fetch_and_add(&st->trimmed, 1);
 			__sync_fetch_and_add(&st->bytes, keep);
 			/* The qdisc would charge the length the packet had before this hook
-			 * (__dev_queue_xmit sets qdisc_pkt_len first): htb spent a whole
+			 * (__dev_queue_xmit sets qdisc_pkt_len first): htb would spend a whole
 			 * packet's time on every trimmed header, and under an incast the port
-			 * carried ~6 % less than its model while its real queue stood 40-100 kB
-			 * above the virtual one. Sent through the port once more, the packet
-			 * is charged what it now is. */
+			 * would carry less than its model while its real queue stood above the
+			 * virtual one. Sent through the port once more, the packet is charged
+			 * what it now is. */
 			skb->mark = MARK_TRIM_REQUEUED;
 			return bpf_redirect(skb->ifindex, 0);
 		}

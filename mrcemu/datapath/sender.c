@@ -153,10 +153,9 @@ int mrc_tx_template(struct mrc_sender *s, int kind, const uint8_t *body, size_t 
 /* Several EVs of a path (its variants: transport `ev_per_path`) name one route, the
  * same source, SRv6 container and destination, and so cross the same queues. Each
  * path is linked to the next on its route, in a ring, so that they share one round-trip
- * estimate: with fifteen EVs a path, each EV's own samples came a fifteenth as often,
- * and an estimate that lagged a queue growing on the path stopped its EVs, wrongly,
- * seven times as often as one EV a path (issue 42's degraded spine). Quadratic, once
- * per connection, over at most a few hundred paths. */
+ * estimate: with fifteen EVs a path, each EV's own samples would come a fifteenth as
+ * often, and an estimate that lags a queue growing on the path stops its EVs wrongly.
+ * Quadratic, once per connection, over at most a few hundred paths. */
 static void link_routes(struct mrc_txpath *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1062,8 +1061,8 @@ int64_t mrc_tx_sack(struct mrc_sender *s, const struct mrc_sack *k, double now)
 	 * load balancer's news: that path's queue, which the thinning drains, not the
 	 * connection's. NSCC hears it as unmarked (its fourth quadrant's rule, that a mark
 	 * moves the path and not the window, whatever the sample's delay): a quarter-rate
-	 * spine's marks otherwise halved the window every few round trips while the other
-	 * paths ran below their rate (docs/history.md, N4). */
+	 * spine's marks would otherwise halve the window every few round trips and leave
+	 * the other paths below their rate. */
 	int ecn = k->m == MRC_SACK_M_SKIP_ONCE;
 	if (ecn && path >= 0 && s->paths[path].fb->thinned) {
 		ecn = 0;

@@ -37,7 +37,7 @@ from mrcemu.topology.faults import (
 from mrcemu.topology.layout import Interface
 from mrcemu.topology.paths import make_ev
 
-# Kept for readers of the old module layout (tests, scripts): where faults are logged.
+# Where faults are logged, one JSON line each.
 LOG = rundir.FAULT_LOG
 
 

@@ -66,7 +66,7 @@ def shares(names: list[str], cores: int) -> list[list[str]]:
 
 def _start_worker(topo: Topology, nodes: dict[str, int]) -> subprocess.Popen:
     # A fresh interpreter, not a fork: a fork of a process with threads may copy a lock
-    # another thread holds, and a forked bring-up once hung there.
+    # another thread holds, and the child then waits on it forever.
     p = subprocess.Popen([sys.executable, "-m", "mrcemu.fabric.program"],
                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)

@@ -13,12 +13,10 @@ from mrcemu.fabric import netlink  # noqa: F401 - its cache of htb's rate tables
 
 CONTROL_CLASS = 0x10
 DATA_CLASS = 0x20
-# Every port, a switch's too, is shaped at exactly its rate. Switch ports once had 5 %
-# headroom, for an htb that "fell behind" under an incast: it was charging each trimmed
-# header a whole packet (the BPF program now re-queues trimmed packets, bpf/switch.c).
-# With that fixed, the headroom only let the real port run ahead of its model: on the
-# same incast 3,200-3,750 trims and 3.07-3.09 s at exactly the rate, 11,100-13,450 and
-# 3.13-3.18 s with 5 % (docs/switch.md).
+# Every port, a switch's too, is shaped at exactly its rate: htb charges a trimmed
+# header what it is (the BPF program re-queues trimmed packets, bpf/switch.c), so any
+# headroom would only let the real port run ahead of the virtual queue that models it,
+# and trim and mark less than the model says (docs/switch.md).
 
 
 def rate(mbps: float) -> str:
@@ -34,11 +32,9 @@ def burst_bytes(mbps: float, mtu: int) -> int:
     """htb's burst, the rate's and the ceil's (cburst: the data class sends on borrowed
     ceil tokens): about 1 ms of line rate, so that a late dequeue is made up for on
     fast links; on slow ones, one frame at a time. Not more: every byte of burst leaves
-    an idle port at wire speed. It was 4 MTUs (36 kB, 14 ms of a 20 Mb/s port): a
-    128 KiB write over `default`'s 8 ports (4 packets a port) then completed in
-    1-1.5 ms, 700-1,200 Mb/s on a 160 Mb/s host (4.7 ms and 220 Mb/s now, the
-    rest of the gap the NIC's two frames back to back), and short messages measured
-    the veth, not the emulated link. htb sends a packet bigger than its burst too (its
+    an idle port at wire speed: a burst of several MTUs lets a short write through a
+    slow port at the veth's speed, so short messages would measure the veth, not the
+    emulated link. htb sends a packet bigger than its burst too (its
     tokens go negative): the burst is what it lets through back to back, never a limit
     on size."""
     return max(LEAST_BURST, int(mbps * 1e6 / 8 / 1000))

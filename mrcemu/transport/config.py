@@ -152,7 +152,7 @@ class TransportConfig:
     # other paths has its EV: `capacity`, a backup EV on another of its paths takes the
     # retired one's share while that path's queue stays quiet, and hands it back at the
     # path's first mark (evs.py: EvProfile.congested); `paths`, never (one share a usable
-    # path); `full`, always (the rule before; kept to compare).
+    # path); `full`, always (the reference design's rule; kept to compare).
     plane_share: str = "capacity"
     # Which EV each packet takes (transport/lb; docs/load-balancing.md): MRC's own
     # profile, or a baseline a researcher compares it with.

@@ -298,7 +298,7 @@ class EvProfile:
                 if ids is not None and self.usable(e):
                     ids.append(e)
             self._usable_by_plane = usable
-        # Chosen in plane order: MRC's seeded order is what it was before policies.
+        # Chosen in plane order, so that MRC's seeded order is the same with any policy.
         per_plane = {plane: lb.choose(plane, usable[plane], self.now) if usable[plane] else []
                      for plane in self.planes}
         order: list[int] = []
@@ -409,10 +409,9 @@ class EvProfile:
         # after it can return sends the path a full share again for that round trip,
         # every time. Thinned, not switched off for them: in use one rotation in
         # skip_len + 1, it keeps a share its marks go on sizing. Switched off, the
-        # flows that share a slowed spine's queue, marked by it at once, left it and
-        # came back to it together (their SKIPs began and ended within 20-60 ms), so
-        # it sat idle and then took four flows' shares: 30 % of what went to it was
-        # trimmed (docs/history.md, N4). A mark on a thinned path reaches NSCC as
+        # flows that share a slowed spine's queue, marked by it at once, would leave it
+        # and come back to it together, so that it sat idle and then took every flow's
+        # share at once, and trimmed much of it. A mark on a thinned path reaches NSCC as
         # unmarked (sender.c: `fb.thinned`): its queue is this rule's business.
         # The memory fades with quiet time, not with unmarked acks: a round trip after
         # a SKIP ends, the first feedback on what went after it can come; each round
@@ -502,7 +501,7 @@ class EvProfile:
                    if b.state in (EvState.ASSUMED_BAD, EvState.DENIED)} | {spine}
         pool = [b for b in evs if not b.active and b.state is EvState.GOOD]
         used = Counter(b.path.spine for b in evs if b.active)
-        if self.share == "full":  # the rule before: a full or suspect path last, but taken
+        if self.share == "full":  # the reference design's: a full or suspect path last, but taken
             pool.sort(key=lambda b: (b.path.spine in suspect,
                                      used[b.path.spine] >= self.per_path))
             if pool:

@@ -13,9 +13,8 @@ ports, and each plane's EVs are its own.
 The ring holds a rotation's worth at least: uet-htsim refills its buffer of 8 at each
 ack and empties it at each packet, one at a time; a rotation here is a plane's usable
 EVs at once, chosen from the acks heard since the last. With 60 EVs a plane
-(`ev_per_path` 15) a ring of 8 recycled 8 of each 60 packets and explored the rest,
-which made REPS nearly oblivious (issue 42's degraded spine: 3.12 against
-oblivious's 3.36).
+(`ev_per_path` 15) a ring of 8 would recycle 8 of each 60 packets and explore the rest,
+which makes REPS nearly oblivious on a degraded spine.
 
 Left out: REPS's freezing mode (on a timeout, keep reusing the ring's EVs whatever
 their age, to ride out a failure): here the path monitor handles failures for every
