@@ -60,8 +60,10 @@ def paper_summary(doc: dict, commit: bool = True) -> str:
     from mrcemu.paper.run import again_line, tally
 
     consistent, judged, unfaithful = tally(doc["experiments"])
-    again = again_line(doc) if commit else ", ".join(
-        r["id"] for r in doc["experiments"] if r.get("again"))
+    again = again_line(doc) if commit else "; ".join(
+        f"{r['id']} ({str(r['again']['started'])[:10]}, on "
+        f"{r['again'].get('machine', 'an unrecorded machine')})"
+        for r in doc["experiments"] if r.get("again"))
     pace = ("each run slowed as `--slowdown auto` picked" if doc["slowdown"] == "auto"
             else f"every run slowed {doc['slowdown']:g} times")
     return _wrap(f"The committed full run ({_when(doc, commit)}; {pace}, "

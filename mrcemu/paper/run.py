@@ -330,10 +330,12 @@ def with_rows(doc: dict, newer: dict) -> dict:
 
 
 def again_line(doc: dict) -> str:
-    """Which rows were measured again after the run, and when: '' for none."""
+    """Which rows were measured again after the run, when, at which commit and on which
+    machine (a sitting of its own): '' for none."""
     rows = [r for r in doc["experiments"] if r.get("again")]
     return "; ".join(f"{r['id']} measured again {str(r['again']['started'])[:10]} at "
-                     f"`{r['again']['commit']}`" for r in rows)
+                     f"`{r['again']['commit']}` on "
+                     f"{r['again'].get('machine', 'an unrecorded machine')}" for r in rows)
 
 
 def markdown(doc: dict) -> str:

@@ -149,7 +149,7 @@ def test_a_newer_runs_rows_replace_the_full_runs_and_say_when():
     assert [r["reason"] for r in out["experiments"]] == ["old E5", "new E6"]
     assert out["experiments"][1]["again"]["commit"] == "abc1234"
     assert "again" not in out["experiments"][0] and doc["experiments"][1]["reason"] == "old E6"
-    assert again_line(out) == "E6 measured again 2026-11-30 at `abc1234`"
+    assert again_line(out) == "E6 measured again 2026-11-30 at `abc1234` on m"  # its sitting
     assert again_line(doc) == ""
     for bad in ({**newer, "quick": True}, {**newer, "interrupted": "E6"},
                 {**newer, "scale": {"x": 2}}):
