@@ -1137,6 +1137,11 @@ if __name__ == "__main__":
 def doctor(as_json: bool, brief: bool, again: bool) -> None:
     """Each kernel and system capability mrcemu uses: found or missing, what is lost
     without it, and the fix. Exits 1 when the fabric cannot run here."""
+    if os.geteuid() != 0 and brief:  # `make install` as a user: say how, probe nothing
+        console.print("mrcemu doctor: the kernel's capabilities are probed as root: run "
+                      "'sudo .venv/bin/mrcemu doctor'", highlight=False, soft_wrap=True)
+        return
+    need_root("doctor")  # the probes make namespaces, qdiscs and BPF programs
     from mrcemu import preflight
     from mrcemu.fabric import preflight_probe, usid_engine
 

@@ -7,10 +7,18 @@ from mrcemu import cli
 
 def test_fabric_commands_say_they_need_root(monkeypatch):
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
-    for args in (["up", "small"], ["down"], ["check"], ["clean"], ["exec", "h0", "--", "true"]):
+    for args in (["up", "small"], ["down"], ["check"], ["clean"], ["exec", "h0", "--", "true"],
+                 ["doctor"]):
         r = CliRunner().invoke(cli.main, args)
         assert r.exit_code == 1, args
         assert "needs root" in r.output and "sudo" in r.output
+
+
+def test_doctor_brief_as_a_user_says_how_to_probe_and_probes_nothing(monkeypatch):
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    r = CliRunner().invoke(cli.main, ["doctor", "--brief"])
+    assert r.exit_code == 0 and "sudo .venv/bin/mrcemu doctor" in r.output
+    assert len(r.output.strip().splitlines()) == 1
 
 
 def test_bad_topology_exits_2_before_the_root_check(tmp_path, monkeypatch):
