@@ -16,7 +16,7 @@ SHIM_SRC := $(wildcard mrcemu/verbs/shim/*.c) $(wildcard mrcemu/verbs/shim/*.h) 
 install:
 	@bash scripts/install-deps.sh
 	@$(MAKE) --no-print-directory $(BPF_OBJ) $(USID_END_OBJ) $(SHIM)
-	@$(PY) -m mrcemu doctor --brief || true
+	@$(SUDO) $(PY) -m mrcemu doctor --brief --again || true
 
 # The verbs shim a program on an emulated host runs with (`mrcemu exec`, LD_PRELOAD):
 # rdma-core's installed headers, the symbol versions its libibverbs gives each verb.

@@ -50,6 +50,8 @@ def launch(topo: Topology, progress: Callable[[str, int, int], None] | None = No
     from mrcemu.preflight import missing_for_fabric
 
     missing = missing_for_fabric(preflight_probe.found())
+    if missing:  # what was missing at the last probe may have been installed since
+        missing = missing_for_fabric(preflight_probe.found(refresh=True))
     if missing:
         raise MrcemuError("this machine cannot run a fabric: " + "; ".join(missing)
                           + " — 'mrcemu doctor' lists everything mrcemu uses")

@@ -59,7 +59,7 @@ def choose(requested: str, found: Found) -> str:
             return engine
     raise EngineError("no uSID engine can run on this kernel: " + "; ".join(
         f"{e}: {found[e]} (needs {NEEDS[e]})" for e in ENGINES)
-        + " — run 'mrcemu doctor' for everything mrcemu needs")
+        + " — after a fix, 'mrcemu doctor --again' probes again")
 
 
 def found(refresh: bool = False) -> Found:
