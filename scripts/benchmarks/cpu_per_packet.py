@@ -48,7 +48,7 @@ def cpu_per_packet() -> str:
             f"| Python codec (reference) | {ref[0]:.2f} s | {ref[2]:,} | {ref[1]:.0f} us |\n"
             f"| compiled data path | {comp[0]:.2f} s | {comp[2]:,} | {comp[1]:.0f} us |\n"
             f"| **compiled / Python** | | | **{comp[1] / ref[1]:.2f}** |\n\n"
-            "Target D2 (issue 12): 15 us per packet, sender plus receiver; the NIC "
+            "Target: 15 us per packet, sender plus receiver; the NIC "
             "daemons' own figure is in the line-rate section. Over simnet the requester's "
             "and responder's per-packet work is compiled, but every packet is still "
             "delivered by a Python call and every SACK decoded for the policy core "

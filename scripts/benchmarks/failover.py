@@ -131,7 +131,7 @@ def failover() -> str:
             f"messages), spine p3s1 dying at t={spec.faults[0].at:g} s and link p5l0-p5s2 "
             f"going gray at t={spec.faults[1].at:g} s. Times are in full-speed seconds "
             "(a slowed run's divided by its slowdown).\n\n"
-            "Issue 38's targets (docs/transport.md), per column: no EV retired with no "
+            "The targets, per column: no EV retired with no "
             "fault; L1, every failed path stopped within 2 RTTs of the first packet lost on "
             "it; L2, retired within 4; no data onto it once retired; L3, MRC's job with the "
             "faults at most 1.10 times without; L4, each fault costs at most 3 round trips "

@@ -1,4 +1,4 @@
-"""`make bench`, section "Load-balancing policies" (issue 42): each policy on the
+"""`make bench`, section "Load-balancing policies": each policy on the
 degraded-spine permutation, clean and degraded, beside uet-htsim's figures."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from benchmarks.common import fid, run_report
 from benchmarks.nscc_reference import CLEAN, SLOWDOWN, SLOWED, slowed_share
 
-TITLE = "Load-balancing policies on a degraded spine (issue 42)"
+TITLE = "Load-balancing policies on a degraded spine"
 
 POLICIES = ("mrc", "bitmap", "reps", "reps_ack", "oblivious")
 # uet-htsim at 40ccb05, NSCC with trimming, 8 hosts, 2 leaves, 4 spines, one spine at
-# 25 %, a cross-leaf permutation: job degraded / clean (issue 42). It has no MRC profile.
+# 25 %, a cross-leaf permutation: job degraded / clean (uet-htsim's shape). It has no MRC profile.
 # Its REPS recycles one EV an ACK, an ACK every 16 KiB (4 packets): `reps_ack` is that;
 # `reps` recycles every packet's.
 HTSIM = {"bitmap": 1.30, "reps_ack": 1.93, "oblivious": 2.65}
@@ -97,7 +97,7 @@ def _intro() -> str:
             "of every plane at a quarter of their rate; each run lists the five policies "
             "(`transport: {load_balancing: [...]}`), which run one after the other on one "
             "fabric and seed. Degraded / clean is the job's slowdown: clean goodput over "
-            "degraded goodput (the same bytes a pair). uet-htsim's figures (issue 42: NSCC "
+            "degraded goodput (the same bytes a pair). uet-htsim's figures (NSCC "
             "with trimming, 8 hosts, 2 leaves, 4 spines, one at 25 %) have no MRC "
             "profile, and its REPS recycles one EV for each ACK of 16 KiB (four packets), "
             "as `reps_ack` does, where `reps` recycles every packet's; the capacity bound "

@@ -98,7 +98,7 @@ def nic_goodput() -> str:
             "|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + f"\n\nMRC / RoCE goodput ratio in this run: **{ratio:.1f}** "
             f"(RoCE pins one 20 Mb/s path; 8 planes give at most 8).\n\n"
-            "CPU per delivered data packet (D2 in issue 12: sender plus receiver daemon, "
+            "CPU per delivered data packet (sender plus receiver daemon, "
             "including syscalls, pacing and idle wakeups; target 15 us), as the daemons "
             "measured themselves from post to completion less the harness's work (source "
             "filled and hashed, region allocated): "

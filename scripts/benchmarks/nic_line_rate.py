@@ -83,7 +83,7 @@ def nic_line_rate() -> str:
             "share the leaf), delivered and checked. iperf2: `iperf -u -V -l 4096 -b 20G -t "
             "3` from h0 to h1 over the same links and leaf (plain IPv6, which the fabric "
             "also routes), goodput as its server counts it, with the NIC daemons stopped "
-            "meanwhile. The issue asked for one bare veth pair; through the leaf both rows "
+            "meanwhile. The target was set for one bare veth pair; through the leaf both rows "
             "cross the same two veths and one forwarding namespace, and our receiver accepts "
             "only frames whose last uSID is its own, which needs the leaf. Measured one "
             "after the other in this run.\n\n"

@@ -35,7 +35,7 @@ INCASTS = ((2 << 20, 3), (16 << 20, 1))
 
 
 def incast_spec(size: int) -> dict:
-    return {"description": f"7:1 incast of {size >> 20} MiB each onto h7 (issue 41's N1/N2)",
+    return {"description": f"7:1 incast of {size >> 20} MiB each onto h7",
             "topology": "default",
             "workload": {"kind": "incast", "dst": "h7", "size": f"{size >> 20}MiB",
                          "iterations": 1, "senders": [f"h{h}" for h in range(SENDERS)]},
@@ -134,7 +134,7 @@ def nscc_reference() -> str:
         perm = _permutation(Path(d))
     return (f"Command: `make bench` (section NSCC). `mrcemu run` at `--slowdown {SLOWDOWN}`, "
             "MRC alone, of scenarios in scripts/benchmarks/nscc_reference.py, on the "
-            "default fabric; times in full-speed seconds. Issue 41 puts each beside "
+            "default fabric; times in full-speed seconds. Each is put beside "
             "uet-htsim's NSCC (trimming, bitmap spraying) on the same shapes.\n\n"
             "**7:1 incast**: h0-h6 each write to h7 at once, 2 MiB each (three runs) and "
             "16 MiB each (one run). Ideal: the bytes over h7's eight ports. N1 targets a "

@@ -127,7 +127,7 @@ def streaming_all_to_all() -> str:
             f"{(topo.hosts - 1) * size >> 20} MiB at its NIC's paced rate ({PACING:g} of its "
             f"ports') and one base round trip ({rtt * 1e3:.1f} ms at the scale model's "
             f"1:{latency.time_scale(topo):g}): **{bound:.3f}** of the capacity (the frames' "
-            "headers would lower it to about 0.97 of that). Issue 41's N8 asks 0.92, set "
+            "headers would lower it to about 0.97 of that). The NSCC target asks 0.92, set "
             "when the base round trip was 4 packet times, not 40: beyond this bound.\n\n"
             "| slowdown | transport | job | goodput | goodput / capacity (D3: MRC >= 0.85 "
             "faithful; D4: RoCE) | / the bound | data intact | retransmits | trims | RTOs | "
@@ -139,7 +139,7 @@ def streaming_all_to_all() -> str:
             "not lost ('arrived twice' counts the copies the receivers got twice: the loss "
             "detection judged a packet delayed behind a queue lost), and trims (queues past "
             "the switches' trim threshold) while the senders' congestion windows converge. "
-            "That is loss detection and congestion control (issue 13), not the data path.\n"
+            "That is loss detection and congestion control, not the data path.\n"
             + _machine_bound(capacity))
 
 
