@@ -21,7 +21,7 @@ from rich.table import Table
 from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
 from mrcemu.topology import Layout, Topology, latency, load
 from mrcemu.topology.faults import KINDS as FAULT_KINDS
-from mrcemu.topology.model import TOPOLOGY_DIR
+from mrcemu.topology.model import TOPOLOGY_DIR, USID_ENGINES
 
 try:  # every policy module in transport/lb/, found at import: one may be broken
     from mrcemu.transport.lb import POLICIES as LB_POLICIES
@@ -75,7 +75,7 @@ ENGINE_NAMES = {"kernel": "kernel (seg6local)", "bpf": "bpf (tc ingress program)
 
 def usid_engine_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--usid-engine", "usid_engine", type=click.Choice(["auto", "kernel", "bpf"]),
+        "--usid-engine", "usid_engine", type=click.Choice(list(USID_ENGINES)),
         default=None, help="What performs the switches' SRv6 End with next-csid: the "
         "kernel's seg6local, mrcemu's BPF program, or auto (the kernel's where it works; "
         "the topology's usid_engine, auto unless set).")(fn)

@@ -60,21 +60,19 @@ static __always_inline __u16 active(const __u8 *a)
 SEC("tc")
 int usid_end(struct __sk_buff *skb)
 {
-	/* Forwarded or AF_PACKET frames may keep headers in paged data. */
-	bpf_skb_pull_data(skb, DADDR_AT + 16);
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct ipv6hdr *ip6 = (void *)(eth + 1);
-	if ((void *)(ip6 + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+	/* Copied out, not pulled linear: a frame the End is not for goes on untouched,
+	 * and one it is for is written once, by the store below. */
+	__u8 h[DADDR_AT + 16];
+	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0 ||
+	    h[12] != (ETH_P_IPV6 >> 8) || h[13] != (ETH_P_IPV6 & 0xff))
 		return TC_ACT_OK;
-	__u64 key = mac_key(eth->h_dest);
+	__u64 key = mac_key(h); /* the Ethernet destination: this port's own MAC */
 	struct end_port *port = bpf_map_lookup_elem(&mrc_usid, &key);
 	if (!port)
 		return TC_ACT_OK;
 
 	__u8 a[16];
-	__builtin_memcpy(a, &ip6->daddr, 16);
+	__builtin_memcpy(a, h + DADDR_AT, 16);
 	const __u8 block[MRC_BLOCK_BYTES] = MRC_BLOCK_INIT;
 #pragma unroll
 	for (int i = 0; i < MRC_BLOCK_BYTES; i++)

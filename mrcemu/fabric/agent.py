@@ -298,7 +298,7 @@ def routes(pid: int) -> dict[str, Any]:
 
     with iproute(pid) as ipr:
         rs = read_routes(ipr)
-        ports = bpf_end_ports(ipr)
+        ports = bpf_end_ports(ipr) if any(r.engine == "bpf" for r in rs) else []
     text = subprocess.run(["mnexec", "-a", str(pid), "ip", "-6", "route", "show"],
                           capture_output=True, text=True).stdout
     # The kernel prints the BPF engine's End as the blackhole it is in the FIB: say what

@@ -103,11 +103,7 @@ def main(topology_json: str, seed: int = 1, slowdown: float = 1.0,
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     try:
-        topo = Topology(**json.loads(topology_json))
-        if topo.usid_engine == "auto":  # `launch` decides it; a direct start here too
-            from mrcemu.fabric.usid_engine import resolved
-
-            topo = resolved(topo)
+        topo = Topology(**json.loads(topology_json))  # its uSID engine decided by `launch`
         cfg = TransportConfig.for_topology(topo, seed, slowdown)
         if transport:
             cfg = TransportConfig.from_json({**cfg.to_json(), **transport})

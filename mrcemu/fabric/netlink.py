@@ -211,9 +211,15 @@ def end_dev(engine: str) -> str:
     return END_INGRESS if engine == "bpf" else END_DEV
 
 
-def bpf_end_ports(ipr: IPRoute) -> list[str]:
-    """The node's interfaces whose clsact ingress runs the BPF engine's End program."""
-    names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+def link_names(ipr: IPRoute) -> dict[int, str]:
+    """The node's interface names by index, from one dump."""
+    return {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
+
+
+def bpf_end_ports(ipr: IPRoute, names: dict[int, str] | None = None) -> list[str]:
+    """The node's interfaces whose clsact ingress runs the BPF engine's End program
+    (`names`: link_names, when the caller has it)."""
+    names = link_names(ipr) if names is None else names
     out = []
     for idx, name in names.items():
         try:
@@ -233,8 +239,8 @@ def read_routes(ipr: IPRoute) -> list[KernelRoute]:
     """The node's static IPv6 routes in the main table, decoded (flavors included). A
     blackhole for a /48 reads back as an End of the BPF engine when that engine's
     program runs on the node's ports (`bpf_end_ports`)."""
-    names = {x["index"]: x.get_attr("IFLA_IFNAME") for x in ipr.get_links()}
-    bpf_ends = bpf_end_ports(ipr)
+    names = link_names(ipr)
+    bpf_ends = bpf_end_ports(ipr, names)
     out = []
     for r in ipr.get_routes(family=socket.AF_INET6, table=254):
         if r["proto"] != RTPROT_STATIC:

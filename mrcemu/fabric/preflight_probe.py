@@ -12,16 +12,17 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from mrcemu import rundir
-from mrcemu.fabric import bpf, usid_engine
+from mrcemu.fabric import bpf, scratch, usid_engine
 from mrcemu.fabric.bootcache import per_boot
 from mrcemu.preflight import CAPABILITIES, Found
 
 CACHE = rundir.RUN_DIR / "preflight.json"
 KEYS = tuple(c.key for c in CAPABILITIES)
+# What the child in the scratch namespaces probes (`_inside`).
+INSIDE = ("netns", "veth", "htb", "clsact", "cls_bpf", "vxlan", "nftables", "numgen")
 TOOLS = ("mnexec", "bpftool", "tc", "ip")
 # What a kernel that charges BPF maps to RLIMIT_MEMLOCK needs for the switch's maps.
 MEMLOCK_NEEDED = 64 << 20
@@ -47,8 +48,8 @@ def _inside() -> Found:
     dev = "pf0" if out["veth"] is None else "lo"
     out["htb"] = _sh("tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb")
     out["clsact"] = _sh("tc", "qdisc", "add", "dev", "lo", "clsact")
-    pins = Path(tempfile.mkdtemp(prefix="mrcemu-preflight-", dir="/tmp"))
-    why = _sh("mount", "-t", "bpf", "bpf", str(pins))
+    pins = scratch.BPFFS
+    why = _sh("mount", "-t", "bpf", "bpf", str(pins))  # the child's own bpffs (scratch.py)
     if why is None and bpf.OBJ.exists():
         why = _sh("bpftool", "prog", "load", str(bpf.OBJ), str(pins / "switch"), "type",
                   "classifier", "pinmaps", str(pins))
@@ -111,19 +112,9 @@ def probe(refresh: bool = False) -> Found:
     engines as fabric/usid_engine.py keeps them (probed again with `refresh`)."""
     if os.geteuid() != 0:
         why = "not probed: needs root (run 'sudo mrcemu doctor')"
-        got: Found = {k: why for k in ("netns", "veth", "htb", "clsact", "cls_bpf", "vxlan",
-                                       "nftables", "numgen")}
-        got |= {"usid_kernel": why, "usid_bpf": why}
+        got: Found = dict.fromkeys(INSIDE, why) | {"usid_kernel": why, "usid_bpf": why}
     else:
-        argv = ["unshare", "--net", "--mount", "--propagation", "private", sys.executable,
-                "-m", "mrcemu.fabric.preflight_probe"]
-        try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            got = json.loads(r.stdout.strip().splitlines()[-1])
-        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
-            why = f"network namespaces could not be made ({e})"
-            got = {k: why for k in ("netns", "veth", "htb", "clsact", "cls_bpf", "vxlan",
-                                    "nftables", "numgen")}
+        got = scratch.run("mrcemu.fabric.preflight_probe", INSIDE)
         engines = usid_engine.found(refresh)
         got |= {"usid_kernel": engines["kernel"], "usid_bpf": engines["bpf"]}
     got |= {"bpf_jit": _jit(), "memfd": _memfd(), "memlock": _memlock(), "perf": _perf(),

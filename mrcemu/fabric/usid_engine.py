@@ -16,25 +16,21 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import replace
 from ipaddress import IPv6Address
-from pathlib import Path
 
 from mrcemu import rundir
 from mrcemu.errors import MrcemuError
+from mrcemu.fabric import scratch
 from mrcemu.fabric.bootcache import per_boot
+from mrcemu.preflight import BY_KEY
 from mrcemu.topology import Topology
 from mrcemu.topology.addressing import container, end_next_csid
 
 ENGINES = ("kernel", "bpf")
 CACHE = rundir.RUN_DIR / "usid-engines.json"
 # What each engine needs from the kernel, named in every refusal.
-NEEDS = {
-    "kernel": "CONFIG_IPV6_SEG6_LWTUNNEL (seg6local), Linux 6.1 or later (next-csid)",
-    "bpf": "CONFIG_NET_CLS_BPF and CONFIG_NET_SCH_INGRESS (tc BPF on clsact), "
-           "CONFIG_BPF_SYSCALL",
-}
+NEEDS = {e: BY_KEY[f"usid_{e}"].fix for e in ENGINES}  # preflight's table says it
 # The probe's answer: per engine, None where it works, else why not.
 Found = dict[str, str | None]
 
@@ -68,21 +64,8 @@ def found(refresh: bool = False) -> Found:
 
 
 def probe() -> Found:
-    """Run both probes in a child with a network and mount namespace of its own: what it
-    makes (a veth pair, routes, a bpffs and its pins) goes with it, even after kill -9."""
-    argv = ["unshare", "--net", "--mount", "--propagation", "private", sys.executable,
-            "-m", "mrcemu.fabric.usid_engine"]
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        why = f"the probe could not run ({e})"
-        return {e2: why for e2 in ENGINES}
-    try:
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        return {e: out[e] for e in ENGINES}
-    except (ValueError, IndexError, KeyError, TypeError):
-        why = f"the probe failed: {(r.stderr or r.stdout).strip()[-300:]}"
-        return {e: why for e in ENGINES}
+    """Both probes, in a child in scratch namespaces (fabric/scratch.py)."""
+    return scratch.run("mrcemu.fabric.usid_engine", ENGINES, timeout=60)
 
 
 def resolved(topo: Topology) -> Topology:
@@ -132,10 +115,8 @@ def _probe_bpf() -> str | None:
 
     if not bpf.USID_END_OBJ.exists():
         return f"{bpf.USID_END_OBJ} is missing: run 'make install'"
-    pins = Path(tempfile.mkdtemp(prefix="mrcemu-probe-", dir="/tmp"))
     try:
-        subprocess.run(["mount", "-t", "bpf", "bpf", str(pins)], check=True,
-                       capture_output=True, text=True)
+        pins = scratch.bpffs()
         prog = pins / "usid_end"
         bpf.load_usid_end(pins, prog)
         bpf.configure_usid({PROBE_MAC: PROBE_USID}, pins)
