@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Regenerate the benchmarks: BENCHMARKS.json, and BENCHMARKS.md rendered from it. Every
-figure carries the command that measured it; comparisons are ratios taken side by side
-in the same run. Each section is a module of scripts/benchmarks/; this runs them in order
-(`--only TEXT`: those whose title has it; the others keep what they had, with when and
-at which commit they were measured)."""
+section carries the command that measures it again, and its targets (scripts/benchmarks/
+targets.py) with their thresholds and whether they were met; comparisons are ratios taken
+side by side in the same run. Each section is a module of scripts/benchmarks/; this runs
+them in order (`--only TEXT`: those whose module name or title has it; the others keep
+what they had, with when, where and at which commit they were measured)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,24 @@ import sys
 
 from benchmarks import SECTIONS
 from benchmarks.common import ROOT, BenchError
+from benchmarks.targets import measure
 from figures import BENCH, bench_markdown
+
+
+def _chosen(only: str, name: str, title: str) -> bool:
+    """`--only a,b`: the sections whose module is one of them, or whose title has one."""
+    words = [w.strip() for w in only.split(",") if w.strip()]
+    return name in words or any(w.lower() in title.lower() for w in words
+                                if w not in SECTIONS)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="BENCHMARKS.md")
     ap.add_argument("--json", default=str(BENCH), help="the results file, read and rewritten")
-    ap.add_argument("--only", default=None, help="run only sections whose title has this")
+    ap.add_argument("--only", default=None,
+                    help="run only these sections: module names, or words of their "
+                    "titles, separated by commas")
     args = ap.parse_args()
     import mrcemu.wire  # noqa: F401 - registers nothing, but fails early if broken
     from mrcemu.scenario.job import machine, source_commit
@@ -33,22 +44,28 @@ def main() -> None:
                 "machine": machine()}
     results = ROOT / args.json
     doc = json.loads((results if results.exists() else BENCH).read_text())
-    old = {s["title"]: s for s in doc["sections"]}
+    old = {s["module"]: s for s in doc["sections"]}
     sections = []
     for name in SECTIONS:
         mod = importlib.import_module(f"benchmarks.{name}")
         title, fn = mod.TITLE, mod.run
-        if args.only and args.only.lower() not in title.lower():
-            if title in old:
-                sections.append(old[title])
+        if args.only and not _chosen(args.only, name, title):
+            if name in old:
+                sections.append(old[name])
             continue
         print(f"bench: {title} ...", file=sys.stderr, flush=True)
         try:
             text = fn()
         except BenchError as e:
             text = f"{e}\n"
-        sections.append({"title": title, "measured": {**measured,
-                         "date": datetime.date.today().isoformat()}, "markdown": text})
+        try:
+            targets = measure(name, text)
+        except LookupError as e:  # kept, and the tests name the section until it is mended
+            print(f"bench: {name}: {e}", file=sys.stderr)
+            targets = []
+        sections.append({"module": name, "title": title, "measured": {
+            **measured, "date": datetime.date.today().isoformat(),
+            "command": f"sudo make bench ONLY={name}"}, "markdown": text, "targets": targets})
     doc["sections"] = sections
     results.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     (ROOT / args.out).write_text(bench_markdown(doc))

@@ -130,16 +130,84 @@ def demo_time(rep: dict) -> str:
 
 
 # ---- the benchmarks ---------------------------------------------------------------------
+def _verdict(t: dict) -> str:
+    return "met" if t["met"] else "**missed**"
+
+
+def _targets_table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> str:
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                      *("| " + " | ".join(r) + " |" for r in rows)])
+
+
 def bench_markdown(doc: dict) -> str:
-    """BENCHMARKS.md: each section as BENCHMARKS.json holds it, under its title, with
-    when it was measured."""
-    parts = [doc["header"].rstrip("\n") + "\n"]
+    """BENCHMARKS.md: every target at a glance, then each section as BENCHMARKS.json holds
+    it, with when, where and by which command it was measured and its targets, met or
+    missed."""
+    from benchmarks.targets import shown, wanted
+
+    glance = [(f"[{s['title']}](#{_anchor(s['title'])})", t["what"], shown(t), wanted(t),
+               _verdict(t)) for s in doc["sections"] for t in s.get("targets", [])]
+    met = sum(t["met"] for s in doc["sections"] for t in s.get("targets", []))
+    parts = [doc["header"].rstrip("\n") + "\n",
+             f"## Targets\n\n{met} of {len(glance)} targets met.\n\n"
+             + _targets_table(glance, ("section", "target", "measured", "wanted", "verdict"))
+             + "\n"]
     for s in doc["sections"]:
         m = s["measured"]
-        where = f" on {m['machine']}" if m.get("machine") else ""
-        parts.append(f"## {s['title']}\n\n_Measured {m['date']} at `{m['commit']}`{where}._\n\n"
-                     + s["markdown"].rstrip("\n") + "\n")
+        body = s["markdown"].rstrip("\n") + "\n"
+        if s.get("targets"):
+            body += "\n" + _targets_table(
+                [(t["what"], shown(t), wanted(t), _verdict(t)) for t in s["targets"]],
+                ("target", "measured", "wanted", "verdict")) + "\n"
+        parts.append(f"## {s['title']}\n\n_Measured {m['date']} on {m['machine']}, by "
+                     f"`{m['command']}`._\n\n" + body)
     return "\n".join(parts)
+
+
+def bench_stale(text: str, where: str = "BENCHMARKS.json") -> list[str]:
+    """Each section of the results file whose stored targets are not what its own tables
+    give (a figure changed in one place and not the other), or that misses a field of
+    the schema, named with its line."""
+    from benchmarks import SECTIONS
+    from benchmarks.targets import measure
+
+    doc, lines, out = json.loads(text), text.splitlines(), []
+
+    def line_of(needle: str, start: int = 0) -> int:
+        return next((i + 1 for i in range(start, len(lines)) if needle in lines[i]), 0)
+
+    for s in doc["sections"]:
+        at = line_of(f'"module": {json.dumps(s.get("module"))}')
+        if s.get("module") not in SECTIONS:
+            out.append(f"{where}:{at}: section {s.get('title')!r}: no module of "
+                       "scripts/benchmarks/ has it")
+            continue
+        missing = [k for k in ("date", "commit", "machine", "command") if k not in s["measured"]]
+        if missing:
+            out.append(f"{where}:{at}: section {s['module']!r}: measured has no "
+                       f"{', '.join(missing)}")
+        md = line_of('"markdown":', at - 1)
+        try:
+            want = measure(s["module"], s["markdown"])
+        except LookupError as e:
+            out.append(f"{where}:{md}: section {s['module']!r}: {e}")
+            continue
+        for have, should in zip(s.get("targets", []), want, strict=False):
+            if have != should:
+                tline = line_of('"what": ' + json.dumps(have["what"]), at - 1)
+                out.append(f"{where}:{tline}: section {s['module']!r} target "
+                           f"{have['what']!r} stores {have.get('text')} (met: {have.get('met')}); its table "
+                           f"({where}:{md}) gives {should['text']} (met: {should['met']})")
+        if len(s.get("targets", [])) != len(want):
+            out.append(f"{where}:{at}: section {s['module']!r} stores "
+                       f"{len(s.get('targets', []))} targets; scripts/benchmarks/targets.py "
+                       f"has {len(want)}")
+    return out
+
+
+def _anchor(title: str) -> str:
+    """The id MkDocs and GitHub give a heading."""
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", title).strip().lower())
 
 
 # ---- the scenario format, from the model that checks it --------------------------------
@@ -263,6 +331,8 @@ def main() -> int:
         else:
             path.write_text(new)
             print(f"figures: wrote {rel}", file=sys.stderr)
+    if BENCH.exists():
+        problems += bench_stale(BENCH.read_text())
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0

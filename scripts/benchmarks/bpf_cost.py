@@ -63,7 +63,7 @@ def bpf_cost() -> str:
     finally:
         bpf.unload()
         sh("; ".join(f"ip netns del {n}" for n in ns))
-    return ("Command: `make bench` (section cost). iperf2 UDP (`-l 1024 -b 20G -t 3`) through "
+    return ("What it runs: iperf2 UDP (`-l 1024 -b 20G -t 3`) through "
             "a forwarding namespace, packets counted on the receiving interface; after a "
             "warm-up, bare and with the switch program on the forwarding egress (thresholds "
             "off, so it parses, updates the virtual queue and counts), interleaved twice, "

@@ -35,7 +35,7 @@ def cpu_per_packet() -> str:
         return cpu, cpu / cb.stats.rx_data * 1e6, cb.stats.rx_data
 
     ref, comp = one(codec), one(datapath)
-    return ("Command: `make bench` (section cpu). One 32 MiB MRC write, 4 KiB packets, h0 to "
+    return ("What it runs: One 32 MiB MRC write, 4 KiB packets, h0 to "
             "h7 over `transport/simnet.py` (no sockets: syscalls are not counted, the "
             "simulated network's own delivery work is), sender and receiver in one process, "
             "CPU from `time.process_time`. The responder is the compiled one "

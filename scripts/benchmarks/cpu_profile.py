@@ -210,7 +210,7 @@ def _markdown(before: dict, after: dict) -> str:
     p1 = (before["groups"].get("Python interpreter (libpython)", 0.0),
           after["groups"].get("Python interpreter (libpython)", 0.0))
     return (
-        "Command: `make bench` (section cpu): `mrcemu run` at full speed (`--slowdown 1`) of "
+        "What it runs: `mrcemu run` at full speed (`--slowdown 1`) of "
         "an all-to-all on `default` (every host writes 256 KiB to each of the 7 others, 80 "
         "iterations, MRC only, no faults); once h0 has posted ten iterations' writes, `perf "
         f"record -e cpu-clock -a -g` over the whole machine for {PROFILE_S:g} s, and "
@@ -221,9 +221,9 @@ def _markdown(before: dict, after: dict) -> str:
         "| share of all CPU samples | before | after |\n|---|---|---|\n"
         + "\n".join(rows) + "\n\n"
         "| | before | after | target |\n|---|---|---|---|\n"
-        f"| P1: the interpreter's share of all samples | {p1[0]:.1f} % | **{p1[1]:.1f} %** "
+        f"| the interpreter's share of all samples | {p1[0]:.1f} % | **{p1[1]:.1f} %** "
         "| at most 3 % |\n"
-        f"| P2: busy CPU (user + system + softirq) per delivered data packet | "
+        f"| busy CPU (user + system + softirq) per delivered data packet | "
         f"{before['us_per_pkt']:.0f} us | **{after['us_per_pkt']:.0f} us** | at most 60 us |\n"
         f"| goodput in the window | {before['mbps']:.0f} Mb/s | {after['mbps']:.0f} Mb/s | |\n"
         f"| the machine busy | {before['busy']:.0%} | {after['busy']:.0%} | |\n"

@@ -1,4 +1,4 @@
-"""`make bench`, section "Loss recovery: a stream over links slowed to a quarter (L6)"."""
+"""`make bench`, section "Loss recovery: a stream over links slowed to a quarter"."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchmarks.common import bad_evs, fid, run_report
 
-TITLE = 'Loss recovery: a stream over links slowed to a quarter (L6)'
+TITLE = 'Loss recovery: a stream over links slowed to a quarter'
 
 
 # L6: a cross-leaf stream over leaf-spine links slowed to a quarter (nothing lost)
@@ -63,7 +63,7 @@ def degraded_stream() -> str:
             for i in range(3):
                 m = run_report(str(spec), f"{tmp}/r{label[0]}{i}", k)["transports"]["mrc"]
                 rows.append(_row(i, label, m))
-    return (f"Command: `make bench` (section L6). `mrcemu run` of two scenarios in "
+    return (f"What it runs: `mrcemu run` of two scenarios in "
             f"scripts/benchmarks/degraded_stream.py (DEGRADED and SLOWED) at `--slowdown {k}`, "
             "three times each: four cross-leaf pairs stream writes both ways (a permutation) "
             "for 3 s while the 16 leaf-spine links of spine 1 (every plane, both leaves) run "

@@ -59,7 +59,7 @@ def ecmp_spread() -> str:
         share_rows.append(f"| h{a}->h{b} | {placed[(a, b)]} | {n} | {1 / n:.2f} | "
                           f"{r['goodput_mbps'] * k:.1f} | {r['goodput_mbps'] / port:.2f} | "
                           f"{fid(r.get('fidelity'))} |")
-    return ("Command: `make bench` (section ECMP). `ecmp` (one plane, a 160 Mb/s port a "
+    return ("What it runs: `ecmp` (one plane, a 160 Mb/s port a "
             f"host, leaves hashing each flow over 4 spines, one fixed hash seed) slowed {k} "
             "times. First each of 8 RoCE QPs (1 QP a pair, 1 MiB) alone: the packets each "
             "spine's BPF counters counted during it (its data, and the ACKs coming back, "

@@ -10,7 +10,7 @@ TITLE = 'Failover: MRC against RoCE (the `failover` scenario)'
 
 
 def _retired(f: dict) -> str:
-    """L1 and L2 for one fault: the slowest stop and the slowest retirement after the loss
+    """For one fault: the slowest stop and the slowest retirement after the loss
     that caused it, in the connection's smoothed RTTs (how many stopped within 2, retired
     within 4), and data packets onto a path once retired."""
     stops = [p["stop_rtts"] for p in f["failed_paths"] if p.get("stop_rtts") is not None]
@@ -123,18 +123,18 @@ def failover() -> str:
             srtts += [(p["bad_s"] - p["first_loss_s"]) / p["retire_rtts"]
                       for f in m["faults"] for p in f["failed_paths"] if p["retire_rtts"]]
     srtt_ms = 1000 * sorted(srtts)[len(srtts) // 2] if srtts else None
-    return ("Command: `make bench` (section failover). Three pairs of runs, all slowed "
-            f"{k} times (`mrcemu run --slowdown {k}`), the pace at which this 2-core host "
-            "keeps up: the `failover` workload with no fault (MRC), then `mrcemu run "
+    return ("What it runs: Three pairs of runs, all slowed "
+            f"{k} times (`mrcemu run --slowdown {k}`): the `failover` workload with no "
+            "fault (MRC), then `mrcemu run "
             "failover` (MRC, then RoCE, same seed): the iterated all-to-all "
             f"({spec.workload.iterations} iterations of {spec.workload.size:,} B "
             f"messages), spine p3s1 dying at t={spec.faults[0].at:g} s and link p5l0-p5s2 "
             f"going gray at t={spec.faults[1].at:g} s. Times are in full-speed seconds "
             "(a slowed run's divided by its slowdown).\n\n"
             "The targets, per column: no EV retired with no "
-            "fault; L1, every failed path stopped within 2 RTTs of the first packet lost on "
-            "it; L2, retired within 4; no data onto it once retired; L3, MRC's job with the "
-            "faults at most 1.10 times without; L4, each fault costs at most 3 round trips "
+            "fault; every failed path stopped within 2 RTTs of the first packet lost on "
+            "it, and retired within 4; no data onto it once retired; MRC's job with the "
+            "faults at most 1.10 times without; each fault costs at most 3 round trips "
             "at the level before (docs/paper.md: the goodput short of the level, "
             "summed until a bin is back at it, over level x the median smoothed RTT); "
             "RoCE's job at least 3 times MRC's. The lowest 100 ms bin after the fault's own "
@@ -142,10 +142,10 @@ def failover() -> str:
             "trips.\n\n"
             "| pair | EVs retired, no fault | EVs retired before the first fault | false "
             "retirements, no fault / failover | MRC job "
-            "no fault | MRC job failover | **L3 failover / no fault** | RoCE job failover | "
-            "**RoCE / MRC** | spine: **L1** stopped / **L2** retired after the loss, max "
-            "RTTs (how many within 2 / 4; data packets after) | gray: the same | **L4** "
-            "cost in RTTs, spine / gray (no-fault run, same windows) | lowest 100 ms "
+            "no fault | MRC job failover | **failover / no fault** | RoCE job failover | "
+            "**RoCE / MRC** | spine: **stopped** / **retired** after the loss, max "
+            "RTTs (how many within 2 / 4; data packets after) | gray: the same | **cost** "
+            "in RTTs, spine / gray (no-fault run, same windows) | lowest 100 ms "
             "goodput after the fault / level before (no-fault run) | MRC RTOs | fidelity "
             "no fault / MRC / RoCE |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)

@@ -1,9 +1,10 @@
-"""`make bench`, section "Latency off and on: what the scale model changed" (issue 40's
-first acceptance: the failover, incast, E3, E7 and E9, without and with the paper's fixed
-latencies in the NICs, side by side in one run)."""
+"""`make bench`, section "Latency off and on: what the scale model changed": the failover,
+incast, E3, E7 and E9, without and with the paper's fixed latencies in the NICs, side by
+side in one run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -11,12 +12,14 @@ from pathlib import Path
 
 from benchmarks.common import BenchError, fid, mrcemu, run_report
 from benchmarks.failover import _retired
+from mrcemu.topology import Topology, latency, load
+from mrcemu.transport.config import TransportConfig
 
 TITLE = "Latency off and on: what the scale model changed"
 
 MODES = ("off", "on")
-# The failover at `make demo`'s pace: with the latencies on, the slowest at which it was
-# faithful for both transports on 2 cores (README); off, it was faithful at 4 already.
+# One pace for the failover with the latency off and on, at which a 2-core host runs it
+# faithfully for both transports.
 FAILOVER_SLOWDOWN = 10
 # incast at its own faithful pace on 2 cores, MRC alone.
 INCAST_SLOWDOWN = 4
@@ -144,15 +147,22 @@ def latency_on_off() -> str:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         parts = [_part(fn, tmp) for fn in (_failover, _incast, _paper)]
-    return ("Command: `make bench` (section latency). Each pair is run one after the "
+    topo = load("default")
+    return ("What it runs: Each pair is run one after the "
             "other on this host: `--latency off` is the fabric before the scale model "
             "(serialization and queueing alone; a cross-leaf round trip of a few packet "
-            "times), `on` has the paper's fixed latencies at 1:5000 (a 65.4 ms cross-leaf "
-            "base round trip, ~40 packet times; README, \"The scale model\"). RoCE's "
-            "go-back-N window is 16 packets plus its port's bandwidth-delay product over "
-            "the fixed round trip (`roce_window`): 16 with the latency off, 56 on "
-            "`default` and 335 on `ecmp` with it on.\n\n"
-            + "\n".join(parts))
+            "times), `on` has the paper's fixed latencies at 1:5000 (a "
+            f"{latency.longest_rtt_s(topo) * 1e3:.1f} ms cross-leaf base round trip; "
+            "docs/topologies.md, the scale model). RoCE's go-back-N window is "
+            f"{TransportConfig.roce_window} packets plus its port's bandwidth-delay product "
+            "over the fixed round trip (`roce_window`): "
+            f"{_window(dataclasses.replace(topo, nic_latency_us=0, switch_latency_us=0))} with "
+            f"the latency off, {_window(topo)} on `default` and {_window(load('ecmp'))} on "
+            "`ecmp` with it on.\n\n" + "\n".join(parts))
+
+
+def _window(topo: Topology) -> int:
+    return TransportConfig.for_topology(topo).roce_window
 
 
 run = latency_on_off

@@ -90,7 +90,7 @@ def _recycled(run: dict) -> str:
 
 
 def _intro() -> str:
-    return (f"Command: `make bench` (section load balancing). Two `mrcemu run`s at "
+    return (f"What it runs: Two `mrcemu run`s at "
             f"`--slowdown {SLOWDOWN}` of the cross-leaf permutation of the NSCC section "
             "(h0-h3 and h4-h7 pair off across the leaves and stream 1 MiB writes, four in "
             "flight, both ways for 3 s), clean and with the 16 leaf-spine links of spine 1 "

@@ -1,7 +1,6 @@
-"""`make bench`, section "The NIC daemon's pace: `--slowdown auto`, timers, streaming (P3,
-P4, P6)": what the slowdown auto picks on this machine, whether the runs at it (and at
-the ladder's step below) are faithful, how late the timers ran, and the streaming
-all-to-all at the pace auto picks."""
+"""`make bench`, section "The NIC daemon's pace": what the slowdown auto picks on this
+machine, whether the runs at it (and at the ladder's step below) are faithful, how late
+the timers ran, and the streaming all-to-all at the pace auto picks."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from pathlib import Path
 
 from benchmarks.common import fid, run_report
 
-TITLE = "The NIC daemon's pace: --slowdown auto, timers, streaming (P3, P4, P6)"
+TITLE = "The NIC daemon's pace: --slowdown auto, timers, streaming"
 RUNS = 3  # of each slowdown: faithful means faithful in every one
 
 
@@ -42,13 +41,13 @@ def _failover(tmp: str) -> tuple[str, float]:
             verdicts.setdefault(below, []).append(_faithful(rep))
             rows.append(_row(f"{below:g}", rep))
     whole = sorted(k for k, v in verdicts.items() if len(v) == RUNS and all(v))
-    p3 = (f"{whole[0]:g}" if whole else f"above {pick:g}") + (
+    p3 = (f"**{whole[0]:g}**" if whole else f"above {pick:g}") + (
         f" (not {below:g}: faithful in {sum(verdicts[below])} of {RUNS})"
         if below is not None and below not in whole else "")
     return ("| slowdown | MRC | RoCE | timers late, p99 (the worst NIC) | wall time |\n"
             "|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
-            f"**P3**, the smallest slowdown at which `failover` was faithful in {RUNS} runs "
-            f"of {RUNS} (target: at most 2): **{p3}**.\n"), pick
+            f"The smallest slowdown at which `failover` was faithful {RUNS} times in {RUNS} "
+            f"(target: at most 2): {p3}.\n"), pick
 
 
 def _row(k: str, rep: dict) -> str:
@@ -58,7 +57,7 @@ def _row(k: str, rep: dict) -> str:
 
 
 def _streaming(tmp: str) -> str:
-    """P6: the streaming all-to-all at the slowdown auto picks, against its bound."""
+    """The streaming all-to-all at the slowdown auto picks, against its bound."""
     import yaml
 
     from mrcemu.nic.daemon import PACING
@@ -69,7 +68,7 @@ def _streaming(tmp: str) -> str:
     host_s = (topo.hosts - 1) * size * 8 / (topo.planes * topo.host_link_mbps * 1e6 * PACING)
     rtt = latency.longest_rtt_s(topo)
     bound = (topo.hosts * (topo.hosts - 1) * size * 8 / (host_s + rtt)) / 1e6  # Mb/s
-    spec = {"description": "Streaming all-to-all, 2 MiB per message, 2 iterations (P6).",
+    spec = {"description": "Streaming all-to-all, 2 MiB per message, 2 iterations.",
             "topology": "default", "transports": ["mrc"], "seed": 1,
             "workload": {"kind": "all-to-all", "size": "2MiB", "iterations": iterations}}
     scen = Path(tmp) / "p6.yaml"
@@ -79,7 +78,7 @@ def _streaming(tmp: str) -> str:
     its = v["iteration_s"]
     # goodput over the iterations' own time (the job's, the harness's gaps left out)
     good = topo.hosts * (topo.hosts - 1) * size * 8 * len(its) / sum(its) / 1e6 if its else 0
-    return (f"**P6**, the streaming all-to-all (8 hosts, 2 MiB to each other host, "
+    return (f"The streaming all-to-all (8 hosts, 2 MiB to each other host, "
             f"{iterations} iterations, MRC) at the slowdown auto picked "
             f"({rep['slowdown']:g}): {good:.0f} Mb/s over its iterations, against a bound of "
             f"{bound:.0f} Mb/s (each host's bytes at its NIC's paced rate, {PACING:g} of its "
@@ -93,8 +92,8 @@ def run() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         table, pick = _failover(tmp)
         p6 = _streaming(tmp)
-    return ("Command: `make bench` (section pace): `mrcemu run failover` (`make demo`'s job) "
+    return ("What it runs: `mrcemu run failover` (`make demo`'s job) "
             f"{RUNS} times at `--slowdown auto` and {RUNS} times at the ladder's step below "
-            "the slowdown it picked; then the streaming all-to-all at auto. **P4**, the "
-            "timers' lateness at p99 in `make demo` (target: at most 0.2 ms), is the "
+            "the slowdown it picked; then the streaming all-to-all at auto. The "
+            "timers' lateness at p99 in `make demo` (target: at most 0.2 ms) is the "
             "auto rows' timer column.\n\n" + table + "\n" + p6)

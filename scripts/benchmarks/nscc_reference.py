@@ -1,5 +1,5 @@
-"""`make bench`, section "NSCC against UEC's reference simulator" (issue 41's N1, N2,
-N4 and N5, beside uet-htsim's figures for the same shapes)."""
+"""`make bench`, section "NSCC against UEC's reference simulator" 7:1 incast and a
+permutation over slowed spines, beside uet-htsim's figures for the same shapes)."""
 
 from __future__ import annotations
 
@@ -12,22 +12,24 @@ from pathlib import Path
 from benchmarks.common import fid, run_report
 from benchmarks.degraded_stream import SLOWED
 
-TITLE = "NSCC against UEC's reference simulator (N1, N2, N4, N5)"
+TITLE = "NSCC against UEC's reference simulator"
 
 SLOWDOWN = 10  # faithful on 2 cores for both shapes (MRC alone)
 # uet-htsim's NSCC with trimming and bitmap spraying on the same shapes (8 hosts, 2
-# leaves, 4 spines): issue 41's figures.
+# leaves, 4 spines), as its runs gave them (docs/history.md has the runs).
 HTSIM_SPREAD = 1.23
 HTSIM_DEGRADED = 1.30
 HTSIM_SLOWED_SHARE = 0.113
 # The reference run here on the same shape with no ECN on the last hop, as this fabric
-# has it (the white paper, 2.1): `scripts/htsim_reference.py` at uet-htsim 40ccb05, seeds 1-10,
+# has it (the white paper, 2.1): `scripts/htsim_reference.py` at its pinned uet-htsim, seeds 1-10,
 # sizes in its own BDPs (docs/history.md has the whole table).
 HTSIM_B3 = ("run here on this shape without that, as this fabric has it "
-            "(`scripts/htsim_reference.py`, 40ccb05, 10 seeds): N1 1.38-1.97 at 1.6 BDPs and "
-            "1.31-1.98 at 12.8, N2 1.15-1.41 and 1.03-1.10, N4 1.28-1.41 with bitmap")
+            "(`scripts/htsim_reference.py`, 10 seeds): the last flow over the first 1.38-1.97 "
+            "at 1.6 BDPs and 1.31-1.98 at 12.8, the job over its ideal 1.15-1.41 and "
+            "1.03-1.10, the permutation's degraded job over its clean one 1.28-1.41 with "
+            "bitmap")
 SENDERS = 7
-# The issue's 2 MiB each, three runs; and one run at the reference's size in host BDPs:
+# 2 MiB each, three runs; and one run at the reference's size in host BDPs:
 # its 2 MiB over 100 Gb/s x 12 us is 14 BDPs, where 2 MiB over this fabric's host BDP
 # (1.3 MB: eight 20 Mb/s ports over the scale model's 65.4 ms, the paper's 800 Gb/s
 # over 13.1 us) is 1.6, and the first window (a BDP) decides most of it.
@@ -42,7 +44,7 @@ def incast_spec(size: int) -> dict:
             "faults": [], "transports": ["mrc"], "seed": 5}
 
 
-# The L6 stream with writes of 1 MiB (degraded_stream.SLOWED): four in flight a
+# The loss-recovery section's stream with writes of 1 MiB (degraded_stream.SLOWED): four in flight a
 # direction (4 MiB) is more than a host's BDP over the scale model's round trip (1.3 MB),
 # so the stream is bound by the fabric's capacity, not by its own depth (with 256 KiB
 # writes it filled about half of the host ports, and a slowed spine took little from it).
@@ -92,8 +94,8 @@ def _incast(tmp: Path, port_bps: float, rtt: float) -> str:
                 f"({ideal:.3f}) | **{m['job_completion_s'] / ideal:.2f}** | {bound / ideal:.2f} | "
                 f"{m['trims']:,} | "
                 f"{m['nacks']:,} | {m['rtos']} | {fid(m.get('fidelity'))} |")
-    return ("| each | run | flows done (first - last) | N1: last / first (htsim "
-            f"{HTSIM_SPREAD}) | job (ideal) | N2: job / ideal | bound / ideal | trims | "
+    return ("| each | run | flows done (first - last) | last / first (htsim "
+            f"{HTSIM_SPREAD}) | job (ideal) | job / ideal | bound / ideal | trims | "
             "NACKs | RTOs | fidelity |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
 
@@ -115,10 +117,10 @@ def _permutation(tmp: Path) -> str:
             "RTOs | fidelity |\n|---|---|---|---|---|---|\n"
             f"| clean | {mc['goodput_mbps']:.1f} | {share_c:.3f} | {mc['trims']:,} | "
             f"{mc['rtos']} | {fid(mc.get('fidelity'))} |\n"
-            f"| spine 1 at 25 % | {md['goodput_mbps']:.1f} | **{share_d:.3f}** (N5; htsim "
+            f"| spine 1 at 25 % | {md['goodput_mbps']:.1f} | **{share_d:.3f}** (htsim "
             f"{HTSIM_SLOWED_SHARE}) | {md['trims']:,} | {md['rtos']} | "
             f"{fid(md.get('fidelity'))} |\n\n"
-            f"N4, the degraded stream's job over the clean one's (clean goodput / degraded): "
+            f"The degraded stream's job over the clean one's (clean goodput / degraded): "
             f"**{ratio:.3f}** (htsim {HTSIM_DEGRADED}; the capacity bound {bound:.3f}).\n")
 
 
@@ -132,13 +134,13 @@ def nscc_reference() -> str:
     with tempfile.TemporaryDirectory() as d:
         incast = _incast(Path(d), port_bps, latency.longest_rtt_s(topo))
         perm = _permutation(Path(d))
-    return (f"Command: `make bench` (section NSCC). `mrcemu run` at `--slowdown {SLOWDOWN}`, "
+    return (f"What it runs: `mrcemu run` at `--slowdown {SLOWDOWN}`, "
             "MRC alone, of scenarios in scripts/benchmarks/nscc_reference.py, on the "
             "default fabric; times in full-speed seconds. Each is put beside "
             "uet-htsim's NSCC (trimming, bitmap spraying) on the same shapes.\n\n"
             "**7:1 incast**: h0-h6 each write to h7 at once, 2 MiB each (three runs) and "
-            "16 MiB each (one run). Ideal: the bytes over h7's eight ports. N1 targets a "
-            "spread of at most 1.3, N2 a job of at most 1.05 ideals. The bound is the "
+            "16 MiB each (one run). Ideal: the bytes over h7's eight ports. The targets: a "
+            "spread of at most 1.3, a job of at most 1.05 ideals. The bound is the "
             "least job this fabric allows: the bytes at the NICs' paced rate (0.97 of "
             "the ports) and one base round trip (65.4 ms, a tenth of the 2 MiB job's "
             "ideal). The reference's 2 MiB "
@@ -150,7 +152,8 @@ def nscc_reference() -> str:
             "\n**Cross-leaf permutation over slowed spines** (h0-h3 and h4-h7 pair off "
             "across the leaves and stream 1 MiB writes, four in flight, both ways for 3 s; "
             "then the same with the 16 leaf-spine links of spine 1 of every plane at a "
-            "quarter of their rate). N4 targets at most 1.30, N5 at most 0.11.\n\n" + perm)
+            "quarter of their rate). The targets: the degraded job at most 1.30 times the "
+            "clean one, at most 0.11 of the packets on spine 1.\n\n" + perm)
 
 
 run = nscc_reference

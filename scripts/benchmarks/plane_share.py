@@ -1,4 +1,4 @@
-"""`make bench`, section "One plane's trouble stays in its plane (G1-G4)": a plane that
+"""`make bench`, section "One plane's trouble stays in its plane": a plane that
 lost a spine keeps its whole share on another of its spines until that spine queues
 (`plane_share: capacity`, the default), beside `paths` (never: one share a usable spine)
 and the rule before, `full` (always), in one run."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.common import ROOT, BenchError, fid, mrcemu, run_report
 
-TITLE = "One plane's trouble stays in its plane (G1-G4)"
+TITLE = "One plane's trouble stays in its plane"
 RULES = ("full", "paths", "capacity")  # G1, G2
 G4_RULES = ("full", "capacity")  # the rule before and the default
 PAPER_RUNS = 3  # G1: `mrcemu paper E6 --quick`, three in a row
@@ -69,8 +69,8 @@ def g1_g3(tmp: Path) -> tuple[str, list[dict]]:
         lines.append(_e6_row(f"`{rule}`", {
             "measured": m, "consistent": ok, "slowdown": k,
             "faithful": (rep["transports"]["mrc"].get("fidelity") or {}).get("ok", False)}))
-    return ("| E6 quick | slowdown | G1: level with p3s1 down / before | bound | of the bound "
-            "| plane 3's share of the data before | during | G3: during / its capacity's "
+    return ("| E6 quick | slowdown | level with p3s1 down / before | bound | of the bound "
+            "| plane 3's share of the data before | during | during / its capacity's "
             "share | verdict | fidelity |\n|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(lines) + "\n"), rows
 
@@ -110,8 +110,8 @@ def g2(tmp: Path) -> str:
                      f"**{level / base / bound:.3f}** | {share:.3f} | "
                      f"**{share / (0.5 / 7.5):.2f}** | "
                      f"{fid(rep['transports']['mrc'].get('fidelity'))} |")
-    return ("| stream | rule | goodput, full-speed Mb/s | / clean | G2: over the bound 7.5/8 "
-            "| plane 3's share of the data | G3: over its capacity's (0.5 / 7.5) | fidelity |\n"
+    return ("| stream | rule | goodput, full-speed Mb/s | / clean | over the bound 7.5/8 "
+            "| plane 3's share of the data | over its capacity's (0.5 / 7.5) | fidelity |\n"
             "|---|---|---|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
@@ -171,8 +171,8 @@ def g4(tmp: Path) -> str:
                      f"{' / '.join(f'{v:.3f}' for v in got['capacity'])} | {spread:.3f} | "
                      f"{'**yes**' if ok else '**no**'} | "
                      f"{', '.join(sorted(set(faithful['full'] + faithful['capacity'])))} |")
-    return ("| workload: figure | slowdown | `full` (the rule before), runs | `capacity` | "
-            "run-to-run spread (the larger rule's) | G4: `capacity` no worse than `full` by "
+    return ("| workload: figure | slowdown | `full`, runs | `capacity` | "
+            "run-to-run spread (the larger rule's) | `capacity` no worse than `full` by "
             "more than the spread | fidelity |\n|---|---|---|---|---|---|---|\n"
             + "\n".join(lines) + "\n")
 
@@ -186,26 +186,26 @@ def plane_share() -> str:
         two = g2(tmp)
         reg = g4(tmp)
     return (
-        "Command: `make bench` (section plane). `plane_share` (docs/transport.md) is what "
+        "What it runs: `plane_share` (docs/transport.md) is what "
         "a plane that lost a spine does with the retired EV's share when each of its other "
         "spines has its EV: `capacity`, the default, puts a backup EV on another of its "
         "spines (two shares through it) until that spine's first ECN mark or trim, then "
         "sprays its own spines and tries again after a hold; `paths` never doubles a spine "
-        "(a plane with 3 of its 4 spines sprays 3/4 of a plane's share); `full`, the rule "
-        "before, always does. Which EVs are active is the profile's, not the policy's: "
+        "(a plane with 3 of its 4 spines sprays 3/4 of a plane's share); `full` always "
+        "does. Which EVs are active is the profile's, not the policy's: "
         "`bitmap` and the REPS policies have the rule as `mrc` does; `oblivious`, deaf to "
         "congestion by definition, keeps a doubled path as `full` does.\n\n"
-        f"**G1, G3: E6.** `mrcemu paper E6 --quick` {PAPER_RUNS} times in a row (each "
+        f"**E6.** `mrcemu paper E6 --quick` {PAPER_RUNS} times in a row (each "
         "at the slowdown `auto` picked), then the same scenario with `paths` and `full` at "
         "the first run's slowdown. The bound is what the fabric can carry with p3s1 down, "
-        f"(7 + 3/4) / 8. G1 targets at least {G1_TARGET} in each run; G3, plane 3's share "
+        f"(7 + 3/4) / 8. The targets: at least {G1_TARGET} in each run, and plane 3's share "
         f"of the data during the fault within {G3_TOLERANCE:.0%} of its capacity's share "
         "(3/4 over 7 3/4).\n\n" + e6 + "\n"
-        f"**G2: two spines of plane 3 down from the start.** E6's pairs stream for "
+        f"**Two spines of plane 3 down from the start.** E6's pairs stream for "
         f"{STREAM_S:g} s at `--slowdown {STREAM_SLOWDOWN}`: clean, then with p3s1 and p3s2 "
-        f"down from t=0 under each rule. G2 targets at least {G2_TARGET} of the bound "
+        f"down from t=0 under each rule. The target: at least {G2_TARGET} of the bound "
         "(7.5 / 8 of the clean level).\n\n" + two + "\n"
-        f"**G4: no regression.** Each workload {REG_RUNS} times under `full` and `capacity`, "
+        f"**No regression.** Each workload {REG_RUNS} times under `full` and `capacity`, "
         "interleaved (`full`, `capacity`, `full`, `capacity`), at a fixed slowdown; the spread is "
         "the larger of the two rules' own (the largest run minus the smallest).\n\n" + reg)
 

@@ -1,4 +1,4 @@
-"""`make bench`, section "A hostile program at a live NIC (V4)": a program that is not the
+"""`make bench`, section "A hostile program at a live NIC": a program that is not the
 shim forges its send ring at h0's NIC daemon, round after round (random bytes; entries
 with random keys, addresses, lengths, opcodes and producer indexes aimed about a peer's
 region on h3), while the peer's region is watched for any byte written outside what a
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.common import MRCEMU, BenchError, mrcemu
 
-TITLE = "A hostile program at a live NIC (V4)"
+TITLE = "A hostile program at a live NIC"
 ROUNDS = 2000
 REGION = 64 << 10
 ENTRIES = 16
@@ -282,7 +282,7 @@ def run() -> str:
     finally:
         mrcemu("down")
     st = ", ".join(f"{k} {v}" for k, v in sorted(a["statuses"].items()))
-    return ("Command: `make bench` (section program_abuse), on `mrcemu up small`: a program "
+    return ("What it runs, on `mrcemu up small`: a program "
             f"that is not the shim forges its send ring at h0's NIC {a['rounds']:,} times "
             "(a twentieth the whole ring random; the rest 1 to 4 entries, three in five "
             "WRITEs its NIC takes, aimed at a 64 KiB region of a peer on h3 filled with a "

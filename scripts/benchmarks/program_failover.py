@@ -1,4 +1,4 @@
-"""`make bench`, section "An RDMA program through a spine failure (V3)": the built-in
+"""`make bench`, section "An RDMA program through a spine failure": the built-in
 scenario perftest-failover, perftest's `ib_write_bw` from h0 to h7 as the workload while
 spine p3s1 dies, over MRC and over RoCE; judged on the report's own figures."""
 
@@ -8,7 +8,7 @@ import tempfile
 
 from benchmarks.common import fid, run_report
 
-TITLE = "An RDMA program through a spine failure (V3)"
+TITLE = "An RDMA program through a spine failure"
 TRIES = 3  # auto's pick, then slower while MRC's run is not faithful (the pace rule)
 STOP_RTTS, RETIRE_RTTS = 2.0, 4.0  # the target: failed paths stopped, then retired
 
@@ -45,13 +45,14 @@ def run() -> str:
         if faithful:
             break
         k = next_slowdown(rep["slowdown"])
-    return ("Command: `make bench` (section program_failover): `mrcemu run perftest-failover "
+    return ("What it runs: `mrcemu run perftest-failover "
             "--slowdown auto`, then slower while MRC's run is not faithful: perftest's "
             "`ib_write_bw -s 1048576 -n 40` from h0 to h7, unmodified, while spine p3s1 dies "
-            f"at 0.4 s. V3: the program completes, and the failed paths it used are stopped "
+            "at 0.4 s. The target: the program completes, and the failed paths it used are "
+            "stopped "
             f"within {STOP_RTTS:g} and retired within {RETIRE_RTTS:g} of the connection's "
             "smoothed RTTs after the loss that caused it (the report's fault details). "
             "Bandwidths are ib_write_bw's own average, at full speed.\n\n"
             "| slowdown | MRC ib_write_bw | RoCE ib_write_bw | failed paths used / retired "
-            "| stopped (max RTTs) | retired (max RTTs) | V3 met | MRC | RoCE |\n"
+            "| stopped (max RTTs) | retired (max RTTs) | met | MRC | RoCE |\n"
             "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")

@@ -1,4 +1,4 @@
-"""`make bench`, section "RDMA programs on emulated hosts (V1, V2)": Debian's perftest run
+"""`make bench`, section "RDMA programs on emulated hosts": Debian's perftest run
 unmodified through the verbs shim (`mrcemu exec`), against mrcemu's own figures for the
 same transfer on the same fabric."""
 
@@ -11,7 +11,7 @@ import subprocess
 
 from benchmarks.common import MRCEMU, BenchError, mrcemu
 
-TITLE = "RDMA programs on emulated hosts (V1, V2)"
+TITLE = "RDMA programs on emulated hosts"
 BW_SIZE, BW_ITERS = 1 << 20, 40
 LAT_ITERS = 30
 PAIRS = {"within a leaf": ("h0", "h1"), "across": ("h0", "h7")}
@@ -123,12 +123,13 @@ def run() -> str:
     finally:
         mrcemu("down")
     lat_rows = [_latency(name, a, b, k) for name, (a, b) in PAIRS.items()]
-    return (f"Command: `make bench` (section programs): `mrcemu up default --slowdown auto` "
+    return (f"What it runs: `mrcemu up default --slowdown auto` "
             f"(it picked {k:g}), then perftest through `mrcemu exec`, unmodified: "
             f"`ib_write_bw -s {BW_SIZE} -n {BW_ITERS} --report_gbits` from h0 to h7, over "
-            "MRC and over RoCE, beside `mrcemu send h0 h7` of the same bytes (V1: within "
-            "10 %); and `ib_write_lat -s 2` within a leaf and across (V2), each on a fabric "
-            "slowed as V1's, then slower while the NICs were not faithful over its run.\n\n"
+            "MRC and over RoCE, beside `mrcemu send h0 h7` of the same bytes (within "
+            "10 %); and `ib_write_lat -s 2` within a leaf and across, each on a fabric "
+            "slowed as the bandwidth runs', then slower while the NICs were not faithful "
+            "over its run.\n\n"
             "| transport | ib_write_bw average, at full speed | mrcemu send, at full speed | "
             "ratio | "
             "faithful |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"

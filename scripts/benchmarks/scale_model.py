@@ -1,5 +1,6 @@
-"""`make bench`, section "Scale model: the paper's latencies in the NICs" (issue 40's
-targets S1-S3, docs/topologies.md, the scale model)."""
+"""`make bench`, section "Scale model: the paper's latencies in the NICs": the idle round
+trip, the bandwidth-delay product and the paper's point-to-point table (docs/topologies.md,
+the scale model)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from benchmarks.common import BenchError, fid, mrcemu
 
 TITLE = "Scale model: the paper's latencies in the NICs"
 
-# S1's pairs on `default`: h0 and h1 share leaf 0, h7 is on leaf 1.
+# The idle round trip's pairs on `default`: h0 and h1 share leaf 0, h7 is on leaf 1.
 PAIRS = {"cross-leaf": ("h0", "h7"), "same leaf": ("h0", "h1")}
 SENDS = 3
 
@@ -54,7 +55,7 @@ def s1(tmp: Path) -> str:
                     f"{statistics.median(got) / base:.3f} | {'yes' if ok else 'NO'} | "
                     f"{bare} ms "
                     f"| {', '.join(fid(r.get('fidelity')) for r in on[name])} |")
-    return ("**S1, the idle round trip.** `mrcemu send h0 h7 --size 2` (cross-leaf) and "
+    return ("**The idle round trip.** `mrcemu send h0 h7 --size 2` (cross-leaf) and "
             f"`h0 h1` (same leaf), {SENDS} each, on `default` with its latencies and on a "
             "copy with `nic_latency_us: 0` and `switch_latency_us: 0`:\n\n"
             "| pair | base RTT (target) | completion, latency on | median / base | "
@@ -68,13 +69,14 @@ def s2() -> str:
 
     t = load("default")
     cfg = TransportConfig.for_topology(t)
-    return ("**S2, the bandwidth-delay product** (derived from the topology, "
+    return ("**The bandwidth-delay product** (derived from the topology, "
             "`topology/latency.py`, and carried by the transport's windows, "
             "`TransportConfig.for_topology`): on `default` a host has "
             f"**{latency.bdp_packets(t, cfg.pmtu)} packets** of {cfg.pmtu} B in flight at "
             f"line rate over the cross-leaf base RTT (target >= 300); "
             f"initial window {cfg.init_cwnd // cfg.pmtu} packets, largest "
-            f"{cfg.max_cwnd // cfg.pmtu}. S3 below measures whether it is carried.\n")
+            f"{cfg.max_cwnd // cfg.pmtu}. The paper's point-to-point table below measures "
+            "whether it is carried.\n")
 
 
 def _paper(tmp: Path, name: str, *args: str) -> dict:
@@ -89,7 +91,7 @@ def s3(tmp: Path) -> str:
     doc = _paper(tmp, "e0", "E0")
     (e0,) = doc["experiments"]
     m = e0["measured"]
-    return ("**S3, E0: the paper's point-to-point table** (`sudo mrcemu paper E0`, slowed "
+    return ("**E0: the paper's point-to-point table** (`sudo mrcemu paper E0`, slowed "
             f"{doc['slowdown']:g} times; {'faithful' if e0['faithful'] else 'NOT faithful'}):"
             "\n\n| | measured | paper |\n|---|---|---|\n"
             f"| one way within a leaf (T0-local) | {m['one_way_us']['local']} µs | 5.09 µs |\n"

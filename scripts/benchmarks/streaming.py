@@ -1,4 +1,4 @@
-"""`make bench`, section "Streaming all-to-all on the default fabric (D3, D4)"."""
+"""`make bench`, section "Streaming all-to-all on the default fabric"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.common import SLOWDOWN, fid, host_cpu, mrcemu, run_report
 
-TITLE = 'Streaming all-to-all on the default fabric (D3, D4)'
+TITLE = 'Streaming all-to-all on the default fabric'
 
 
 def _all_to_all_machine_cpu(size: int) -> dict | None:
@@ -45,7 +45,7 @@ def _all_to_all_machine_cpu(size: int) -> dict | None:
 
 
 def _machine_bound(capacity: float) -> str:
-    """What D3's rate would cost this machine, from what a full-speed all-to-all cost."""
+    """What the target's rate would cost this machine, from what a full-speed all-to-all cost."""
     from mrcemu.fidelity import THRESHOLDS
 
     share = THRESHOLDS.max_cpu_share  # of the CPUs, the most the NICs may use
@@ -54,7 +54,7 @@ def _machine_bound(capacity: float) -> str:
         return "\n_The machine's CPU split was not measured: the fabric did not come up._\n"
     u = m["per_pkt_us"]
     kernel = u["system"] + u["softirq"]
-    want = 0.85 * capacity * 1e6 / 8 / m["pmtu"]  # D3's packets a second
+    want = 0.85 * capacity * 1e6 / 8 / m["pmtu"]  # the target's packets a second
     return (
         "\nWhat the machine spends per delivered packet in a full-speed MRC all-to-all (the "
         "same 56 writes of 2 MiB on `mrcemu up default`, driven through the NICs' control "
@@ -64,12 +64,12 @@ def _machine_bound(capacity: float) -> str:
         f"**{u['system']:.0f} us**, softirq **{u['softirq']:.0f} us**, idle {u['idle']:.0f} "
         "us. Softirq is the kernel forwarding frames through the emulated fabric (veth, the "
         "switches' BPF, seg6 End routes, htb shaping at every hop); system is mostly the "
-        "NICs' sendmmsg/recvmmsg, with forwarding charged to them too. At D3's target "
+        "NICs' sendmmsg/recvmmsg, with forwarding charged to them too. At the target "
         f"(0.85 x {capacity:g} Mb/s, {want:,.0f} packets a second) the system and softirq "
         f"time alone would take **{kernel * want / 1e6:.2f} of the {m['cpus']} CPUs**, and "
         f"the NICs' user time at today's cost another {u['user'] * want / 1e6:.2f}. "
         + (f"The fidelity verdict allows the NICs {share:.0%} of the CPUs, and timers "
-           "run late well before the machine is full: on this machine D3 cannot be met at "
+           "run late well before the machine is full: on this machine the target cannot be met at "
            "full speed with a faithful verdict, whatever the NICs' own cost. "
            if kernel * want / 1e6 >= share * m["cpus"] - 0.2 else
            f"That leaves {share * m['cpus'] - kernel * want / 1e6:.2f} CPUs for the "
@@ -80,7 +80,7 @@ def _machine_bound(capacity: float) -> str:
 
 
 def streaming_all_to_all() -> str:
-    """Issue 12's D3 and D4: every host writes 2 MiB to every other host at once, no
+    """Every host writes 2 MiB to every other host at once, no
     faults, at full speed and slowed until this host is faithful."""
     import tempfile
 
@@ -98,7 +98,7 @@ def streaming_all_to_all() -> str:
     host_s = (topo.hosts - 1) * size * 8 / (topo.planes * topo.host_link_mbps * 1e6 * PACING)
     rtt = latency.longest_rtt_s(topo)
     bound = topo.hosts * (topo.hosts - 1) * size * 8 / (host_s + rtt) / 1e6 / capacity
-    spec = {"description": "Fault-free streaming all-to-all, 2 MiB per message (D3, D4).",
+    spec = {"description": "Fault-free streaming all-to-all, 2 MiB per message.",
             "topology": "default", "transports": ["mrc", "roce"], "seed": 1,
             "workload": {"kind": "all-to-all", "size": "2MiB", "iterations": 1}}
     rows = []
@@ -117,7 +117,7 @@ def streaming_all_to_all() -> str:
                     f"{'yes' if v['integrity_ok'] else 'NO'} | "
                     f"{v['retransmits']} ({c.get('rx_dup', 0)} arrived twice) | "
                     f"{v['trims']} | {v['rtos']} | {f['socket_drops']} | {fid(f)} |")
-    return (f"Command: `make bench` (section all-to-all): `mrcemu run` on a scenario with no "
+    return (f"What it runs: `mrcemu run` on a scenario with no "
             "faults in which each of the 8 hosts writes 2 MiB to each of the 7 others at "
             f"once (one iteration, 112 MiB in all), at full speed and with `--slowdown "
             f"{SLOWDOWN}`, MRC then RoCE in each. Capacity is what the hosts can inject: "
@@ -129,8 +129,8 @@ def streaming_all_to_all() -> str:
             f"1:{latency.time_scale(topo):g}): **{bound:.3f}** of the capacity (the frames' "
             "headers would lower it to about 0.97 of that). The NSCC target asks 0.92, set "
             "when the base round trip was 4 packet times, not 40: beyond this bound.\n\n"
-            "| slowdown | transport | job | goodput | goodput / capacity (D3: MRC >= 0.85 "
-            "faithful; D4: RoCE) | / the bound | data intact | retransmits | trims | RTOs | "
+            "| slowdown | transport | job | goodput | goodput / capacity | / the bound | "
+            "data intact | retransmits | trims | RTOs | "
             "socket drops | fidelity |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n\n"
             "At full speed the NICs' CPU, not the fabric, decides these figures (the verdict "

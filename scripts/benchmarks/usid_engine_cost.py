@@ -102,7 +102,7 @@ def run() -> str:
     if len(got) == 2:
         both = (f"\n\n**bpf / kernel**, the End's CPU per forwarded packet: "
                 f"**{got['bpf']['end_ns'] / got['kernel']['end_ns']:.2f}**.")
-    return ("Command: `make bench` (section usid). `mrcemu run --slowdown 1 --usid-engine E` "
+    return ("What it runs: `mrcemu run --slowdown 1 --usid-engine E` "
             "of an all-to-all on `default` (every host writes 256 KiB to each of the 7 "
             "others, 80 iterations, MRC only, no faults), one engine after the other in this "
             f"run; once h0 has posted ten iterations' writes, `perf record -e cpu-clock -a` "

@@ -22,7 +22,7 @@ def test_each_section_is_a_module_and_their_titles_are_benchmarks_md_s_in_order(
     titles = [m.TITLE for m in mods]
     assert len(set(titles)) == len(titles)
     headings = re.findall(r"^## (.+)$", (ROOT / "BENCHMARKS.md").read_text(), re.M)
-    assert headings == titles
+    assert headings == ["Targets", *titles]
 
 
 def test_only_selects_sections_by_title_and_keeps_the_others_as_measured(tmp_path):
@@ -35,3 +35,13 @@ def test_only_selects_sections_by_title_and_keeps_the_others_as_measured(tmp_pat
     assert r.returncode == 0, r.stderr
     assert json.loads(results.read_text()) == json.loads((ROOT / "BENCHMARKS.json").read_text())
     assert out.read_text() == (ROOT / "BENCHMARKS.md").read_text()
+
+
+def test_only_takes_module_names_exactly_and_words_of_titles():
+    import bench
+
+    assert bench._chosen("failover", "failover", "Failover: MRC against RoCE")
+    assert not bench._chosen("failover", "program_failover", "An RDMA program through a "
+                             "spine failure")
+    assert bench._chosen("wire_codec,bpf_cost", "bpf_cost", "Switch: per-packet cost")
+    assert bench._chosen("scapy", "wire_codec", "Wire codec: fast struct path against Scapy")

@@ -83,3 +83,49 @@ def test_each_region_renders_from_its_committed_source(name):
     src, fn = figures.REGIONS[name]
     out = fn(json.loads(src.read_text()) if src else {})
     assert out.strip()
+
+
+# ---- BENCHMARKS.json and .md ---------------------------------------------------------------
+def test_every_section_keeps_its_machine_commit_date_command_and_targets():
+    from benchmarks import SECTIONS
+
+    doc = json.loads(figures.BENCH.read_text())
+    assert [s["module"] for s in doc["sections"]] == list(SECTIONS)
+    for s in doc["sections"]:
+        assert set(s["measured"]) >= {"date", "commit", "machine", "command"}, s["module"]
+    assert figures.bench_stale(figures.BENCH.read_text()) == []
+    targets = [t for s in doc["sections"] for t in s["targets"]]
+    assert len(targets) >= 40
+    for t in targets:  # the flag is the threshold's verdict on the value
+        ok = {"<=": t["value"] <= t["threshold"], ">=": t["value"] >= t["threshold"],
+              "~": abs(t["value"] - 1) <= t["threshold"]}[t["op"]]
+        assert t["met"] == ok, t
+
+
+def test_a_wrong_number_planted_in_benchmarks_json_is_named_with_its_line_and_source():
+    text = figures.BENCH.read_text()
+    doc = json.loads(text)
+    (sec,) = [s for s in doc["sections"] if s["module"] == "wire_codec"]
+    (target,) = [t for t in sec["targets"] if t["what"].startswith("the compiled codec")]
+    good = f"compiled / Python codec** | **{target['text']}**"
+    assert good in sec["markdown"]
+    planted = text.replace(good, good.replace(target["text"], "38.5"), 1)
+    (problem,) = figures.bench_stale(planted)
+    lines = planted.splitlines()
+    what = next(i + 1 for i, x in enumerate(lines) if json.dumps(target["what"]) in x)
+    table = next(i + 1 for i, x in enumerate(lines) if "compiled / Python codec** | **38.5" in x)
+    assert problem.startswith(f"BENCHMARKS.json:{what}: section 'wire_codec' target "
+                              f"{target['what']!r} stores {target['text']}")
+    assert f"its table (BENCHMARKS.json:{table}) gives 38.5 (met: True)" in problem
+
+
+def test_benchmarks_md_has_no_codes_issue_numbers_hashes_or_outside_files():
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    assert re.findall(r"\b[BDGLNPRSTVW]\d{1,2}\b", text) == []
+    assert re.findall(r"\b[Ii]ssues? #?\d+|\bthe issue\b", text) == []
+    assert re.findall(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", text) == []
+    assert re.findall(r"DESIGN\.md|PAPER\.md|SCALE\.md|MRC-WIRE\.md|\.\./shared", text) == []
+    # each target is shown with its verdict, at a glance and in its section
+    doc = json.loads(figures.BENCH.read_text())
+    n = sum(len(s["targets"]) for s in doc["sections"])
+    assert len(re.findall(r"\| (?:met|\*\*missed\*\*) \|$", text, re.M)) == 2 * n
