@@ -22,12 +22,16 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import inline_figures
+
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "mrcemu" / "paper" / "example" / "paper.json"
 DEMO = ROOT / "mrcemu" / "scenarios" / "example" / "report.json"
 BENCH = ROOT / "BENCHMARKS.json"
 PAGES = ("README.md", "docs")
 REGION = re.compile(r"(<!-- figures:([\w-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.S)
+# a figure in a sentence: scripts/inline_figures.py
+INLINE = re.compile(r"(<!-- fig:([\w-]+) -->)(.*?)(<!-- /fig -->)")
 
 
 def _load(path: Path) -> dict:
@@ -196,7 +200,8 @@ def bench_stale(text: str, where: str = "BENCHMARKS.json") -> list[str]:
             if have != should:
                 tline = line_of('"what": ' + json.dumps(have["what"]), at - 1)
                 out.append(f"{where}:{tline}: section {s['module']!r} target "
-                           f"{have['what']!r} stores {have.get('text')} (met: {have.get('met')}); its table "
+                           f"{have['what']!r} stores {have.get('text')} "
+                           f"(met: {have.get('met')}); its table "
                            f"({where}:{md}) gives {should['text']} (met: {should['met']})")
         if len(s.get("targets", [])) != len(want):
             out.append(f"{where}:{at}: section {s['module']!r} stores "
@@ -243,9 +248,130 @@ def scenario_keys(_: dict) -> str:
     parts.append("### `transport`\n\nThe settings a scenario may change; the clocks follow "
                  "the links and are not among them. The value is the default on the "
                  "`default` fabric.\n\n" + _table(("key", "what it sets", "on `default`"), [
-                     (f"`transport.{k}`", v, f"`{json.dumps(cfg[k])}`")
+                     (f"`transport.{k}`", v, _on_default(k, cfg))
                      for k, v in model.TRANSPORT_SETTINGS.items()]))
     return "\n\n".join(parts)
+
+
+def fidelity_thresholds(_: dict) -> str:
+    """The fidelity verdict's rules, with the thresholds `mrcemu/fidelity.py` holds."""
+    from mrcemu.fidelity import THRESHOLDS as th
+    from mrcemu.nic.daemon import PACING
+    from mrcemu.topology import load
+    from mrcemu.transport.config import TransportConfig
+
+    t = load("default")
+    slack = TransportConfig.for_topology(t).ack_slack
+    bucket = 2 * (t.mtu + 14) * 8 / (PACING * t.host_link_mbps * 1e6)
+    ms = lambda v: f"{v * 1e3:g} ms"  # noqa: E731
+    return _table(("measure", "threshold", "why this value"), [
+        ("frames the kernel dropped at a NIC's AF_PACKET socket (`PACKET_STATISTICS`)", "0",
+         "the network delivered them, the host lost them"),
+        ("timer lateness (due time to when it ran), p99 per NIC", ms(th.timer_p99_s),
+         "timers find losses and send SACKs: much later, the host decides what is lost "
+         f"(of the {slack * 1e3:.0f} ms `ack_slack` the loss recovery allows the hosts, "
+         "Path health)"),
+        ("timer lateness, max", ms(th.timer_max_s),
+         "half the minimum RTO: a false timeout becomes likely"),
+        ("delay-line release lateness (the scale model's fixed latency, "
+         "[Topologies](topologies.md)), p99 and max per NIC",
+         f"{ms(th.timer_p99_s)}, {ms(th.timer_max_s)}",
+         "a release is a timer: one released late lengthens that packet's round trip as a "
+         "late SACK timer does, so it is held to the timers' limits"),
+        ("frames the delay line had no room for", "0", "its bound, not the network, lost them"),
+        ("paced-send lateness, p99 per NIC", ms(th.send_p99_s),
+         f"the pacer's bucket (two {t.mtu + 14:,}-byte frames at {PACING:.0%} of "
+         f"{t.host_link_mbps:g} Mb/s is {bucket * 1e3:.1f} ms) absorbs less"),
+        (f"rate achieved / paced, on each port that had frames waiting for "
+         f"{th.min_backlogged_s:g} s or more", f">= {th.min_achieved:.2f}",
+         "a port with frames to send that sent them slower than its pace lost rate the "
+         "link would have carried"),
+        ("the NICs' CPU time / wall time / CPUs", f"<= {th.max_cpu_share:.2f}",
+         "a saturated host paces everything")])
+
+
+def paper_rules(_: dict) -> str:
+    """`mrcemu paper`'s verdict rules, with the thresholds `paper/rules.py` holds."""
+    from mrcemu.paper.rules import THRESHOLDS as th
+    from mrcemu.topology import latency
+
+    return _table(("rule", "threshold", "used by"), [
+        ("a step to k of 8 planes: the level within this much of k/8 of the level before",
+         f"{th.step_tolerance:g}", "E1, E2, E5"),
+        ("\"minimal impact\", \"line rate sustained\" at this zoom (the white paper, 2.1: "
+         "bypassed in a few of its round trips): what each failure cost, the goodput short "
+         "of the level before summed until it is back, in round trips at that level "
+         "(`report.json`: a fault's `cost_rtts`)", f"<= {th.max_cost_rtts:g}", "E3, E4, E7"),
+        ("\"no steady-state loss\": the level judged at least this share of the level before",
+         f"{th.no_impact:.2f}", "E6"),
+        ("\"victim unaffected\": its goodput, a share of its destination's 8 ports at their "
+         "paced rate", f">= {th.victim:.2f}", "E11"),
+        ("\"fair sharing among the incast flows\": Jain's index of their goodputs",
+         f">= {th.fairness:.2f}", "E11"),
+        ("\"both near line rate\": each flow's goodput, a share of its one port's paced rate",
+         f">= {th.near_line_rate:.2f}", "E8"),
+        ("\"flow 1 moves to EV-B\": its data packets still on EV-A's path over the stream's "
+         "second half", f"<= {th.moved_off:.2f} (even spraying: 0.5)", "E8"),
+        (f"E0: each one-way latency within this much of {latency.PAPER_ONE_WAY_LOCAL_US:g} "
+         f"and {latency.PAPER_ONE_WAY_CROSS_US:g} µs; the bandwidth share at least",
+         f"{th.latency_tolerance:.0%}; {th.bandwidth_share:.2f}", "E0"),
+        ("\"MRC ahead\": MRC's bus bandwidth over each RoCE configuration's, at every loss "
+         "level (E9: at the largest size; E10: at every size)", f">= {th.ahead:.1f}",
+         "E9, E10")])
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
+
+def _workload(w, topo: str) -> str:
+    hosts = lambda xs: ",".join(f"h{x}" for x in xs)  # noqa: E731
+    what = {"all-to-all": f"iterated all-to-all, {_size(w.size)} a message",
+            "single": f"h{w.src} writes {_size(w.size)} to h{w.dst}",
+            "incast": f"{hosts(w.senders)} write {_size(w.size)} each to h{w.dst} at once",
+            "exec": " and ".join(f"h{p.host}: `{' '.join(p.argv)}`" for p in w.programs)
+            + ", unmodified"}.get(w.kind, f"{w.kind}, {_size(w.size)}")
+    times = f", {w.iterations} times" if w.kind != "exec" and w.iterations > 1 else ""
+    return f"{what}{times}, on `{topo}`"
+
+
+def _fault(f) -> str:
+    out = f"{f.kind} {f.target} at t={f.at:g} s"
+    if f.value is not None:
+        out += f" ({f.value:g} %)"
+    if f.period:
+        out += f", for {f.duration:g} s, down {f.duty:.0%} of every {f.period:g} s"
+    elif f.duration:
+        out += f", for {f.duration:g} s"
+    return out
+
+
+def builtin_scenarios(_: dict) -> str:
+    """The built-in scenarios as their files define them: the workload and each fault."""
+    from mrcemu.scenario.model import SCENARIO_DIR, load
+
+    rows = []
+    for path in sorted(SCENARIO_DIR.glob("*.yaml"), key=lambda x: (x.stem != "failover",
+                                                                    x.stem)):
+        sc = load(path.stem)
+        name = f"`{sc.name}`" + (" (default)" if sc.name == "failover" else "")
+        faults = "; ".join(_fault(f) for f in sc.faults) or "no fault"
+        rows.append((name, _workload(sc.workload, sc.topology.name), faults))
+    return _table(("name", "workload", "faults"), rows)
+
+
+def _on_default(key: str, cfg: dict) -> str:
+    """A setting's value on `default`; RoCE's window as given, and with the product the
+    fabric adds."""
+    from mrcemu.transport.config import TransportConfig
+
+    if key == "roce_window":
+        return (f"`{TransportConfig.roce_window}` (`{cfg[key]}` with the product on "
+                "`default`)")
+    return f"`{json.dumps(cfg[key])}`"
 
 
 def kernel_needs(_: dict) -> str:
@@ -263,6 +389,9 @@ REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "demo-time": (DEMO, demo_time),
     "scenario-keys": (None, scenario_keys),
     "kernel-needs": (None, kernel_needs),
+    "fidelity-thresholds": (None, fidelity_thresholds),
+    "paper-rules": (None, paper_rules),
+    "builtin-scenarios": (None, builtin_scenarios),
 }
 
 
@@ -288,7 +417,35 @@ def render(text: str, where: str = "") -> str:
         doc = {} if src is None else cache.setdefault(src, _load(src))
         return m.group(1) + fn(doc).rstrip("\n") + "\n" + m.group(4)
 
-    return REGION.sub(fill, text)
+    def inline(m: re.Match) -> str:
+        if m.group(2) not in inline_figures.FIGURES:
+            raise SystemExit(f"figures: {where}: unknown figure '{m.group(2)}'; known: "
+                             f"{', '.join(inline_figures.FIGURES)}")
+        return m.group(1) + inline_figures.value(m.group(2), cache) + m.group(4)
+
+    return INLINE.sub(inline, REGION.sub(fill, text))
+
+
+def _source(path: Path | None) -> str:
+    return str(path.relative_to(ROOT)) if path else "a formula over the topology and code"
+
+
+def stale_inline(text: str, where: str) -> list[str]:
+    """Each inline figure of the page that is not what its source gives."""
+    out, cache = [], {}
+    for m in INLINE.finditer(text):
+        name = m.group(2)
+        if name not in inline_figures.FIGURES:
+            out.append(f"{where}:{text[:m.start()].count(chr(10)) + 1}: unknown figure "
+                       f"'{name}'")
+            continue
+        want = inline_figures.value(name, cache)
+        if m.group(3) != want:
+            src = inline_figures.FIGURES[name][0]
+            out.append(f"{where}:{text[:m.start()].count(chr(10)) + 1}: figure '{name}' "
+                       f"differs from {_source(src)}: the page has {m.group(3)!r}, the "
+                       f"source gives {want!r}")
+    return out
 
 
 def stale(text: str, where: str) -> list[str]:
@@ -307,7 +464,32 @@ def stale(text: str, where: str) -> list[str]:
                        f"{src.relative_to(ROOT) if src else 'the scenario model'}: the page has "
                        f"{(have[i] if i < len(have) else '<nothing>')!r}, the source gives "
                        f"{(should[i] if i < len(should) else '<nothing>')!r}")
-    return out
+    return out + stale_inline(text, where)
+
+
+# A decimal in prose that is no figure: a section of a publication, a version.
+_NOT_A_FIGURE = re.compile(r"\d+\.\d+(?:\.\d+)+|(?:section|sections|white paper,|paper's|"
+                           r"Linux|OCP-MRC-)\s*\d+\.\d+")
+_DECIMAL = re.compile(r"(?<![\w.-])\d+\.\d+\b")
+
+
+def _blank(m: re.Match) -> str:
+    return "\n" * m.group(0).count("\n")
+
+
+def unsourced(text: str, where: str) -> list[str]:
+    """Each decimal figure in the page's prose that comes from no source: outside every
+    generated region and inline figure, code and link address. history.md is dated by
+    design and exempt."""
+    text = REGION.sub(_blank, text)
+    text = INLINE.sub("", text)
+    text = re.sub(r"```.*?```", _blank, text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link's address is no figure
+    text = _NOT_A_FIGURE.sub("", text)
+    return [f"{where}:{n}: {m.group(0)!r} is a figure from no source: generate it (an "
+            "inline figure, scripts/inline_figures.py) or take it out"
+            for n, line in enumerate(text.splitlines(), 1) for m in _DECIMAL.finditer(line)]
 
 
 def main() -> int:
@@ -333,6 +515,9 @@ def main() -> int:
             print(f"figures: wrote {rel}", file=sys.stderr)
     if BENCH.exists():
         problems += bench_stale(BENCH.read_text())
+    for path in pages():
+        if path.name != "history.md":
+            problems += unsourced(path.read_text(), str(path.relative_to(ROOT)))
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0

@@ -110,7 +110,8 @@ def test_a_wrong_number_planted_in_benchmarks_json_is_named_with_its_line_and_so
     good = f"compiled / Python codec** | **{target['text']}**"
     assert good in sec["markdown"]
     planted = text.replace(good, good.replace(target["text"], "38.5"), 1)
-    (problem,) = figures.bench_stale(planted)
+    before = figures.bench_stale(text)
+    (problem,) = [p for p in figures.bench_stale(planted) if p not in before]
     lines = planted.splitlines()
     what = next(i + 1 for i, x in enumerate(lines) if json.dumps(target["what"]) in x)
     table = next(i + 1 for i, x in enumerate(lines) if "compiled / Python codec** | **38.5" in x)
@@ -129,3 +130,61 @@ def test_benchmarks_md_has_no_codes_issue_numbers_hashes_or_outside_files():
     doc = json.loads(figures.BENCH.read_text())
     n = sum(len(s["targets"]) for s in doc["sections"])
     assert len(re.findall(r"\| (?:met|\*\*missed\*\*) \|$", text, re.M)) == 2 * n
+
+
+# ---- prose: every page of docs/ held as the README is ---------------------------------
+def _pages_but_history():
+    return [p for p in figures.pages() if p.name != "history.md"]
+
+
+def test_no_page_states_a_decimal_figure_from_no_source():
+    problems = [x for p in _pages_but_history()
+                for x in figures.unsourced(p.read_text(), str(p.relative_to(ROOT)))]
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_figure_planted_in_the_prose_of_docs_paper_md_is_named_with_line_and_source():
+    page = ROOT / "docs" / "paper.md"
+    text = page.read_text()
+    # a generated figure changed by hand: named with its line and its source
+    m = re.search(r"<!-- fig:paper-ecmp-slowdown -->(\d+)<!-- /fig -->", text)
+    assert m, "docs/paper.md states `ecmp`'s slowdown from the committed run"
+    planted = text.replace(m.group(0), m.group(0).replace(f">{m.group(1)}<", ">32<"), 1)
+    line = planted[:m.start()].count("\n") + 1
+    (problem,) = figures.stale(planted, "docs/paper.md")
+    assert problem == (f"docs/paper.md:{line}: figure 'paper-ecmp-slowdown' differs from "
+                       f"mrcemu/paper/example/paper.json: the page has '32', the source "
+                       f"gives '{m.group(1)}'")
+    # a figure typed into the prose, from no source at all
+    anchor = "**E9 and E10, collectives against RoCE.**"
+    planted = text.replace(anchor, anchor + " MRC is ahead by 1.35 here.", 1)
+    line = planted[:planted.index(anchor)].count("\n") + 1
+    (problem,) = figures.unsourced(planted, "docs/paper.md")
+    assert problem.startswith(f"docs/paper.md:{line}: '1.35' is a figure from no source")
+
+
+def test_docs_have_no_codes_issue_numbers_or_outside_files_in_prose():
+    for p in _pages_but_history():
+        prose = _prose(p.read_text())
+        where = str(p.relative_to(ROOT))
+        assert re.findall(r"\b[BDGLNPRSVW]\d{1,2}\b", prose) == [], where
+        assert re.findall(r"\b[Ii]ssues? #?\d+|\bthe issue\b|\bsketch\b", prose) == [], where
+        assert re.findall(r"DESIGN\.md|PAPER\.md|SCALE\.md|MRC-WIRE\.md|\.\./shared",
+                          prose) == [], where
+        assert re.findall(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+                          prose) == [], where
+
+
+def test_each_inline_figure_renders_from_its_source():
+    import inline_figures
+
+    cache: dict = {}
+    for name in inline_figures.FIGURES:
+        assert inline_figures.value(name, cache).strip(), name
+
+
+def test_history_is_dated_entry_by_entry():
+    text = (ROOT / "docs" / "history.md").read_text()
+    heads = re.findall(r"^## (.+)$", text, re.M)
+    assert len(heads) > 20
+    assert [h for h in heads if not re.search(r"\d{4}-\d\d-\d\d", h)] == []
