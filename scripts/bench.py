@@ -45,31 +45,41 @@ def main() -> None:
     results = ROOT / args.json
     doc = json.loads((results if results.exists() else BENCH).read_text())
     old = {s["module"]: s for s in doc["sections"]}
-    sections = []
+    sections = [old[n] for n in SECTIONS if n in old]
     for name in SECTIONS:
         mod = importlib.import_module(f"benchmarks.{name}")
         title, fn = mod.TITLE, mod.run
         if args.only and not _chosen(args.only, name, title):
-            if name in old:
-                sections.append(old[name])
             continue
         print(f"bench: {title} ...", file=sys.stderr, flush=True)
         try:
             text = fn()
         except BenchError as e:
             text = f"{e}\n"
+        except Exception as e:  # noqa: BLE001 - one section's bug must not lose the others'
+            print(f"bench: {name} failed: {e!r}", file=sys.stderr)
+            continue
         try:
             targets = measure(name, text)
         except LookupError as e:  # kept, and the tests name the section until it is mended
             print(f"bench: {name}: {e}", file=sys.stderr)
             targets = []
-        sections.append({"module": name, "title": title, "measured": {
+        section = {"module": name, "title": title, "measured": {
             **measured, "date": datetime.date.today().isoformat(),
-            "command": f"sudo make bench ONLY={name}"}, "markdown": text, "targets": targets})
-    doc["sections"] = sections
-    results.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    (ROOT / args.out).write_text(bench_markdown(doc))
+            "command": f"sudo make bench ONLY={name}"}, "markdown": text, "targets": targets}
+        sections = [section if s["module"] == name else s for s in sections]
+        if name not in {s["module"] for s in sections}:
+            sections.append(section)
+        sections.sort(key=lambda s: SECTIONS.index(s["module"]))
+        _write(doc | {"sections": sections}, results, ROOT / args.out)
+    _write(doc | {"sections": sections}, results, ROOT / args.out)
     print(f"bench: wrote {args.json} and {args.out}", file=sys.stderr)
+
+
+def _write(doc: dict, results, out) -> None:
+    """The results so far, after every section: a later one that fails loses nothing."""
+    results.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    out.write_text(bench_markdown(doc))
 
 
 if __name__ == "__main__":

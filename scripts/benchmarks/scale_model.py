@@ -92,7 +92,7 @@ def s3(tmp: Path) -> str:
     (e0,) = doc["experiments"]
     m = e0["measured"]
     return ("**E0: the paper's point-to-point table** (`sudo mrcemu paper E0`, slowed "
-            f"{doc['slowdown']:g} times; {'faithful' if e0['faithful'] else 'NOT faithful'}):"
+            f"{e0['slowdown']:g} times; {'faithful' if e0['faithful'] else 'NOT faithful'}):"
             "\n\n| | measured | paper |\n|---|---|---|\n"
             f"| one way within a leaf (T0-local) | {m['one_way_us']['local']} µs | 5.09 µs |\n"
             f"| one way across leaves (cross-T1) | {m['one_way_us']['cross']} µs | 6.54 µs |\n"
