@@ -459,9 +459,8 @@ def stale(text: str, where: str) -> list[str]:
             i = next((k for k, (a, b) in enumerate(zip(have, should, strict=False)) if a != b),
                      min(len(have), len(should)))
             line = text[:m.start(3)].count("\n") + 1 + i
-            src = REGIONS[m.group(2)][0]
             out.append(f"{where}:{line}: region '{m.group(2)}' differs from "
-                       f"{src.relative_to(ROOT) if src else 'the scenario model'}: the page has "
+                       f"{_source(REGIONS[m.group(2)][0])}: the page has "
                        f"{(have[i] if i < len(have) else '<nothing>')!r}, the source gives "
                        f"{(should[i] if i < len(should) else '<nothing>')!r}")
     return out + stale_inline(text, where)

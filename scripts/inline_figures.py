@@ -183,12 +183,16 @@ def demo_roce_gray_flows(rep: dict) -> str:
 
 
 # ---- the benchmarks ------------------------------------------------------------------
-def _bench(doc: dict, module: str, pattern: str) -> str:
+def _match(doc: dict, module: str, pattern: str) -> re.Match:
     (s,) = [s for s in doc["sections"] if s["module"] == module]
     m = re.search(pattern, s["markdown"], re.M)
     if not m:
         raise LookupError(f"BENCHMARKS.json section {module!r} has no {pattern!r}")
-    return m.group(1)
+    return m
+
+
+def _bench(doc: dict, module: str, pattern: str) -> str:
+    return _match(doc, module, pattern).group(1)
 
 
 def large_links_two_s(doc: dict) -> str:
@@ -219,12 +223,9 @@ def rack_split_gib(doc: dict) -> str:
 
 def node_mib(doc: dict) -> str:
     """System memory per node shell: `large`'s fabric up, over its switches and hosts."""
-    (s,) = [s for s in doc["sections"] if s["module"] == "fabric_updown"]
-    m = re.search(r"^\| large \| (\d+) sw, (\d+) hosts, \d+ links \|.*\| (\d+) MiB \|$",
-                  s["markdown"], re.M)
-    if not m:
-        raise LookupError("BENCHMARKS.json section 'fabric_updown' has no row for `large`")
-    sw, hosts, mib = map(int, m.groups())
+    sw, hosts, mib = map(int, _match(
+        doc, "fabric_updown",
+        r"^\| large \| (\d+) sw, (\d+) hosts, \d+ links \|.*\| (\d+) MiB \|$").groups())
     return _fmt(mib / (sw + hosts))
 
 
