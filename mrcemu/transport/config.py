@@ -77,6 +77,20 @@ def clock_scale(host_link_mbps: float) -> float:
     return REFERENCE_MBPS / host_link_mbps
 
 
+# The verbs' local ACK timeout unit: a QP's `timeout` n waits 4.096 us x 2^n.
+ACK_TIMEOUT_UNIT = 4.096e-6
+
+
+def retry_budget(timeout: int, retry_cnt: int, slowdown: float) -> float | None:
+    """How long a QP's request may go unacknowledged before it fails with a retry-exceeded
+    error: a NIC's `timeout` x (`retry_cnt` + 1), on the program's clock, which runs
+    `slowdown` times faster than the fabric's. None: `timeout` 0, the verbs' "wait
+    forever"."""
+    if timeout == 0:
+        return None
+    return ACK_TIMEOUT_UNIT * (1 << timeout) * (retry_cnt + 1) * slowdown
+
+
 def pmtu_for(mtu: int) -> int:
     """Largest RoCE PMTU (256..4096) whose packet fits the link MTU."""
     room = mtu - mrc_data_overhead()
@@ -158,6 +172,13 @@ class TransportConfig:
     # profile, or a baseline a researcher compares it with.
     load_balancing: str = "mrc"
     seed: int = 1
+    # The verbs' retry limit (ibv_modify_qp's `timeout` and `retry_cnt`, with perftest's
+    # values where a program gives none): `retry_budget` of them. A program's QP sets its
+    # own; these are the NIC's own connections'. MRC counts any acknowledgement on any
+    # path as progress: the budget runs out only when nothing at all is acknowledged.
+    qp_timeout: int = 14
+    qp_retry_cnt: int = 7
+    slowdown: float = 1.0  # `up --slowdown`: the program's clock against the fabric's
     # RoCE baseline
     # Packets a QP has in flight: what a port's queues held in flight with no fixed
     # latency; for_topology adds the port's bandwidth-delay product over the scale
@@ -192,6 +213,14 @@ class TransportConfig:
                     and 0 <= v <= MAX_DEVIATIONS):
                 raise MrcemuError(f"transport config: {name} must be a number from 0 to "
                                   f"{MAX_DEVIATIONS}, not {v!r}")
+        for name, most in (("qp_timeout", 31), ("qp_retry_cnt", 7)):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= most):
+                raise MrcemuError(f"transport config: {name} must be a whole number from 0 "
+                                  f"to {most} (the verbs' range), not {v!r}")
+        if not (isinstance(self.slowdown, (int, float)) and self.slowdown > 0):
+            raise MrcemuError(f"transport config: slowdown must be above 0, not "
+                              f"{self.slowdown!r}")
         if self.stop_deviations > self.overdue_deviations:
             raise MrcemuError("transport config: stop_deviations "
                               f"({self.stop_deviations}) must not exceed overdue_deviations "
@@ -250,7 +279,7 @@ class TransportConfig:
         clocks["nack_delay"] = trim_queue
         clocks["target_delay"] = (TARGET_SHARE * trim_queue if trim_queue
                                   else clocks["network_rtt"])
-        return cls(pmtu=pmtu, seed=seed,
+        return cls(pmtu=pmtu, seed=seed, slowdown=slowdown,
                    roce_line_rate=topo.host_link_mbps * 1e6 / 8,
                    roce_reconvergence=base.roce_reconvergence * slowdown,
                    init_cwnd=max(base.init_cwnd, bdp), max_cwnd=max(base.max_cwnd, 2 * bdp),
@@ -258,6 +287,11 @@ class TransportConfig:
                    rtt_known=rtt >= KNOWN_RTT_FLOOR,
                    roce_window=base.roce_window + port_bdp,
                    **clocks)
+
+    @property
+    def retry_budget(self) -> float | None:
+        """Seconds a request of the NIC's own may go unacknowledged (None: no limit)."""
+        return retry_budget(self.qp_timeout, self.qp_retry_cnt, self.slowdown)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

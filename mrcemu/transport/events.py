@@ -53,12 +53,21 @@ class PathRehashed:
     new_ev: int
 
 
+# Why a QP failed, as a work completion says it (ConnectionFailed.status).
+RETRY_EXCEEDED = "retry_exceeded"  # nothing acknowledged within the retry limit
+REMOTE_ACCESS = "remote_access"  # the peer refused a request: a bad key or address
+
+
 @dataclass(frozen=True)
 class ConnectionFailed:
-    """The QP gave up (a RoCE QP past its retry count); nothing more will complete."""
+    """The QP is in error; nothing more of it will complete. `status`: RETRY_EXCEEDED,
+    or REMOTE_ACCESS for the request `msn` the peer refused (what follows it is
+    flushed)."""
 
     t: float
     why: str
+    status: str = RETRY_EXCEEDED
+    msn: int | None = None
 
 
 Event = MessageCompleted | MessageReceived | EvStateChanged | PathRehashed | ConnectionFailed

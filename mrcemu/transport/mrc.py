@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from mrcemu import datapath
 from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.events import EvStateChanged, MessageReceived
+from mrcemu.transport.events import (
+    RETRY_EXCEEDED,
+    ConnectionFailed,
+    EvStateChanged,
+    MessageReceived,
+)
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.pathmon import LOSS_HOLE, LOSS_OVERDUE, UNANSWERED, PathMonitor
@@ -154,6 +159,12 @@ class MrcConnection(ConnectionBase):
         # (_port_update_due)
         self._port_update: _PortUpdate | None = None
         self._busy_since = float("-inf")  # when the last post found us idle
+        # The retry limit (config.retry_budget): the QP fails once nothing at all has
+        # been acknowledged for this long while it has requests out. A program's QP may
+        # set its own (set_retry_budget).
+        self.retry_budget = cfg.retry_budget
+        self._retry_at = float("inf")  # when the budget runs out, as last computed
+        self._failed: ConnectionFailed | None = None
 
     # ---- requester -------------------------------------------------------
     def post_write(self, data: bytes | bytearray | memoryview, remote_va: int, rkey: int,
@@ -167,6 +178,8 @@ class MrcConnection(ConnectionBase):
             self.backoff = 1
             for e in self.profile.evs.values():
                 e.skip_len = 1
+            if self.retry_budget is not None:
+                self._retry_at = now + self.retry_budget
         npkts = max(1, -(-len(mv) // self.cfg.pmtu))
         first = self.tx.post(self.next_msn, remote_va, rkey, mv, imm)
         msg = Message(self.next_msn, remote_va, rkey, mv, first, npkts, imm, posted_at=now)
@@ -252,7 +265,7 @@ class MrcConnection(ConnectionBase):
         n = self.rx.take_control(out) if self.rx.pending else 0
         n += put_frames(out, self.control)
         self.control.clear()
-        if self.tx.pending or self.tx.rtx_queued:
+        if (self.tx.pending or self.tx.rtx_queued) and self._failed is None:
             n += self.tx.send(out, now, budget, float(self.cc.cwnd), self.rto / self.backoff)
         return n
 
@@ -567,6 +580,8 @@ class MrcConnection(ConnectionBase):
         if self._paths_dirty:
             self._control_paths()
         self.rx.timer(now)
+        if self._failed is not None or self._out_of_retries(now):
+            return  # a QP in error sends nothing more; as responder it still answers
         # The overdue scan: an EV whose oldest packet is late against the EV's own round
         # trips is stopped and its packets go again elsewhere, a tail with nothing after
         # it to open a hole included, within about a round trip (docs/transport.md, loss recovery).
@@ -596,7 +611,7 @@ class MrcConnection(ConnectionBase):
             times.append(due)
         # A live packet's RTO falls no sooner than its overdue age (sender.c: mrc_tx_rto),
         # which the overdue scan acts on first: its deadline is the one to wake for.
-        if (due := self.tx.overdue_at()) is not None:
+        if self._failed is None and (due := self.tx.overdue_at()) is not None:
             times.append(due)
         times += self._policy_timers()
         if self.idle and self.rx.rx_data != self._rx_probed:  # B9's probe: data came
@@ -604,10 +619,43 @@ class MrcConnection(ConnectionBase):
         return min(times) if times else None
 
     def _policy_timers(self) -> list[float]:
-        """The path monitor's deadlines and probes, and our port update's resend."""
+        """The path monitor's deadlines and probes, our port update's resend and the
+        retry limit's."""
+        if self._failed is not None:
+            return []
         times = [self.health.next_deadline(self._probe_rtt), self.health.next_probe_at(),
                  self._port_update_due(), self.profile.next_retry()]
+        if self.retry_budget is not None and not self.idle:
+            times.append(self._retry_at)
         return [t for t in times if t is not None]
+
+    def set_retry_budget(self, budget: float | None, now: float) -> None:
+        """A QP's own retry limit (config.retry_budget of its timeout and retry_cnt)."""
+        self.retry_budget = budget
+        if budget is not None and not self.idle:
+            self._retry_at = max(self._busy_since, self._heard()) + budget
+
+    def _heard(self) -> float:
+        """When an acknowledgement of any kind last came on any of our EVs."""
+        return max((e.fb.last_feedback for e in self._evs), default=-1.0)
+
+    def _out_of_retries(self, now: float) -> bool:
+        """Whether the retry limit ran out: requests out, and nothing acknowledged on
+        any path for the whole budget. Probes answered, SACKs and NACKs on any EV are
+        progress, as a NIC's retries on another path would be. Then the QP fails: what
+        is unfinished completes with a retry-exceeded error."""
+        budget = self.retry_budget
+        if budget is None or self.idle or now < self._retry_at:
+            return False
+        since = max(self._busy_since, self._heard())
+        self._retry_at = since + budget
+        if now < self._retry_at:
+            return False
+        self._failed = ConnectionFailed(
+            now, f"nothing acknowledged on any path for {now - since:.3f} s "
+            f"(the retry limit, {budget:.3f} s)", RETRY_EXCEEDED)
+        self._events.append(self._failed)
+        return True
 
     def loop_state(self) -> tuple[bool, float | None, float | None]:
         """Whether the NIC's loop may serve this connection without us until we are
@@ -617,7 +665,7 @@ class MrcConnection(ConnectionBase):
         can do is pending: control frames of ours, stale control paths, an EV's change, a
         stopped EV or a hole awaiting its verdict (each SACK may settle it)."""
         if (self.control or self._paths_dirty or self.tx.policy_wanted
-                or not self.health.quiet):
+                or not self.health.quiet or self._failed is not None):
             return False, None, None
         times = self._policy_timers()
         interval = self._reverse_interval()
@@ -682,7 +730,8 @@ class MrcConnection(ConnectionBase):
 
     @property
     def failed(self) -> bool:
-        return False  # MRC never gives up on a QP: it probes its paths back
+        """The retry limit ran out (_out_of_retries): the QP is in error."""
+        return self._failed is not None
 
     @property
     def cwnd(self) -> int:
@@ -719,6 +768,8 @@ class MrcConnection(ConnectionBase):
     @property
     def busy(self) -> bool:
         """Anything to send or time: the I/O shell skips connections that are not."""
+        if self._failed is not None:
+            return bool(self.control or self.rx.pending or self.rx.sack_due is not None)
         return bool(self.control or self.tx.pending or self.tx.outstanding or self.tx.rtx_queued
                     or self.rx.pending or self.rx.sack_due is not None
                     or self.profile.bad_count or self.health.pending)

@@ -236,8 +236,10 @@ class PathMonitor:
     def next_deadline(self, rtt: float) -> float | None:
         """When `check` next has something to decide (`rtt` as `check` has it)."""
         due = [d for _, _, d in self._holes.values()]
-        due += [s.probe_at + rtt + self.slack for s in self._stops.values()
-                if s.probe_at is not None]
+        # as `check` sums it: (probe_at + rtt) + slack may round above probe_at + limit,
+        # a deadline `check` then never reaches, and a timer due for ever
+        limit = rtt + self.slack
+        due += [s.probe_at + limit for s in self._stops.values() if s.probe_at is not None]
         return min(due) if due else None
 
     @property

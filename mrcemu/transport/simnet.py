@@ -39,6 +39,7 @@ class PathProps:
     dup: float = 0.0
     jitter: float = 0.0  # uniform extra delay: reordering
     blackhole: bool = False
+    drop_data: bool = False  # data dropped, control forwarded (a path that drops big packets)
     trim: float = 0.0
     trim_lasthop: float = 0.0  # trimmed at the receiver's own leaf (incast)
     ce: float = 0.0
@@ -82,7 +83,8 @@ class SimNet:
         props = self.path(src, plane, spine)
         op = pkt[bth_at(pkt)]
         self.sent_log.append((self.now, src, ev, op))
-        if props.blackhole or self.rng.random() < props.loss:
+        if (props.blackhole or (props.drop_data and (op in MRC_DATA or op in ROCE_DATA))
+                or self.rng.random() < props.loss):
             props.dropped += 1
             return
         pkt = self.deliver(pkt)
