@@ -747,8 +747,9 @@ def _print_transfer(res: dict) -> None:
         t.add_row("goodput", f"{res['goodput_mbps']:.1f} Mb/s of {res['capacity_mbps']:.0f} "
                   f"configured ({100 * res['goodput_mbps'] / res['capacity_mbps']:.1f} %)")
     else:
-        t.add_row("completion", "[red]did not complete[/]" + (" (QP failed)" if res["failed"]
-                                                              else ""))
+        t.add_row("completion", "[red]did not complete[/]" + (
+            f" (QP failed: {res.get('failed_why') or 'no reason given'})" if res["failed"]
+            else ""))
     t.add_row("base round trip", latency.on_paper(res["base_rtt_s"], sc) if sc["latency"]
               else "latency off")
     t.add_row("scale", f"1:{sc['time_scale']:g} of the paper's fabric")

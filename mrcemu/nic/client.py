@@ -97,13 +97,15 @@ class NicClient:
         """Make each write's connection again where it was made with other settings
         than the write's (a write's settings, such as its load-balancing policy, are its
         connection's for life): at the source with the write's, at the destination with
-        its own, so both ends start their PSNs afresh. An error if either is busy.
+        its own, so both ends start their PSNs afresh; and where the connection failed
+        (a QP in error is made again, as a program would). An error if either is busy.
         `stats`: each write's connection's stats reply, as the caller already asked for
         them. True if any connection was made again (its counters start afresh)."""
         stale = {(w["src"], w["dst"], w["transport"], w.get("qp", 0)):
                  (w.get("settings") or {}, r.get("gen", 0) + 1)
                  for w, r in zip(writes, stats, strict=True)
-                 if r["stats"] is not None and r.get("settings", {}) != (w.get("settings") or {})}
+                 if r["stats"] is not None and (r.get("settings", {}) != (w.get("settings") or {})
+                                                or r.get("failed"))}
         if stale:
             # Both ends at the next generation of the pair's QPN: what either end's old
             # QP still has on the wire reaches neither new one.
@@ -137,7 +139,7 @@ class NicClient:
                                               msn=w["msn"], qp=w.get("qp", 0)))
                            for w in writes])
         for w, m in zip(writes, states, strict=True):
-            for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
+            for k in ("posted_at", "done_at", "failed", "why", "acked_pkts", "npkts"):
                 w[k] = m[k]
 
     def hold(self, writes: list[dict], timeout: float) -> None:
@@ -155,7 +157,7 @@ class NicClient:
             for w, m in zip(per_host[h], fut.result()["replies"], strict=True):
                 if not m["ok"]:
                     raise MrcemuError(f"h{h}: {m['error']}")
-                for k in ("posted_at", "done_at", "failed", "acked_pkts", "npkts"):
+                for k in ("posted_at", "done_at", "failed", "why", "acked_pkts", "npkts"):
                     w[k] = m[k]
 
     def wait(self, writes: list[dict], give_up: Callable[[], bool],

@@ -252,7 +252,10 @@ class Nic:
 
     @staticmethod
     def busy(c: Connection) -> bool:
-        """Writes unfinished or packets unacknowledged: a connection not to be made again."""
+        """Writes unfinished or packets unacknowledged: a connection not to be made again.
+        One in error is never busy: nothing of it will finish."""
+        if c.failed:
+            return False
         return not c.idle or next(iter(c.unfinished()), None) is not None
 
     def drain_events(self, c: Connection) -> None:

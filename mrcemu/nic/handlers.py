@@ -151,7 +151,9 @@ def msg(nic: Nic, r: ops.Msg) -> ops.MsgReply:
     if m is None:
         raise Refused(f"no message {r.msn} (unknown, or completed too long ago to be "
                       "remembered)")
-    return {"ok": True, **m, "failed": c.failed}
+    failed = nic.history[key].failed
+    return {"ok": True, **m, "failed": c.failed,
+            "why": None if failed is None or m["done_at"] is not None else failed.why}
 
 
 def _msg_or_error(nic: Nic, r: ops.Msg) -> dict:

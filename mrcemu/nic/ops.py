@@ -432,6 +432,7 @@ class MessageState(TypedDict):
 class MsgReply(MessageState):
     ok: bool
     failed: bool
+    why: str | None  # why its QP failed, if it did before the message completed
 
 
 class WaitReply(TypedDict):

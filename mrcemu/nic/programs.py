@@ -25,7 +25,9 @@ from typing import Any
 from mrcemu import rundir
 from mrcemu.nic.control import listening_socket
 from mrcemu.topology.addressing import host_address
+from mrcemu.transport.config import retry_budget
 from mrcemu.transport.events import (
+    REMOTE_ACCESS,
     ConnectionFailed,
     Event,
     MessageCompleted,
@@ -107,6 +109,8 @@ class Qp:
     conn_qp: int = 0
     dest_qpn: int = 0
     pending: deque[Pending] = field(default_factory=deque)
+    timeout: int = vl.DEFAULT_TIMEOUT  # its retry limit, as the program last set it
+    retry_cnt: int = vl.DEFAULT_RETRY_CNT
 
 
 class Session:
@@ -240,7 +244,13 @@ class Session:
         if q is None:
             raise Refuse(errno.EINVAL, f"no queue pair {m['qpn']}")
         state = m["state"]
-        if state == WC["IBV_QPS_RTR"]:
+        if not (0 <= m["timeout"] <= 31 and 0 <= m["retry_cnt"] <= 7):
+            raise Refuse(errno.EINVAL, f"timeout {m['timeout']} and retry_cnt "
+                         f"{m['retry_cnt']}: the verbs' are 0-31 and 0-7")
+        q.timeout, q.retry_cnt = m["timeout"], m["retry_cnt"]
+        if state == q.state and state in (WC["IBV_QPS_RTR"], WC["IBV_QPS_RTS"]):
+            pass  # no transition: the retry limit alone changed
+        elif state == WC["IBV_QPS_RTR"]:
             peer = self.programs.host_of_gid(m["dgid"])
             if peer is None or peer == self.nic.host:
                 raise Refuse(errno.EINVAL, "the GID names no other host of the fabric")
@@ -252,6 +262,8 @@ class Session:
                            WC["IBV_QPS_ERR"]):
             raise Refuse(errno.EINVAL, f"state {state}")
         q.state = state
+        if q.peer is not None:
+            self.programs.retry_limit(self.transport, q.peer, q.conn_qp)
         return vl.REPLY.pack(op=vl.Op.MODIFY_QP)
 
     def destroy_qp(self, m: dict, fds: list[int], keep: list[int]) -> bytes:
@@ -260,6 +272,8 @@ class Session:
         if q is None:
             raise Refuse(errno.EINVAL, f"no queue pair {m['qpn']}")
         self._close_qp(q)
+        if q.peer is not None:
+            self.programs.retry_limit(self.transport, q.peer, q.conn_qp)
         return vl.REPLY.pack(op=vl.Op.DESTROY_QP)
 
     @staticmethod
@@ -311,6 +325,10 @@ class Session:
             q.state = WC["IBV_QPS_ERR"]  # as a NIC's QP: the rest are flushed
             return
         c = self.nic.conn(q.peer, self.transport, None, q.conn_qp)
+        if c.failed:  # the pair's connection is in error: nothing reaches the peer
+            p.status = WC["IBV_WC_RETRY_EXC_ERR"]
+            q.state = WC["IBV_QPS_ERR"]
+            return
         msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now(), imm=w.wire_imm)
         self.programs.expect(self.nic.keys[c], msn, self, q.qpn, p)
         self.nic.flush(c)
@@ -367,8 +385,12 @@ class Session:
     def close(self) -> None:
         """Free everything the program made (its writes in flight finish from our own
         mapping of its memory; nothing of it is written after this)."""
+        peers = {(q.peer, q.conn_qp) for q in self.qps.values() if q.peer is not None}
         for q in list(self.qps.values()):
             self._close_qp(q)
+        self.qps.clear()
+        for peer, conn_qp in peers:
+            self.programs.retry_limit(self.transport, peer, conn_qp)
         for cq in self.cqs.values():
             self._close_cq(cq)
         for rkey in self.regions:
@@ -493,9 +515,41 @@ class Programs:
                 s, qpn, p = got
                 s.done(qpn, p, WC["IBV_WC_SUCCESS"])
         elif isinstance(ev, ConnectionFailed):
-            for k in [k for k in self.waiting if k[0] == key]:
-                s, qpn, p = self.waiting.pop(k)
-                s.done(qpn, p, WC["IBV_WC_RETRY_EXC_ERR"])
+            self._failed(key, ev)
+
+    def _failed(self, key: Any, ev: ConnectionFailed) -> None:
+        """The connection's QP is in error: each program QP on it has its oldest request
+        end with the error (the one the peer refused, if it is that QP's), and what it
+        posted after flushed."""
+        status = WC["IBV_WC_REM_ACCESS_ERR" if ev.status == REMOTE_ACCESS
+                    else "IBV_WC_RETRY_EXC_ERR"]
+        first: set[tuple[int, int]] = set()
+        for k in sorted(k for k in self.waiting if k[0] == key):
+            s, qpn, p = self.waiting.pop(k)
+            if ev.msn is not None and k[1] == ev.msn:
+                s.done(qpn, p, status)
+            elif (id(s), qpn) in first or ev.msn is not None:
+                s.done(qpn, p, WC["IBV_WC_WR_FLUSH_ERR"])
+            else:
+                s.done(qpn, p, status)
+            first.add((id(s), qpn))
+
+    def retry_limit(self, transport: str, peer: int, conn_qp: int) -> None:
+        """Set the retry limit of the MRC connection to `peer` to the shortest its ready
+        program QPs ask (the NIC's own where none does): the QPs share it, and the one
+        that would give up first is the one a NIC would fail first."""
+        if transport != "mrc":
+            return  # a RoCE QP keeps its own retry rule (its retry count, doubling timeout)
+        ready = (WC["IBV_QPS_RTR"], WC["IBV_QPS_RTS"])
+        asks = [retry_budget(q.timeout, q.retry_cnt, self.nic.cfg.slowdown)
+                for s in self.sessions.values() if s.transport == transport
+                for q in s.qps.values() if q.peer == peer and q.state in ready]
+        if asks:  # a ready QP connects: its connection is made now, with its limit
+            finite = [b for b in asks if b is not None]
+            c = self.nic.conn(peer, transport, None, conn_qp)
+            c.set_retry_budget(min(finite) if finite else None, self.nic.now())
+        elif (c := self.nic.conns.get((peer, transport, conn_qp))) is not None:
+            c.set_retry_budget(self.nic.cfg.retry_budget, self.nic.now())
 
     def _immediate(self, key: Any, imm: int) -> None:
         """A receive completion on the program QP this connection serves: the first

@@ -121,6 +121,7 @@ def _report(topo: Topology, w: dict, before: dict, after: dict) -> dict:
         **({"load_balancing": after.get("load_balancing")} if w["transport"] == "mrc"
            else {}),
         "size": w["size"], "completed": dt is not None, "failed": bool(w.get("failed")),
+        "failed_why": w.get("why"),
         "completion_s": dt, "posted_at": w.get("posted_at"), "done_at": w.get("done_at"),
         # the fixed part of this pair's round trip, and the factor to the paper's times
         "base_rtt_s": round(latency.base_rtt_s(topo, w["src"], w["dst"]), 6),

@@ -15,7 +15,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
-VERSION = 1  # a shim and a daemon of different versions refuse each other at HELLO
+VERSION = 2  # a shim and a daemon of different versions refuse each other at HELLO
 
 # C type, struct code, size: fields are native-endian, as both ends run on one machine.
 TYPES = {"u32": ("uint32_t", "I", 4), "i32": ("int32_t", "i", 4),
@@ -107,8 +107,11 @@ CREATE_QP = Struct("mv_create_qp", "an RC queue pair: its send ring's memfd and 
     ("op", "u32"), ("send_cq", "u32"), ("recv_cq", "u32"), ("max_send_wr", "u32")))
 CREATE_QP_REPLY = Struct("mv_create_qp_reply", "its number", (
     ("op", "u32"), ("err", "i32"), ("qpn", "u32"), ("max_send_wr", "u32")))
-MODIFY_QP = Struct("mv_modify_qp", "a state change; at RTR, the peer's GID and QP number", (
-    ("op", "u32"), ("qpn", "u32"), ("state", "u32"), ("dest_qpn", "u32"), ("dgid", "gid")))
+MODIFY_QP = Struct("mv_modify_qp", "a state change; at RTR, the peer's GID and QP number; "
+                   "the QP's retry limit as the program last set it (verbs' timeout and "
+                   "retry_cnt)", (
+    ("op", "u32"), ("qpn", "u32"), ("state", "u32"), ("dest_qpn", "u32"), ("dgid", "gid"),
+    ("timeout", "u32"), ("retry_cnt", "u32")))
 DESTROY_QP = Struct("mv_destroy_qp", "drop a queue pair", (("op", "u32"), ("qpn", "u32")))
 REPLY = Struct("mv_reply", "a reply with nothing more to say", (("op", "u32"), ("err", "i32")))
 
@@ -140,6 +143,11 @@ CQE = Struct("mv_cqe", "a completion, as ibv_poll_cq returns it", (
 
 STRUCTS = (HELLO, HELLO_REPLY, REG_MR, REG_MR_REPLY, DEREG_MR, CREATE_CQ, CREATE_CQ_REPLY,
            DESTROY_CQ, CREATE_QP, CREATE_QP_REPLY, MODIFY_QP, DESTROY_QP, REPLY, WQE, CQE)
+
+# A QP's retry limit where the program sets none: perftest's values (the verbs' 0 would
+# wait for ever, and a hang tells a program nothing).
+DEFAULT_TIMEOUT = 14
+DEFAULT_RETRY_CNT = 7
 
 # ---- limits: what one program may hold at one NIC ---------------------------------------
 MAX_QP = 64

@@ -261,7 +261,7 @@ def verbs_header() -> str:
     for name in ("RING_PROD_AT", "RING_CONS_AT", "RING_ARMED_AT", "RING_HEAD", "ARMED_NO",
                  "ARMED_YES", "ARMED_FIRED",
                  "WQE_INLINE_MAX", "WQE_INLINE_AT", "MAX_QP", "MAX_CQE", "MAX_WR",
-                 "MAX_MR", "MSG_MAX"):
+                 "MAX_MR", "MSG_MAX", "DEFAULT_TIMEOUT", "DEFAULT_RETRY_CNT"):
         out.append(f"#define MV_{name} {getattr(vl, name)}")
     out.append("")
     for s in vl.STRUCTS:

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MV_VERSION 1
+#define MV_VERSION 2
 #define MV_OP_HELLO 1
 #define MV_OP_REG_MR 2
 #define MV_OP_DEREG_MR 3
@@ -30,6 +30,8 @@
 #define MV_MAX_WR 8192
 #define MV_MAX_MR 1024
 #define MV_MSG_MAX 256
+#define MV_DEFAULT_TIMEOUT 14
+#define MV_DEFAULT_RETRY_CNT 7
 
 /* the shim's first message */
 struct mv_hello {
@@ -163,20 +165,24 @@ _Static_assert(offsetof(struct mv_create_qp_reply, err) == 4, "mv_create_qp_repl
 _Static_assert(offsetof(struct mv_create_qp_reply, qpn) == 8, "mv_create_qp_reply.qpn");
 _Static_assert(offsetof(struct mv_create_qp_reply, max_send_wr) == 12, "mv_create_qp_reply.max_send_wr");
 
-/* a state change; at RTR, the peer's GID and QP number */
+/* a state change; at RTR, the peer's GID and QP number; the QP's retry limit as the program last set it (verbs' timeout and retry_cnt) */
 struct mv_modify_qp {
 	uint32_t op;
 	uint32_t qpn;
 	uint32_t state;
 	uint32_t dest_qpn;
 	uint8_t dgid[16];
+	uint32_t timeout;
+	uint32_t retry_cnt;
 };
-_Static_assert(sizeof(struct mv_modify_qp) == 32, "mv_modify_qp");
+_Static_assert(sizeof(struct mv_modify_qp) == 40, "mv_modify_qp");
 _Static_assert(offsetof(struct mv_modify_qp, op) == 0, "mv_modify_qp.op");
 _Static_assert(offsetof(struct mv_modify_qp, qpn) == 4, "mv_modify_qp.qpn");
 _Static_assert(offsetof(struct mv_modify_qp, state) == 8, "mv_modify_qp.state");
 _Static_assert(offsetof(struct mv_modify_qp, dest_qpn) == 12, "mv_modify_qp.dest_qpn");
 _Static_assert(offsetof(struct mv_modify_qp, dgid) == 16, "mv_modify_qp.dgid");
+_Static_assert(offsetof(struct mv_modify_qp, timeout) == 32, "mv_modify_qp.timeout");
+_Static_assert(offsetof(struct mv_modify_qp, retry_cnt) == 36, "mv_modify_qp.retry_cnt");
 
 /* drop a queue pair */
 struct mv_destroy_qp {

@@ -310,6 +310,8 @@ SHIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 	pthread_cond_init(&q->qp.cond, NULL);
 	q->attr.qp_state = IBV_QPS_RESET;
 	q->attr.cap = init->cap;
+	q->attr.timeout = MV_DEFAULT_TIMEOUT;
+	q->attr.retry_cnt = MV_DEFAULT_RETRY_CNT;
 	pthread_mutex_lock(&sc->lock);
 	q->next_in_ctx = sc->qps;
 	sc->qps = q;
@@ -329,11 +331,17 @@ fail_free:
 SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct shim_qp *q = (struct shim_qp *)qp;
-	if (!(mask & IBV_QP_STATE))
-		return 0; /* timeouts, retry counts, PSNs: the transport keeps its own */
+	/* The retry limit is the QP's own (the NIC fails it when the limit runs out); PSNs,
+	 * RNR and the rest: the transport keeps its own. */
+	if (mask & IBV_QP_TIMEOUT)
+		q->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->attr.retry_cnt = attr->retry_cnt;
 	struct mv_modify_qp req = {.op = MV_OP_MODIFY_QP, .qpn = qp->qp_num,
-				   .state = attr->qp_state};
-	if (attr->qp_state == IBV_QPS_RTR) {
+				   .state = (mask & IBV_QP_STATE) ? attr->qp_state
+								  : q->attr.qp_state,
+				   .timeout = q->attr.timeout, .retry_cnt = q->attr.retry_cnt};
+	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
 		if (!(mask & IBV_QP_AV) || !(mask & IBV_QP_DEST_QPN) || !attr->ah_attr.is_global) {
 			shim_say("ibv_modify_qp to RTR: name the peer by its GID (ah_attr.is_global, "
 				 "grh.dgid) and its QP number");
@@ -347,9 +355,9 @@ SHIM_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int m
 			  sizeof(rep));
 	if (e)
 		return e;
-	qp->state = attr->qp_state;
-	q->attr.qp_state = attr->qp_state;
-	if (attr->qp_state == IBV_QPS_RTR) {
+	qp->state = req.state;
+	q->attr.qp_state = req.state;
+	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
 		q->attr.dest_qp_num = attr->dest_qp_num;
 		q->attr.ah_attr = attr->ah_attr;
 	}

@@ -45,7 +45,7 @@ class FakeDaemons:
                 return {"ok": False, "error": "over the NIC memory budget"}
             return {"ok": True, "msn": 7, "sha256": "abc"}
         if op == "msg":
-            return {"ok": True, "posted_at": 1.0, "done_at": 2.0, "failed": False,
+            return {"ok": True, "posted_at": 1.0, "done_at": 2.0, "failed": False, "why": None,
                     "acked_pkts": 4, "npkts": 4}
         if op == "hash":
             return {"ok": True, "sha256": "zzz" if self.corrupt else "abc"}

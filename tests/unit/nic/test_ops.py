@@ -186,6 +186,7 @@ class WaitingNic(StubNic):
     class Hist:
         def __init__(self) -> None:
             self.done_at: float | None = None
+            self.failed = None
 
         def message(self, c: object, msn: int) -> dict | None:
             if msn != 5:

@@ -47,7 +47,8 @@ class FakeNics:
             return {"ok": True, "msn": 0, "sha256": "same"}
         if op == "msg":
             return {"ok": True, "posted_at": 1.0, "done_at": None if self.qp_fails else 1.5,
-                    "failed": self.qp_fails, "acked_pkts": 0, "npkts": 1}
+                    "failed": self.qp_fails, "acked_pkts": 0, "npkts": 1,
+                    "why": "no ack" if self.qp_fails else None}
         if op == "hash":
             return {"ok": True, "sha256": "same"}
         raise AssertionError(op)
@@ -102,7 +103,7 @@ class StreamNics(FakeNics):
             if n == 2:
                 self.inflight[self.peer[req["msn"]]] -= 1
             return {"ok": True, "posted_at": 1.0, "done_at": 1.5 if n >= 2 else None,
-                    "failed": False, "acked_pkts": 0, "npkts": 1}
+                    "failed": False, "acked_pkts": 0, "npkts": 1, "why": None}
         if req["op"] == "hash":
             self.hashed += 1
         return super().one(req)

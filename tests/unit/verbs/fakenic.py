@@ -8,12 +8,14 @@ from __future__ import annotations
 import select
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from mrcemu.nic.programs import Programs
 from mrcemu.topology import load
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import (
+    REMOTE_ACCESS,
     ConnectionFailed,
     Event,
     MessageCompleted,
@@ -27,13 +29,21 @@ class LoopConn:
         self.msn = 0
         self.events: list[Event] = []
         self.writes: list[tuple[int, int, bytes, int | None]] = []
+        self.failed = False
+        self.retry_budget: float | None = None  # as the programs' QPs last set it
+
+        self.budgets: list[float | None] = []  # every limit set, in order
+
+    def set_retry_budget(self, budget: float | None, now: float) -> None:
+        self.retry_budget = budget
+        self.budgets.append(budget)
 
     def post_write(self, data, va: int, rkey: int, now: float, imm=None) -> int:
         self.msn += 1
         self.writes.append((va, rkey, bytes(data), imm))
         mr = LoopNic.memory_of(self).check(rkey, va, len(data))
         if isinstance(mr, str):  # the peer refused it: a NIC's QP fails
-            self.events.append(ConnectionFailed(now, mr))
+            self.events.append(ConnectionFailed(now, mr, REMOTE_ACCESS, self.msn))
         else:
             mr.write(va, bytes(data))
             if imm is not None:  # the peer's side, here: its receive completion
@@ -48,7 +58,8 @@ class LoopNic:
 
     def __init__(self, sock: Path) -> None:
         self.topo = load("default")
-        self.cfg = TransportConfig.for_topology(self.topo)
+        # the NIC's own retry limit, unlike a program QP's default
+        self.cfg = replace(TransportConfig.for_topology(self.topo), qp_timeout=20)
         self.memory = MemoryTable()
         self.conns: dict[tuple, LoopConn] = {}
         self.keys: dict[LoopConn, tuple] = {}

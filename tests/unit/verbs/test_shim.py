@@ -10,6 +10,8 @@ import subprocess
 import time
 
 from mrcemu.topology.addressing import host_address
+from mrcemu.transport.config import retry_budget
+from mrcemu.verbs.layout import DEFAULT_RETRY_CNT, DEFAULT_TIMEOUT
 from tests.unit.verbs.conftest import env_for
 
 PEER = host_address(0, 1).packed.hex()  # h1: the loopback NIC places it here anyway
@@ -54,7 +56,36 @@ def test_a_key_not_the_programs_is_an_error_completion_and_the_qp_flushes(
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["41 local protection error",
                                      "42 Work Request Flushed Error"]
-    assert nic.conns == {}  # nothing was sent for either
+    assert nic.conns[1, "mrc", 0].writes == []  # nothing was sent for either
+
+
+def test_a_key_the_peer_refuses_is_a_remote_access_error_and_the_qp_flushes(
+        nic, shim, verbs_write):
+    r = _run([str(verbs_write), PEER, "remotekey"], nic, shim)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["41 remote access error",
+                                     "42 Work Request Flushed Error"]
+    assert len(nic.conns[1, "mrc", 0].writes) == 1  # the second was flushed, never sent
+
+
+def test_the_qps_timeout_and_retry_count_set_its_connections_retry_limit(
+        nic, shim, verbs_write):
+    r = _run([str(verbs_write), PEER, "limit"], nic, shim)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "10 3\n"  # as ibv_query_qp returns them
+    c = nic.conns[1, "mrc", 0]
+    # at RTR the default, at RTS the program's, and once the program is gone the NIC's own
+    assert nic.wait(lambda: len(c.budgets) == 3)
+    assert c.budgets == [retry_budget(DEFAULT_TIMEOUT, DEFAULT_RETRY_CNT, nic.cfg.slowdown),
+                         retry_budget(10, 3, nic.cfg.slowdown), nic.cfg.retry_budget]
+
+
+def test_a_qp_that_sets_no_limit_gets_perftests(nic, shim, verbs_write):
+    r = _run([str(verbs_write), PEER, "write"], nic, shim)
+    assert r.returncode == 0, r.stderr
+    # set when it connected (the NIC's own limit is another: fakenic)
+    assert nic.conns[1, "mrc", 0].budgets[0] == retry_budget(
+        DEFAULT_TIMEOUT, DEFAULT_RETRY_CNT, nic.cfg.slowdown) != nic.cfg.retry_budget
 
 
 def test_the_device_as_ibv_devinfo_shows_it(nic, shim):

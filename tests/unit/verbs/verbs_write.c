@@ -81,9 +81,17 @@ int main(int argc, char **argv)
 			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			  IBV_QP_MIN_RNR_TIMER))
 		die("RTR");
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 10, .retry_cnt = 3};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | (!strcmp(argv[2], "limit") ?
+						  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT : 0)))
 		die("RTS");
+	if (!strcmp(argv[2], "limit")) {
+		struct ibv_qp_init_attr qi;
+		if (ibv_query_qp(qp, &a, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &qi))
+			die("ibv_query_qp");
+		printf("%d %d\n", a.timeout, a.retry_cnt);
+		return 0;
+	}
 	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = SIZE, .lkey = ms->lkey};
 	struct ibv_send_wr wr = {.wr_id = 41, .sg_list = &sge, .num_sge = 1,
 				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
@@ -104,6 +112,20 @@ int main(int argc, char **argv)
 			die("the WRITE with immediate");
 		printf("%llu %d %s %#x\n", (unsigned long long)rx->wr_id, rx->opcode,
 		       rx->wc_flags & IBV_WC_WITH_IMM ? "imm" : "-", be32toh(rx->imm_data));
+		return 0;
+	}
+	if (!strcmp(argv[2], "remotekey")) { /* a key the peer does not know */
+		wr.wr.rdma.rkey = md->rkey + 1000;
+		if (ibv_post_send(qp, &wr, &bad))
+			die("posting");
+		wr.wr.rdma.rkey = md->rkey;
+		wr.wr_id = 42;
+		if (ibv_post_send(qp, &wr, &bad))
+			die("posting");
+		struct ibv_wc w1 = wait_one(cq), w2 = wait_one(cq);
+		printf("%llu %s\n%llu %s\n", (unsigned long long)w1.wr_id,
+		       ibv_wc_status_str(w1.status), (unsigned long long)w2.wr_id,
+		       ibv_wc_status_str(w2.status));
 		return 0;
 	}
 	if (!strcmp(argv[2], "badkey")) {
