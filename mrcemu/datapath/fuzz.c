@@ -176,7 +176,7 @@ static void roce_setup(void)
 	if (roce_route_set(&route, path, 2, 0) < 0)
 		abort();
 	uint8_t ack[MRC_BTH_LEN + 4] = {MRC_OP_RC_ACK};
-	if (roce_rx_init(&rrx, 0, 1, 4, 1e-3, 0, 0x60, ack, sizeof(ack), &roce_regions,
+	if (roce_rx_init(&rrx, 0, 1, 4, 1e-3, 0, 0x60, 0x62, ack, sizeof(ack), &roce_regions,
 			 &route) < 0 ||
 	    roce_tx_init(&rtx, 256, 0, NULL) < 0)
 		abort();

@@ -72,6 +72,7 @@ void roce_route_rehash(struct roce_route *rt, double now)
 /* ---- the responder ------------------------------------------------------------------- */
 int roce_rx_init(struct roce_rx *r, uint32_t local_qpn, uint32_t remote_qpn,
 		 uint32_t ack_every, double reconvergence, uint8_t syn_ack, uint8_t syn_nak,
+		 uint8_t syn_access,
 		 const uint8_t *ack_body, size_t ack_len, const struct mrc_regions *regions,
 		 struct roce_route *route)
 {
@@ -85,6 +86,7 @@ int roce_rx_init(struct roce_rx *r, uint32_t local_qpn, uint32_t remote_qpn,
 	r->reconvergence = reconvergence;
 	r->syn_ack = syn_ack;
 	r->syn_nak = syn_nak;
+	r->syn_access = syn_access;
 	r->verify_icrc = 1;
 	memcpy(r->ack_body, ack_body, ack_len);
 	r->ack_len = ack_len;
@@ -204,12 +206,17 @@ enum mrc_rx_result roce_rx_packet(struct roce_rx *r, const uint8_t *pkt, size_t 
 		uint32_t rkey = (uint32_t)mrc_field(reth, F_RKEY);
 		uint64_t va = mrc_field(reth, F_VA), dmalen = mrc_field(reth, F_DMALEN);
 		const struct mrc_region *mr = mrc_regions_find(r->regions, rkey);
+		/* Refused, as RC refuses it: a remote access NAK at its PSN, every time it
+		 * comes (the requester's QP fails on it; a lost NAK, its timeout resends). The
+		 * PSN is not taken: nothing after it is either. */
 		if (!mr) {
 			r->dropped[ROCE_D_BAD_RKEY]++;
+			ack(r, r->syn_access, psn);
 			return MRC_RX_DONE;
 		}
 		if (va < mr->base || va - mr->base > mr->len || dmalen > mr->len - (va - mr->base)) {
 			r->dropped[ROCE_D_VA_OOR]++;
+			ack(r, r->syn_access, psn);
 			return MRC_RX_DONE;
 		}
 		r->rx_active = 1;

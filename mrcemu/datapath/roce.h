@@ -54,7 +54,7 @@ struct roce_rx {
 	uint32_t local_qpn, remote_qpn;
 	uint32_t ack_every;
 	double reconvergence; /* how long after lost ACKs routing moves the ACK path */
-	uint8_t syn_ack, syn_nak;
+	uint8_t syn_ack, syn_nak, syn_access; /* ACK, PSN sequence NAK, remote access NAK */
 	int verify_icrc;      /* 1 (init's choice); the fuzz harness turns it off to go deeper */
 	uint8_t ack_body[32]; /* BTH + AETH, table defaults; PSN, syndrome and MSN patched */
 	size_t ack_len;
@@ -90,6 +90,7 @@ void roce_route_rehash(struct roce_route *rt, double now);
 /* 0, or -1 when memory could not be had. */
 int roce_rx_init(struct roce_rx *r, uint32_t local_qpn, uint32_t remote_qpn,
 		 uint32_t ack_every, double reconvergence, uint8_t syn_ack, uint8_t syn_nak,
+		 uint8_t syn_access,
 		 const uint8_t *ack_body, size_t ack_len, const struct mrc_regions *regions,
 		 struct roce_route *route);
 void roce_rx_free(struct roce_rx *r);

@@ -22,7 +22,7 @@
 	} while (0)
 
 /* RoceQp(local_qpn, remote_qpn, pmtu, ack_every, reconvergence, regions, ack_body,
- *        (syndrome_ack, syndrome_nak), data_tclass,
+ *        (syndrome_ack, syndrome_nak, syndrome_remote_access), data_tclass,
  *        (only, first, middle, last, last_imm) data body templates) */
 static int roceqp_init(RoceQpObject *self, PyObject *args, PyObject *kw)
 {
@@ -30,9 +30,9 @@ static int roceqp_init(RoceQpObject *self, PyObject *args, PyObject *kw)
 	double reconv;
 	PyObject *regions, *templates;
 	Py_buffer ack;
-	unsigned char syn_ack, syn_nak, tclass;
-	if (!PyArg_ParseTuple(args, "kkkkdO!y*(bb)bO", &lq, &rq, &pmtu, &every, &reconv,
-			      &RegionsType, &regions, &ack, &syn_ack, &syn_nak, &tclass,
+	unsigned char syn_ack, syn_nak, syn_access, tclass;
+	if (!PyArg_ParseTuple(args, "kkkkdO!y*(bbb)bO", &lq, &rq, &pmtu, &every, &reconv,
+			      &RegionsType, &regions, &ack, &syn_ack, &syn_nak, &syn_access, &tclass,
 			      &templates))
 		return -1;
 	int bad = 0;
@@ -43,7 +43,7 @@ static int roceqp_init(RoceQpObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_ValueError, "RoceQp: QPNs have 24 bits, pmtu 1..65000");
 		bad = 1;
 	} else if (roce_rx_init(&self->rx, (uint32_t)lq, (uint32_t)rq, (uint32_t)every, reconv,
-				syn_ack, syn_nak, ack.buf, (size_t)ack.len,
+				syn_ack, syn_nak, syn_access, ack.buf, (size_t)ack.len,
 				&((RegionsObject *)regions)->t, &self->route) < 0) {
 		PyErr_SetString(PyExc_ValueError, "RoceQp: the ACK body is BTH + AETH");
 		bad = 1;

@@ -73,6 +73,7 @@ class Stats:
     retransmits: int = 0
     rtos: int = 0
     nacks_rx: int = 0
+    remote_access_naks: int = 0  # requests the peer refused (a remote access NAK)
     trims_nacked: int = 0
     sacks_rx: int = 0
     rx_data: int = 0

@@ -25,18 +25,23 @@ from mrcemu import datapath
 from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames, unwrap
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.dcqcn import Dcqcn, DcqcnParams
-from mrcemu.transport.events import ConnectionFailed, MessageReceived, PathRehashed
+from mrcemu.transport.events import (
+    REMOTE_ACCESS,
+    ConnectionFailed,
+    MessageReceived,
+    PathRehashed,
+)
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.trace import TxTrace
 from mrcemu.wire import codec
-from mrcemu.wire.constants import ICRC_LEN, ROCE_DATA, Dscp, Opcode
+from mrcemu.wire.constants import ICRC_LEN, ROCE_DATA, Dscp, Opcode, Syndrome
 from mrcemu.wire.layout import BTH, ROCE_BTH_AT
 
 ECT0 = 0b10  # ECN-capable transport: a switch may mark CE instead of dropping
 
-SYNDROME_ACK = 0x00
-SYNDROME_NAK_PSN = 0x60
+SYNDROME_ACK = Syndrome.ACK
+SYNDROME_NAK_PSN = Syndrome.NAK_PSN
 
 
 class RoceConnection(ConnectionBase):
@@ -65,7 +70,7 @@ class RoceConnection(ConnectionBase):
             local_qpn, remote_qpn, cfg.pmtu, cfg.roce_ack_every, cfg.roce_reconvergence,
             self.memory.native,
             codec.body({"opcode": Opcode.RC_ACK, "dqpn": remote_qpn}, {"AETH": {}}),
-            (SYNDROME_ACK, SYNDROME_NAK_PSN),
+            (SYNDROME_ACK, SYNDROME_NAK_PSN, Syndrome.NAK_REMOTE_ACCESS),
             (Dscp.NO_TRIM << 2) | (ECT0 if cfg.roce_dcqcn else 0), bodies)
         # One ECMP-hashed path for data and ACKs alike: the data path holds it, since
         # its responder moves it too (lost ACKs, after a reconvergence).
@@ -213,6 +218,9 @@ class RoceConnection(ConnectionBase):
             self._stats.nacks_rx += 1
             self.send_psn = max(self.una, min(psn, self.send_psn))  # go back N
             return
+        if a["syndrome"] == Syndrome.NAK_REMOTE_ACCESS:
+            self._refused(psn, now)
+            return
         if psn >= self.max_sent:
             # PSNs never sent: a stale copy from a QP made before this one, or forged.
             # Taken, it would complete messages whose bytes never left (as sender.c).
@@ -229,6 +237,21 @@ class RoceConnection(ConnectionBase):
             while self.messages and (m := self.messages[0]).first_psn + m.npkts <= self.una:
                 self._events.append(self.messages.popleft().complete(now))
             self.dp.release(self.una)
+
+    def _refused(self, psn: int, now: float) -> None:
+        """The peer refused the request at `psn` (a remote access NAK): the QP fails on
+        it, as an RC QP does; what was posted after it is flushed."""
+        m = next((m for m in self.messages if m.first_psn <= psn < m.first_psn + m.npkts),
+                 None)
+        if m is None or self._failed:
+            self._stats.dropped["stale_nak"] += 1  # not a request of ours still out
+            return
+        self._stats.remote_access_naks += 1
+        self._failed = True
+        self.timeout_at = None
+        self._events.append(ConnectionFailed(
+            now, f"the peer refused message {m.msn} (PSN {psn}): a remote access error, "
+            "its key unknown there or its address outside the region", REMOTE_ACCESS, m.msn))
 
     def receive_frame(self, pkt: bytes | memoryview, now: float,
                       via: bytes | None = None) -> None:

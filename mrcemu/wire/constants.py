@@ -102,6 +102,14 @@ class NackReason(enum.IntEnum):
     UNEXP_EVENT = 0x19
 
 
+class Syndrome(enum.IntEnum):
+    """AETH syndromes, as IBTA defines them (ACK, NAK and its code in the low bits)."""
+    ACK = 0x00
+    ACK_NO_CREDIT = 0x1F  # an ACK without a credit count: MRC's ACKNOWLEDGE
+    NAK_PSN = 0x60  # PSN sequence error: go back
+    NAK_REMOTE_ACCESS = 0x62  # a key the responder does not know, or an address outside
+
+
 class SackMark(enum.IntEnum):
     NONE = 0
     SKIP_ONCE = 1  # the forward path was ECN-marked

@@ -25,6 +25,7 @@ from mrcemu.wire.constants import ROCE_DATA, Dscp, Opcode
 
 SYNDROME_ACK = 0x00
 SYNDROME_NAK_PSN = 0x60
+SYNDROME_NAK_ACCESS = 0x62
 
 
 class RoceConnection(ConnectionBase):
@@ -150,6 +151,11 @@ class RoceConnection(ConnectionBase):
             self.stats.nacks_rx += 1
             self.send_psn = max(self.una, min(psn, self.send_psn))  # go back N
             return
+        if a["syndrome"] == SYNDROME_NAK_ACCESS:  # refused: the QP fails on it
+            self.stats.remote_access_naks += 1
+            self._failed = True
+            self.timeout_at = None
+            return
         self.stats.sacks_rx += 1
         if psn + 1 > self.una:
             self.una = min(psn + 1, self.next_psn)
@@ -204,6 +210,7 @@ class RoceConnection(ConnectionBase):
             mr = self.memory.check(r["rkey"], r["va"], r["dmalen"])
             if isinstance(mr, str):
                 self.stats.dropped[mr] += 1
+                self._ack(SYNDROME_NAK_ACCESS, d.psn)  # refused, at its PSN
                 return
             self.rx_mr, self.rx_va, self.rx_len, self.rx_got = mr, r["va"], r["dmalen"], 0
         if self.rx_mr is None or self.rx_got + len(d.payload) > self.rx_len:

@@ -108,7 +108,7 @@ def qp(local=0x2001, remote=0x2007, regions=None):
     """A RoceQp as transport/roce.py builds one (ACK every 4 packets)."""
     return datapath.RoceQp(
         local, remote, 4096, 4, 0.05, regions or datapath.Regions(),
-        codec.body({"opcode": Opcode.RC_ACK, "dqpn": remote}, {"AETH": {}}), (0, 0x60), 0,
+        codec.body({"opcode": Opcode.RC_ACK, "dqpn": remote}, {"AETH": {}}), (0, 0x60, 0x62), 0,
         tuple(codec.body({"opcode": op, "dqpn": remote},
                          {"RETH": {}} if op in (Opcode.RC_WRITE_FIRST, Opcode.RC_WRITE_ONLY)
                          else {})

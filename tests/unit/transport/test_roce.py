@@ -8,7 +8,13 @@ import hashlib
 from mrcemu.topology import load
 from mrcemu.topology.paths import ev_fields
 from mrcemu.transport.config import TransportConfig
-from mrcemu.transport.events import ConnectionFailed, MessageCompleted, PathRehashed
+from mrcemu.transport.events import (
+    REMOTE_ACCESS,
+    ConnectionFailed,
+    MessageCompleted,
+    MessageReceived,
+    PathRehashed,
+)
 from mrcemu.transport.profiles import local_qpn_pair, profile
 from mrcemu.transport.roce import RoceConnection
 from mrcemu.transport.simnet import SimNet
@@ -115,3 +121,28 @@ def test_an_ack_of_psns_never_sent_is_ignored_and_completes_nothing():
     ca.receive_decoded(ack, 0.003)  # the real one completes msn 0 alone
     assert ca.una == 2 and [e.msn for e in drain(ca, MessageCompleted)] == [0]
     assert ca.stats.acks_beyond_sent == 1 and bytes(mr.buf[8192:16384]) == bytes(8192)
+
+
+def _refused_write(how: str):
+    net, ca, cb = roce_pair()
+    mr = cb.memory.register(3 * 4096 + 100)
+    data = bytes((i * 11) & 0xFF for i in range(len(mr.buf) + (1 if how == "past" else 0)))
+    rkey = mr.rkey + (7 if how == "rkey" else 0)
+    ca.post_write(data, mr.base, rkey, 0.0)
+    ca.post_write(b"after", mr.base, mr.rkey, 0.0)  # posted behind it: flushed
+    net.run(5.0, stop=lambda: ca.failed)
+    return net, ca, cb, mr
+
+
+def test_a_write_past_the_region_or_with_a_wrong_key_fails_the_qp_with_a_remote_access_error():
+    for how, reason in (("past", "va_out_of_range"), ("rkey", "bad_rkey")):
+        net, ca, cb, mr = _refused_write(how)
+        (failed,) = drain(ca, ConnectionFailed)
+        assert failed.status == REMOTE_ACCESS and failed.msn == 0
+        assert failed.t <= 3 * 2 * net.default.delay + 1e-9  # the first NAK's round trip
+        assert ca.stats.remote_access_naks == 1 and cb.stats.dropped[reason] >= 1
+        assert cb.stats.nacks_tx >= 1
+        assert bytes(mr.buf) == bytes(len(mr.buf))  # nothing written
+        assert drain(ca, MessageCompleted) == [] and drain(cb, MessageReceived) == []
+        net.run(net.now + 2.0)
+        assert ca.next_timer() is None  # a QP in error retries nothing
