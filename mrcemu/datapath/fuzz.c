@@ -43,7 +43,7 @@ static void responder_setup(void)
 		/* The seeds' RETH: R_Key 0 at VA 0; the window small enough to leave. */
 		region = malloc(REGION);
 		mrc_regions_add(&regions, 0, 0, region, REGION, NULL);
-		struct mrc_resp_consts k = {1, 2, 0x0B, 0, 1, 0x1F, 1, 256};
+		struct mrc_resp_consts k = {1, 2, 0x0B, 0, 1, 0x1F, 0x62, 1, 256};
 		if (mrc_resp_init(&resp, 0, 1, 64, 4, 0.002, &k, &regions) < 0)
 			abort();
 		resp.sack_len = MRC_BTH_LEN + MRC_HEADERS[MRC_H_SETH].len +

@@ -43,17 +43,19 @@ void mrc_put_field(uint8_t *hdr, const struct mrc_field *f, uint64_t v)
 static const struct mrc_field *F_BTH_PSN, *F_BTH_DQPN, *F_METH_MSN, *F_TSETH_TS, *F_RETH_VA,
 	*F_RETH_RKEY, *F_RETH_DMALEN, *F_IMM, *F_SETH_M, *F_SETH_PR, *F_SETH_ACKOFF,
 	*F_SETH_ENTROPY, *F_SETH_CACK, *F_SETH_SACKOFF, *F_SETH_BITMAP, *F_CC_TS, *F_CC_OOO,
-	*F_CC_RCVD, *F_NETH_REASON, *F_NETH_ENTROPY, *F_NETH_PSN, *F_NETH_TS, *F_AETH_MSN;
+	*F_CC_RCVD, *F_NETH_REASON, *F_NETH_ENTROPY, *F_NETH_PSN, *F_NETH_TS, *F_AETH_MSN,
+	*F_AETH_SYNDROME;
 
 static int resolve(void)
 {
-	if (F_AETH_MSN)
+	if (F_AETH_SYNDROME)
 		return 0;
 	const struct mrc_field **want[] = {
 		&F_BTH_PSN, &F_BTH_DQPN, &F_METH_MSN, &F_TSETH_TS, &F_RETH_VA, &F_RETH_RKEY,
 		&F_RETH_DMALEN, &F_IMM, &F_SETH_M, &F_SETH_PR, &F_SETH_ACKOFF, &F_SETH_ENTROPY,
 		&F_SETH_CACK, &F_SETH_SACKOFF, &F_SETH_BITMAP, &F_CC_TS, &F_CC_OOO, &F_CC_RCVD,
-		&F_NETH_REASON, &F_NETH_ENTROPY, &F_NETH_PSN, &F_NETH_TS, &F_AETH_MSN};
+		&F_NETH_REASON, &F_NETH_ENTROPY, &F_NETH_PSN, &F_NETH_TS, &F_AETH_MSN,
+		&F_AETH_SYNDROME};
 	static const struct { int h; const char *name; } names[] = {
 		{MRC_H_BTH, "psn"}, {MRC_H_BTH, "dqpn"}, {MRC_H_METH, "msn"},
 		{MRC_H_TSETH, "tx_timestamp"}, {MRC_H_RETH, "va"}, {MRC_H_RETH, "rkey"},
@@ -63,7 +65,7 @@ static int resolve(void)
 		{MRC_H_CC_STATE, "tx_timestamp"}, {MRC_H_CC_STATE, "ooo_count"},
 		{MRC_H_CC_STATE, "rcvd_bytes"}, {MRC_H_NETH, "nack_reason"},
 		{MRC_H_NETH, "entropy"}, {MRC_H_NETH, "nack_psn"}, {MRC_H_NETH, "tx_timestamp"},
-		{MRC_H_AETH, "msn"}};
+		{MRC_H_AETH, "msn"}, {MRC_H_AETH, "syndrome"}};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		if (!(*want[i] = mrc_find_field(names[i].h, names[i].name)))
 			return -1;
@@ -298,6 +300,43 @@ static void ack(struct mrc_responder *r)
 	r->acks_tx++;
 }
 
+/* A request refused (a key we do not know, an address outside the region): an
+ * ACKNOWLEDGE with the remote access NAK, BTH PSN = the refused packet's, AETH MSN = its
+ * message's. Sent for every copy that comes: until its requester has the NAK it sends the
+ * packet again, and the PSN is never taken until it comes empty (mrc_resp_rx). */
+static void refuse(struct mrc_responder *r, int64_t psn, uint32_t msn16, uint64_t dmalen)
+{
+	uint8_t body[sizeof(r->ack_body)];
+	memcpy(body, r->ack_body, r->ack_len);
+	mrc_put_field(body, F_BTH_PSN, (uint64_t)psn & MRC_PSN_MASK);
+	mrc_put_field(body + MRC_BTH_LEN, F_AETH_SYNDROME, r->k.access_syndrome);
+	mrc_put_field(body + MRC_BTH_LEN, F_AETH_MSN, msn16);
+	emit(r, body, r->ack_len);
+	r->access_naks_tx++;
+	struct mrc_rxmsg *m = &r->msgs[msn16 & (r->nmsgs - 1)];
+	if (!m->used)
+		*m = (struct mrc_rxmsg){.length = (uint64_t)msn16 << 48 | dmalen, .used = 1};
+	if ((m->length >> 48) == msn16 && !m->refused) {
+		m->refused = 1;
+		r->refused_msgs++;
+	}
+}
+
+static int is_last(uint8_t op)
+{
+	return op == MRC_OP_WRITE_ONLY || op == MRC_OP_WRITE_ONLY_IMM || op == MRC_OP_WRITE_LAST ||
+	       op == MRC_OP_WRITE_LAST_IMM;
+}
+
+/* Whether the message in slot n is whole: all its bytes placed, or (refused) every PSN
+ * up to its last taken. */
+static int whole(const struct mrc_responder *r, const struct mrc_rxmsg *n)
+{
+	if (n->refused)
+		return n->has_last && r->cack > n->last_psn;
+	return n->got >= (n->length & 0xFFFFFFFFFFFFULL);
+}
+
 int mrc_push_completion(struct mrc_completion **q, size_t *n, size_t *cap,
 			struct mrc_completion c)
 {
@@ -364,16 +403,27 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 		return MRC_RX_DONE;
 	}
 	uint64_t plen = p->payload_end > p->payload_at ? p->payload_end - p->payload_at : 0;
-	uint64_t va = mrc_field(reth, F_RETH_VA);
-	const struct mrc_region *mr = mrc_regions_find(r->regions,
-						       (uint32_t)mrc_field(reth, F_RETH_RKEY));
-	if (!mr) {
-		r->dropped[MRC_D_BAD_RKEY]++;
-		return MRC_RX_DONE;
-	}
-	if (va < mr->base || va - mr->base > mr->len || plen > mr->len - (va - mr->base)) {
-		r->dropped[MRC_D_VA_OOR]++;
-		return MRC_RX_DONE;
+	uint64_t va = mrc_field(reth, F_RETH_VA), dmalen = mrc_field(reth, F_RETH_DMALEN);
+	uint32_t msn16 = (uint32_t)mrc_field(meth, F_METH_MSN);
+	/* A packet of a message we refused, sent again empty once its requester had the
+	 * NAK (a message of bytes has none empty otherwise): its PSN is taken, nothing is
+	 * written, and no key or address is checked, as for a zero-length WRITE. */
+	int empty = plen == 0 && dmalen > 0;
+	const struct mrc_region *mr = NULL;
+	if (!empty) {
+		mr = mrc_regions_find(r->regions, (uint32_t)mrc_field(reth, F_RETH_RKEY));
+		if (!mr) {
+			r->dropped[MRC_D_BAD_RKEY]++;
+			r->last_ts = ts;
+			refuse(r, psn, msn16, dmalen);
+			return MRC_RX_DONE;
+		}
+		if (va < mr->base || va - mr->base > mr->len || plen > mr->len - (va - mr->base)) {
+			r->dropped[MRC_D_VA_OOR]++;
+			r->last_ts = ts;
+			refuse(r, psn, msn16, dmalen);
+			return MRC_RX_DONE;
+		}
 	}
 	int fresh = psn >= r->cack && !got(r, psn);
 	if (fresh && r->unsacked) {
@@ -396,23 +446,32 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 		mrc_resp_sack(r, now, 0, 0, 0, 0);
 		return MRC_RX_DONE;
 	}
-	uint32_t msn16 = (uint32_t)mrc_field(meth, F_METH_MSN);
 	struct mrc_rxmsg *m = &r->msgs[msn16 & (r->nmsgs - 1)];
 	if (m->used && (m->length >> 48) != msn16) {
 		/* Another message holds the slot: only hostile MSNs get here (see init). */
 		r->dropped[MRC_D_PSN_OOR]++;
 		return MRC_RX_DONE;
 	}
-	memcpy(mr->buf + (va - mr->base), pkt + p->payload_at, plen);
-	r->rx_data++;
-	r->rx_bytes += plen;
-	r->last_data = now;
+	if (mr) { /* an empty packet (a refused message's) is no data */
+		memcpy(mr->buf + (va - mr->base), pkt + p->payload_at, plen);
+		r->rx_data++;
+		r->rx_bytes += plen;
+		r->last_data = now;
+	}
 	if (!m->used) {
 		/* The slot keeps its MSN in the top 16 bits of length (dmalen is 32 bits). */
 		*m = (struct mrc_rxmsg){(uint64_t)msn16 << 48 | mrc_field(reth, F_RETH_DMALEN), 0,
 					0, 0, 1};
 	}
 	m->got += plen;
+	if (empty && !m->refused) { /* empty, of a message we never refused: refused now */
+		m->refused = 1;
+		r->refused_msgs++;
+	}
+	if (is_last(p->opcode)) {
+		m->has_last = 1;
+		m->last_psn = psn;
+	}
 	if (imm) {
 		m->imm = (uint32_t)mrc_field(imm, F_IMM);
 		m->has_imm = 1;
@@ -432,10 +491,9 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 	int done = 0;
 	for (;;) {
 		struct mrc_rxmsg *n = &r->msgs[r->next_msn & 0xFFFF & (r->nmsgs - 1)];
-		if (!n->used || (n->length >> 48) != (r->next_msn & 0xFFFF) ||
-		    n->got < (n->length & 0xFFFFFFFFFFFFULL))
+		if (!n->used || (n->length >> 48) != (r->next_msn & 0xFFFF) || !whole(r, n))
 			break;
-		if (push_done(r, r->next_msn, n) < 0)
+		if (!n->refused && push_done(r, r->next_msn, n) < 0)
 			break;
 		memset(n, 0, sizeof(*n));
 		r->next_msn++;

@@ -55,7 +55,7 @@ extern const char *const mrc_drop_names[MRC_D_N];
 struct mrc_resp_consts {
 	uint8_t nack_trimmed, nack_trimmed_lasthop, nack_psn_oor;
 	uint8_t mark_none, mark_skip_once;
-	uint8_t ack_syndrome;
+	uint8_t ack_syndrome, access_syndrome; /* ACKNOWLEDGE's ACK, and its remote access NAK */
 	int ev_high_in_sport;
 	uint32_t rcvd_bytes_unit;
 };
@@ -64,6 +64,10 @@ struct mrc_rxmsg {
 	uint64_t length, got;
 	uint32_t imm;
 	uint8_t has_imm, used;
+	/* refused (a packet of it was): it completes with no receive completion once its
+	 * last packet's PSN has been taken (its requester sends what is left empty) */
+	uint8_t refused, has_last;
+	int64_t last_psn;
 };
 
 struct mrc_completion {
@@ -121,6 +125,7 @@ struct mrc_responder {
 	size_t ndone, done_cap;
 	/* counters */
 	uint64_t rx_data, rx_bytes, rx_dup, rx_ce, sacks_tx, nacks_tx, acks_tx, ctl_overflow;
+	uint64_t access_naks_tx, refused_msgs; /* remote access NAKs sent; messages refused */
 	uint64_t dropped[MRC_D_N];
 };
 

@@ -93,18 +93,19 @@ static int responder_init(ResponderObject *self, PyObject *args, PyObject *kw)
 	double delay;
 	PyObject *regions, *sb, *nb, *ab;
 	struct mrc_resp_consts k;
-	unsigned char nt, ntl, noor, mn, ms, syn;
+	unsigned char nt, ntl, noor, mn, ms, syn, syn_access;
 	int high;
 	unsigned long unit;
-	if (!PyArg_ParseTuple(args, "kkKkdO!OOO(bbbbbbpk)", &lq, &rq, &window, &every, &delay,
+	if (!PyArg_ParseTuple(args, "kkKkdO!OOO(bbbbbbbpk)", &lq, &rq, &window, &every, &delay,
 			      &RegionsType, &regions, &sb, &nb, &ab, &nt, &ntl, &noor, &mn, &ms,
-			      &syn, &high, &unit))
+			      &syn, &syn_access, &high, &unit))
 		return -1;
 	if (self->ready) {
 		PyErr_SetString(PyExc_RuntimeError, "a Responder is initialised once");
 		return -1;
 	}
-	k = (struct mrc_resp_consts){nt, ntl, noor, mn, ms, syn, high, unit ? unit : 1};
+	k = (struct mrc_resp_consts){nt, ntl, noor, mn, ms, syn, syn_access, high,
+				     unit ? unit : 1};
 	if (mrc_resp_init(&self->r, (uint32_t)lq, (uint32_t)rq, window, (uint32_t)every, delay,
 			  &k, &((RegionsObject *)regions)->t) < 0) {
 		PyErr_SetString(PyExc_ValueError, "responder: window must be 1..2^23 PSNs");
@@ -219,11 +220,12 @@ static PyObject *responder_counters(ResponderObject *self, PyObject *unused)
 	PyObject *dropped = named_counts(mrc_drop_names, self->r.dropped, MRC_D_N);
 	if (!dropped)
 		return NULL;
-	return Py_BuildValue("{sKsKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsN}", "rx_data", self->r.rx_data, "rx_bytes",
 			     self->r.rx_bytes, "rx_dup", self->r.rx_dup, "rx_ce", self->r.rx_ce, "sacks_tx",
 			     self->r.sacks_tx, "nacks_tx", self->r.nacks_tx, "acks_tx",
-			     self->r.acks_tx, "ctl_overflow", self->r.ctl_overflow, "dropped",
-			     dropped);
+			     self->r.acks_tx, "ctl_overflow", self->r.ctl_overflow,
+			     "access_naks_tx", self->r.access_naks_tx, "refused_msgs",
+			     self->r.refused_msgs, "dropped", dropped);
 }
 
 static PyObject *responder_get_sack_due(ResponderObject *self, void *unused)

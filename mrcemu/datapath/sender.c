@@ -509,7 +509,7 @@ framed:
 		else
 			kind = MRC_T_MIDDLE;
 		p->kind = kind;
-		p->frame_len = mrc_frame_len(s->t[kind].len, p->o->len, 1);
+		p->frame_len = mrc_frame_len(s->t[kind].len, m->refused ? 0 : p->o->len, 1);
 	}
 	return 1;
 }
@@ -536,7 +536,7 @@ void mrc_tx_frame(struct mrc_sender *s, const struct mrc_pick *p, double now, ui
 		mrc_put_field(body + t->imm, F_IMM, m->imm);
 	mrc_finish(out, path->src, path->delivered, path->delivered, path->container,
 		   path->sport, p->rtx ? s->k.tclass_rtx : s->k.tclass_new, path->flow_label, 64,
-		   body, t->len, m->data + o->offset, o->len);
+		   body, t->len, m->data + o->offset, m->refused ? 0 : o->len);
 }
 
 void mrc_tx_unsent(struct mrc_sender *s, const struct mrc_pick *p)
@@ -802,6 +802,31 @@ uint64_t mrc_tx_lose_path(struct mrc_sender *s, int32_t path)
 		n++;
 	}
 	s->retired_resent += n;
+	return n;
+}
+
+int64_t mrc_tx_refuse(struct mrc_sender *s, uint64_t msn)
+{
+	int64_t mi = -1;
+	for (size_t i = 0; i < s->nmsgs && mi < 0; i++)
+		if (s->msgs[i].used && s->msgs[i].msn == msn)
+			mi = (int64_t)i;
+	if (mi < 0)
+		return -1;
+	if (s->msgs[mi].refused)
+		return 0;
+	s->msgs[mi].refused = 1;
+	int64_t n = 0;
+	for (int64_t i = s->head; i >= 0;) {
+		struct mrc_out *o = &s->ring[i];
+		i = o->next;
+		if (o->msg != mi || o->lost)
+			continue;
+		/* not a loss of the path's: no verdict on it, and no EV is credited by its ack */
+		o->doubt = 1;
+		mark_lost(s, o, 0, -1);
+		n++;
+	}
 	return n;
 }
 

@@ -58,6 +58,7 @@ struct mrc_txmsg {
 	uint64_t msn, va, size, first_psn;
 	uint32_t rkey, npkts, acked, imm;
 	uint8_t has_imm, used;
+	uint8_t refused; /* the peer refused it: what is left goes empty (mrc_tx_refuse) */
 	const uint8_t *data;
 	void *owner; /* the embedding's handle on the source buffer, released at completion */
 };
@@ -253,6 +254,11 @@ uint64_t mrc_tx_overdue(struct mrc_sender *s, double now);
  * packet on it is queued to go again elsewhere at once, not at its overdue age. Returns
  * how many. */
 uint64_t mrc_tx_lose_path(struct mrc_sender *s, int32_t path);
+/* The peer refused message `msn` (a remote access NAK): every packet of it not yet
+ * acknowledged goes again now, and every one not yet sent goes, empty, for the peer to
+ * take its PSN (responder.c); the policy reports the message refused. The packets queued,
+ * or -1 if no message `msn` is outstanding. */
+int64_t mrc_tx_refuse(struct mrc_sender *s, uint64_t msn);
 /* When the next EV falls overdue, or -1 if none can. */
 double mrc_tx_overdue_at(const struct mrc_sender *s);
 /* Whether PSN psn24 was sent and is not yet acknowledged. */

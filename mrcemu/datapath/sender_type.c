@@ -596,6 +596,16 @@ static PyObject *sender_lose_path(SenderObject *self, PyObject *arg)
 	return PyLong_FromUnsignedLongLong(mrc_tx_lose_path(&self->s, (int32_t)path));
 }
 
+/* refuse(msn) -> packets queued to go again empty; -1: no such message outstanding */
+static PyObject *sender_refuse(SenderObject *self, PyObject *arg)
+{
+	NEED_READY(self);
+	unsigned long long msn = PyLong_AsUnsignedLongLong(arg);
+	if (msn == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	return PyLong_FromLongLong(mrc_tx_refuse(&self->s, msn));
+}
+
 /* is_outstanding(psn) -> sent and not yet acknowledged */
 static PyObject *sender_is_outstanding(SenderObject *self, PyObject *arg)
 {
@@ -800,6 +810,8 @@ static PyMethodDef sender_methods[] = {
 	 "is_outstanding(psn) -> sent and not yet acknowledged"},
 	{"rto", (PyCFunction)sender_rto, METH_VARARGS, "rto(now, rto) -> fired"},
 	{"nack", (PyCFunction)sender_nack, METH_VARARGS, "nack(psn, path, now, trimmed)"},
+	{"refuse", (PyCFunction)sender_refuse, METH_O,
+	 "refuse(msn) -> packets queued to go again empty; -1: not outstanding"},
 	{"heard", (PyCFunction)sender_heard, METH_VARARGS, "heard(path, now): feedback on it"},
 	{"quiet_all", (PyCFunction)sender_quiet_all, METH_NOARGS, "no path is silent"},
 	{"first_live", (PyCFunction)sender_first_live, METH_NOARGS,

@@ -38,6 +38,7 @@ from mrcemu.transport.events import (
     Event,
     EvStateChanged,
     MessageCompleted,
+    MessageFailed,
     MessageReceived,
 )
 from mrcemu.transport.factory import make_connection
@@ -264,7 +265,7 @@ class Nic:
         peer, transport, _qp = key = self.keys[c]
 
         def log(ev: Event) -> None:
-            if isinstance(ev, (MessageCompleted, ConnectionFailed)):
+            if isinstance(ev, (MessageCompleted, MessageFailed, ConnectionFailed)):
                 self.settled += 1  # a held `wait` may be answerable now
                 self.programs.on_transport_event(key, ev)
             elif isinstance(ev, MessageReceived) and ev.imm is not None:
@@ -274,6 +275,9 @@ class Nic:
                          ev=f"0x{ev.ev & 0xFFFFFFFF:08x}", old=ev.old, new=ev.new, why=ev.why)
             elif isinstance(ev, ConnectionFailed):
                 self.log("qp_failed", peer=f"h{peer}", transport=transport, why=ev.why)
+            elif isinstance(ev, MessageFailed):
+                self.log("write_refused", peer=f"h{peer}", transport=transport, msn=ev.msn,
+                         why=ev.why)
         self.history[key].drain(c, log)
 
     def source_bytes(self) -> int:

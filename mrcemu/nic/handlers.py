@@ -151,9 +151,11 @@ def msg(nic: Nic, r: ops.Msg) -> ops.MsgReply:
     if m is None:
         raise Refused(f"no message {r.msn} (unknown, or completed too long ago to be "
                       "remembered)")
-    failed = nic.history[key].failed
-    return {"ok": True, **m, "failed": c.failed,
-            "why": None if failed is None or m["done_at"] is not None else failed.why}
+    h = nic.history[key]
+    refused = h.refused.get(r.msn)
+    why = (refused.why if refused is not None
+           else h.failed.why if h.failed is not None and m["done_at"] is None else None)
+    return {"ok": True, **m, "failed": c.failed or refused is not None, "why": why}
 
 
 def _msg_or_error(nic: Nic, r: ops.Msg) -> dict:

@@ -18,6 +18,7 @@ from mrcemu.transport.events import (
     Event,
     EvStateChanged,
     MessageCompleted,
+    MessageFailed,
     MessageReceived,
     PathRehashed,
 )
@@ -34,6 +35,7 @@ class History:
         self.path_changes: deque[PathRehashed] = deque(maxlen=change_limit)
         self.received = 0
         self.failed: ConnectionFailed | None = None
+        self.refused: OrderedDict[int, MessageFailed] = OrderedDict()  # the peer's refusals
         self.dropped = 0  # records let go at the limits
         self.ev_seen = 0  # EV changes ever absorbed: the next one's number
 
@@ -54,6 +56,11 @@ class History:
             self.path_changes.append(ev)
         elif isinstance(ev, ConnectionFailed):
             self.failed = ev
+        elif isinstance(ev, MessageFailed):
+            self.refused[ev.msn] = ev
+            if len(self.refused) > self.done_limit:
+                self.refused.popitem(last=False)
+                self.dropped += 1
 
     def drain(self, c: Connection, also: Callable[[Event], None] | None = None) -> None:
         """Take every event the connection has queued; `also` sees each one too."""
@@ -68,6 +75,9 @@ class History:
         if m is not None:
             return {"msn": m.msn, "size": m.size, "acked_pkts": m.acked, "npkts": m.npkts,
                     "posted_at": m.posted_at, "done_at": None}
+        if (r := self.refused.get(msn)) is not None:  # done, as far as it will ever be
+            return {"msn": msn, "size": 0, "acked_pkts": 0, "npkts": 0, "posted_at": r.t,
+                    "done_at": None}
         d = self.done.get(msn)
         if d is None:
             return None

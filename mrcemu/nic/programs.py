@@ -31,6 +31,7 @@ from mrcemu.transport.events import (
     ConnectionFailed,
     Event,
     MessageCompleted,
+    MessageFailed,
     MessageReceived,
 )
 from mrcemu.transport.profiles import MAX_QPS as ROCE_QPS  # a pair's; MRC has one
@@ -516,6 +517,21 @@ class Programs:
                 s.done(qpn, p, WC["IBV_WC_SUCCESS"])
         elif isinstance(ev, ConnectionFailed):
             self._failed(key, ev)
+        elif isinstance(ev, MessageFailed):
+            self._refused(key, ev)
+
+    def _refused(self, key: Any, ev: MessageFailed) -> None:
+        """The peer refused one program WRITE: it ends with a remote access error and its
+        QP's requests posted after it are flushed (the connection, shared, goes on)."""
+        got = self.waiting.pop((key, ev.msn), None)
+        if got is None:
+            return
+        s, qpn, p = got
+        for k in sorted(k for k, (ss, q, _p) in self.waiting.items()
+                        if ss is s and q == qpn):
+            _s, _q, later = self.waiting.pop(k)
+            later.status = WC["IBV_WC_WR_FLUSH_ERR"]
+        s.done(qpn, p, WC["IBV_WC_REM_ACCESS_ERR"])
 
     def _failed(self, key: Any, ev: ConnectionFailed) -> None:
         """The connection's QP is in error: each program QP on it has its oldest request

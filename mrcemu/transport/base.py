@@ -74,6 +74,7 @@ class Stats:
     rtos: int = 0
     nacks_rx: int = 0
     remote_access_naks: int = 0  # requests the peer refused (a remote access NAK)
+    access_naks_tx: int = 0  # remote access NAKs we sent, as responder (MRC)
     trims_nacked: int = 0
     sacks_rx: int = 0
     rx_data: int = 0

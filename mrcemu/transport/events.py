@@ -22,6 +22,17 @@ class MessageCompleted:
 
 
 @dataclass(frozen=True)
+class MessageFailed:
+    """The peer refused a posted WRITE (requester side): `status` REMOTE_ACCESS. It will
+    not complete; the connection goes on (an MRC connection carries other QPs' writes)."""
+
+    t: float
+    msn: int
+    status: str
+    why: str
+
+
+@dataclass(frozen=True)
 class MessageReceived:
     """A WRITE was placed in full, in MSN order (responder side)."""
 
@@ -70,4 +81,5 @@ class ConnectionFailed:
     msn: int | None = None
 
 
-Event = MessageCompleted | MessageReceived | EvStateChanged | PathRehashed | ConnectionFailed
+Event = (MessageCompleted | MessageFailed | MessageReceived | EvStateChanged | PathRehashed
+         | ConnectionFailed)

@@ -24,12 +24,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mrcemu import datapath
-from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames
+from mrcemu.transport.base import ConnectionBase, Message, Stats, put_frames, unwrap
 from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.events import (
+    REMOTE_ACCESS,
     RETRY_EXCEEDED,
     ConnectionFailed,
     EvStateChanged,
+    MessageFailed,
     MessageReceived,
 )
 from mrcemu.transport.evs import Ev, EvProfile, EvState
@@ -52,6 +54,7 @@ from mrcemu.wire.constants import (
     NackReason,
     Opcode,
     SackMark,
+    Syndrome,
     ev_split,
     planes_in_mask,
     port_status_mask,
@@ -136,6 +139,7 @@ class MrcConnection(ConnectionBase):
         self.tx.use_cc(self.cc, cfg.min_rto, cfg.max_rto, cfg.ack_slack, cfg.stop_deviations,
                        cfg.overdue_deviations)
         self.messages: dict[int, Message] = {}  # posted and not yet complete
+        self._refused: set[int] = set()  # of those, the ones the peer refused
         # responder: the compiled data path, with control bodies from the codec's tables
         ids = {"spdcid": local_qpn & 0xFFFF, "dpdcid": remote_qpn & 0xFFFF}
         self.rx = datapath.Responder(
@@ -148,7 +152,8 @@ class MrcConnection(ConnectionBase):
             codec.body({"opcode": Opcode.ACKNOWLEDGE, "dqpn": remote_qpn},
                        {"AETH": {"syndrome": ACK_SYNDROME}}),
             (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP, NackReason.PSN_OOR_WINDOW,
-             SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, EV_HIGH_HALF_IN_SPORT,
+             SackMark.NONE, SackMark.SKIP_ONCE, ACK_SYNDROME, Syndrome.NAK_REMOTE_ACCESS,
+             EV_HIGH_HALF_IN_SPORT,
              RCVD_BYTES_UNIT))
         self._paths_dirty = True  # the control EVs the responder uses are stale
         self._control_down: set[int] = set()  # the planes down when they were last set
@@ -286,7 +291,9 @@ class MrcConnection(ConnectionBase):
         heard from since."""
         for msn in self.tx.take_done():
             msg = self.messages.pop(msn, None)
-            if msg is not None:
+            if msn in self._refused:  # its PSNs taken empty: it failed, as reported
+                self._refused.discard(msn)
+            elif msg is not None:
                 msg.acked = msg.npkts
                 self._events.append(msg.complete(now))
         for index, sent, how, psn in self.tx.take_losses():
@@ -327,13 +334,35 @@ class MrcConnection(ConnectionBase):
             self.health.remote_bad(ev, now)
 
     def _on_ack(self, d: codec.Decoded, now: float) -> None:
-        """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived."""
+        """A RoCE cumulative ACK: every PSN up to the BTH PSN has arrived. Or, with the
+        remote access NAK, the peer refused the packet at the BTH PSN."""
+        if d.headers["AETH"]["syndrome"] == Syndrome.NAK_REMOTE_ACCESS:
+            self._on_refused(unwrap(d.psn, self.una), now)
+            return
         self._stats.acks_rx += 1
         newly, acked_bytes, _, _ = self.tx.ack((d.psn + 1) & PSN_MASK, 0, 0, None, now)
         self._completed(now)
         if newly:
             self.backoff = 1
             self.cc.on_ack(acked_bytes, None, False, now, self.tx.inflight)
+
+    def _on_refused(self, psn: int, now: float) -> None:
+        """The peer refused the WRITE the packet at `psn` is of: a key it does not know,
+        or an address outside the region. It fails now (the program's QP with it); what
+        of it is left goes empty, so that the peer takes its PSNs and the connection goes
+        on for the writes behind it. A NAK is sent for every copy that comes: the later
+        ones find the message refused already."""
+        m = next((m for m in self.messages.values()
+                  if m.first_psn <= psn < m.first_psn + m.npkts), None)
+        if m is None or m.msn in self._refused:
+            self._stats.dropped["stale_nak"] += 1
+            return
+        self._refused.add(m.msn)
+        self._stats.remote_access_naks += 1
+        self.tx.refuse(m.msn)
+        self._events.append(MessageFailed(
+            now, m.msn, REMOTE_ACCESS, f"the peer refused message {m.msn} (PSN {psn}): a "
+            "remote access error, its key unknown there or its address outside the region"))
 
     def _on_nack(self, n: dict[str, int], now: float) -> None:
         self._stats.nacks_rx += 1
@@ -511,6 +540,7 @@ class MrcConnection(ConnectionBase):
         s.rx_data, s.rx_bytes, s.rx_dup = c["rx_data"], c["rx_bytes"], c["rx_dup"]
         s.rx_ce = c["rx_ce"]
         s.sacks_tx, s.nacks_tx, s.acks_tx = c["sacks_tx"], c["nacks_tx"], c["acks_tx"]
+        s.access_naks_tx = c["access_naks_tx"]
         for reason, n in c["dropped"].items():  # the responder's own count, not a sum
             s.dropped[reason] = n
         if c["ctl_overflow"]:

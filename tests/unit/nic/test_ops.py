@@ -187,6 +187,7 @@ class WaitingNic(StubNic):
         def __init__(self) -> None:
             self.done_at: float | None = None
             self.failed = None
+            self.refused: dict = {}
 
         def message(self, c: object, msn: int) -> dict | None:
             if msn != 5:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 
-from mrcemu.transport.events import MessageReceived
+from mrcemu.transport.events import MessageFailed, MessageReceived
 from mrcemu.transport.evs import EvState
 from mrcemu.wire import codec
 from mrcemu.wire.constants import NackReason, Opcode
 from tests.unit.transport.helpers import drain, pair, write
 
 
-def test_wrong_rkey_and_out_of_range_va_are_dropped_and_counted_memory_unchanged():
+def test_wrong_rkey_and_out_of_range_va_are_refused_and_counted_memory_unchanged():
     net, ca, cb = pair()
     mr = cb.memory.register(64 << 10)
     before = bytes(mr.buf)
@@ -23,6 +23,8 @@ def test_wrong_rkey_and_out_of_range_va_are_dropped_and_counted_memory_unchanged
     assert cb.stats.dropped["bad_rkey"] >= 2
     assert cb.stats.dropped["va_out_of_range"] >= 3
     assert cb.stats.rx_data == 0
+    # each failed on its NAK, and their PSNs were taken empty: nothing is left to retry
+    assert [e.msn for e in drain(ca, MessageFailed)] == [0, 1, 2] and ca.idle
 
 
 def test_malformed_packets_are_counted_and_never_written():

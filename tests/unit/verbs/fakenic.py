@@ -19,13 +19,15 @@ from mrcemu.transport.events import (
     ConnectionFailed,
     Event,
     MessageCompleted,
+    MessageFailed,
     MessageReceived,
 )
 from mrcemu.transport.memory import MemoryTable
 
 
 class LoopConn:
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "mrc") -> None:
+        self.transport = transport
         self.msn = 0
         self.events: list[Event] = []
         self.writes: list[tuple[int, int, bytes, int | None]] = []
@@ -42,8 +44,10 @@ class LoopConn:
         self.msn += 1
         self.writes.append((va, rkey, bytes(data), imm))
         mr = LoopNic.memory_of(self).check(rkey, va, len(data))
-        if isinstance(mr, str):  # the peer refused it: a NIC's QP fails
-            self.events.append(ConnectionFailed(now, mr, REMOTE_ACCESS, self.msn))
+        if isinstance(mr, str):  # the peer refused it: the write fails, and RoCE's QP
+            self.events.append(MessageFailed(now, self.msn, REMOTE_ACCESS, mr)
+                               if self.transport == "mrc"
+                               else ConnectionFailed(now, mr, REMOTE_ACCESS, self.msn))
         else:
             mr.write(va, bytes(data))
             if imm is not None:  # the peer's side, here: its receive completion
@@ -95,7 +99,7 @@ class LoopNic:
     def conn(self, peer: int, transport: str, settings=None, qp: int = 0) -> LoopConn:
         key = (peer, transport, qp)
         if key not in self.conns:
-            c = self.conns[key] = LoopConn()
+            c = self.conns[key] = LoopConn(transport)
             self.keys[c] = key
             LoopNic._by_conn[id(c)] = self
         return self.conns[key]

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from mrcemu.topology.addressing import host_address
 from mrcemu.transport.config import retry_budget
 from mrcemu.verbs.layout import DEFAULT_RETRY_CNT, DEFAULT_TIMEOUT
@@ -59,13 +61,15 @@ def test_a_key_not_the_programs_is_an_error_completion_and_the_qp_flushes(
     assert nic.conns[1, "mrc", 0].writes == []  # nothing was sent for either
 
 
+@pytest.mark.parametrize("transport", ["mrc", "roce"])
 def test_a_key_the_peer_refuses_is_a_remote_access_error_and_the_qp_flushes(
-        nic, shim, verbs_write):
-    r = _run([str(verbs_write), PEER, "remotekey"], nic, shim)
+        nic, shim, verbs_write, transport):
+    # MRC fails the write alone (its connection carries others); RoCE fails its QP
+    r = _run([str(verbs_write), PEER, "remotekey"], nic, shim, transport=transport)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["41 remote access error",
                                      "42 Work Request Flushed Error"]
-    assert len(nic.conns[1, "mrc", 0].writes) == 1  # the second was flushed, never sent
+    assert len(nic.conns[1, transport, 0].writes) == 1  # the second was flushed, never sent
 
 
 def test_the_qps_timeout_and_retry_count_set_its_connections_retry_limit(
