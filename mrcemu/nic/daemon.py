@@ -43,7 +43,7 @@ from mrcemu.transport.events import (
 )
 from mrcemu.transport.factory import make_connection
 from mrcemu.transport.memory import MemoryTable
-from mrcemu.transport.profiles import qp_of
+from mrcemu.transport.profiles import newer_generation, qp_of
 from mrcemu.wire import codec
 from mrcemu.wire.constants import (
     ENDPOINT_DQPN,
@@ -403,12 +403,19 @@ class Nic:
             known = qp_of(q, self.topo.hosts)
             if known is not None and known[1] != self.host:
                 transport, peer, k, gen = known
-                if (peer, transport, k) in self.conns:
-                    # Another generation of a connection we have: a copy from before
-                    # the pair was made again. Only the pair's current QPN is ours.
-                    self._malformed("stale_qp")
-                    return
-                c = self.conn(peer, transport, qp=k, gen=gen)
+                key = (peer, transport, k)
+                if key in self.conns:
+                    # Another generation of a connection we have. A newer one: the peer
+                    # made the pair again (a QP of its failed), and so do we, unless ours
+                    # has writes of its own out. An older one: a copy from before.
+                    if not (newer_generation(gen, self.conn_gen.get(key, 0))
+                            and not self.busy(self.conns[key])):
+                        self._malformed("stale_qp")
+                        return
+                    self.remake(key, None, gen)
+                    c = self.conns[key]
+                else:
+                    c = self.conn(peer, transport, qp=k, gen=gen)
             if c is None:
                 self._malformed("unknown_qp")
                 return

@@ -326,10 +326,14 @@ class Session:
             q.state = WC["IBV_QPS_ERR"]  # as a NIC's QP: the rest are flushed
             return
         c = self.nic.conn(q.peer, self.transport, None, q.conn_qp)
-        if c.failed:  # the pair's connection is in error: nothing reaches the peer
-            p.status = WC["IBV_WC_RETRY_EXC_ERR"]
-            q.state = WC["IBV_QPS_ERR"]
-            return
+        if c.failed:
+            # The pair's connection is in error (a QP before this one failed): made again
+            # at the next generation, as a new QP is; the peer's end follows on its first
+            # packet (daemon.py: on_frame).
+            key = self.nic.keys[c]
+            self.nic.remake(key, None, self.nic.conn_gen.get(key, 0) + 1)
+            self.programs.retry_limit(self.transport, q.peer, q.conn_qp)
+            c = self.nic.conns[key]
         msn = c.post_write(src.data, w.remote_addr, w.rkey, self.nic.now(), imm=w.wire_imm)
         self.programs.expect(self.nic.keys[c], msn, self, q.qpn, p)
         self.nic.flush(c)

@@ -62,6 +62,12 @@ def qpn(peer: int, transport: str = "mrc", qp: int = 0, gen: int = 0) -> int:
     return (gen % GENERATIONS) * GEN_STRIDE + QPN_BASE[transport] + qp * QP_STRIDE + peer
 
 
+def newer_generation(gen: int, than: int) -> bool:
+    """Whether generation `gen` is later than `than`, the numbers wrapping at GENERATIONS
+    (half of them ahead, half behind)."""
+    return 0 < (gen - than) % GENERATIONS < GENERATIONS // 2
+
+
 def first_qpn(q: int) -> int:
     """The number QP `q` had at generation 0: what a pair keeps however often it was
     made again (its flow hash, its random streams), so a run's columns are alike."""

@@ -208,6 +208,20 @@ static uint64_t take_recv(struct shim_context *sc, uint32_t qp_num)
 	return id;
 }
 
+/* An error completion: its QP is in the error state now, as ibv_query_qp says (the NIC
+ * flushes what it posted after). */
+static void qp_errored(struct shim_context *sc, uint32_t qp_num)
+{
+	pthread_mutex_lock(&sc->lock);
+	for (struct shim_qp *q = sc->qps; q; q = q->next_in_ctx)
+		if (q->qp.qp_num == qp_num) {
+			q->qp.state = IBV_QPS_ERR;
+			q->attr.qp_state = IBV_QPS_ERR;
+			break;
+		}
+	pthread_mutex_unlock(&sc->lock);
+}
+
 int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct shim_cq *q = (struct shim_cq *)cq;
@@ -222,6 +236,8 @@ int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 					  .wc_flags = e->wc_flags};
 		if (e->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 			wc[got].wr_id = take_recv(shim_ctx(cq->context), e->qp_num);
+		if (e->status != IBV_WC_SUCCESS)
+			qp_errored(shim_ctx(cq->context), e->qp_num);
 		q->cons++;
 		got++;
 	}
@@ -438,7 +454,8 @@ static int put(struct shim_qp *q, const struct ibv_send_wr *wr)
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct shim_qp *q = (struct shim_qp *)qp;
-	int e = qp->state == IBV_QPS_RTS ? 0 : EINVAL;
+	/* in the error state a request is still taken, and completes flushed (the NIC's) */
+	int e = qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR ? 0 : EINVAL;
 	uint32_t before = q->prod;
 	pthread_mutex_lock(&qp->mutex);
 	for (; wr && !e; wr = e ? wr : wr->next)

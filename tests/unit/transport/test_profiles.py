@@ -36,3 +36,11 @@ def test_a_pair_made_again_has_new_qp_numbers_and_the_same_paths_and_choices():
     b = make_connection("mrc", topo, 0, 7, cfg, gen=1)
     assert [a.reverse._rng.random() for _ in range(4)] == [b.reverse._rng.random()
                                                           for _ in range(4)]
+
+
+def test_a_newer_generation_is_ahead_by_less_than_half_the_numbers_wrapping():
+    from mrcemu.transport.profiles import GENERATIONS, newer_generation
+
+    assert newer_generation(1, 0) and newer_generation(0, GENERATIONS - 1)
+    assert not newer_generation(0, 0) and not newer_generation(0, 1)
+    assert not newer_generation(GENERATIONS // 2, 0)  # as far behind as ahead: not newer

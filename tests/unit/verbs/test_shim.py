@@ -68,7 +68,7 @@ def test_a_key_the_peer_refuses_is_a_remote_access_error_and_the_qp_flushes(
     r = _run([str(verbs_write), PEER, "remotekey"], nic, shim, transport=transport)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["41 remote access error",
-                                     "42 Work Request Flushed Error"]
+                                     "42 Work Request Flushed Error", "ERR"]
     assert len(nic.conns[1, transport, 0].writes) == 1  # the second was flushed, never sent
 
 

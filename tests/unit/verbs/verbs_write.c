@@ -123,9 +123,12 @@ int main(int argc, char **argv)
 		if (ibv_post_send(qp, &wr, &bad))
 			die("posting");
 		struct ibv_wc w1 = wait_one(cq), w2 = wait_one(cq);
-		printf("%llu %s\n%llu %s\n", (unsigned long long)w1.wr_id,
+		struct ibv_qp_init_attr qi;
+		if (ibv_query_qp(qp, &a, IBV_QP_STATE, &qi))
+			die("ibv_query_qp");
+		printf("%llu %s\n%llu %s\n%s\n", (unsigned long long)w1.wr_id,
 		       ibv_wc_status_str(w1.status), (unsigned long long)w2.wr_id,
-		       ibv_wc_status_str(w2.status));
+		       ibv_wc_status_str(w2.status), a.qp_state == IBV_QPS_ERR ? "ERR" : "not ERR");
 		return 0;
 	}
 	if (!strcmp(argv[2], "badkey")) {
