@@ -150,6 +150,42 @@ def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path
     assert bad and all(ev_fields(ev) == (1, 1) for ev in bad), seen
 
 
+ERRORS_CHECK = Path(__file__).with_name("programs") / "errors_check.c"
+
+
+def _compiled(src: Path, tmp_path: Path) -> Path:
+    exe = tmp_path / src.stem
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(src), "-libverbs"],
+                   check=True)
+    return exe
+
+
+@pytest.mark.parametrize("transport", ["mrc", "roce"])
+def test_requests_the_peer_refuses_end_with_remote_access_errors(fabric, tmp_path, transport):
+    """tests/integration/programs/errors_check.c: a WRITE one byte past the peer's region
+    and one with a key it does not know each end with IBV_WC_REM_ACCESS_ERR (the QP in
+    error, what follows flushed), a good one on another QP lands, and nothing is written
+    outside the region."""
+    exe = _compiled(ERRORS_CHECK, tmp_path)
+    size, port = str(256 << 10), "18601"
+    server = _serving("h3", _exec("h3", str(exe), "server", port, size, transport=transport),
+                      int(port))
+    client = _exec("h0", str(exe), "client", "h3", port, size, transport=transport)
+    try:
+        out, err = client.communicate(timeout=120)
+        sout, serr = server.communicate(timeout=60)
+    finally:
+        for p in (server, client):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+    assert client.returncode == 0, err + out
+    assert out.count("remote access error") == 2 and "Work Request Flushed Error" in out
+    assert "in the error state" in out and "NOT" not in out
+    assert server.returncode == 0, serr + sout
+    assert "0 bytes written outside the region" in sout and "equal" in sout
+
+
 def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
     server = _serving("h3", _exec("h3", "ib_write_bw", "-s", "1048576", "-n", "100000"))
     client = _exec("h0", "ib_write_bw", "-s", "1048576", "-n", "100000", "h3")
@@ -173,3 +209,31 @@ def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
     r = mrcemu("clean")
     assert r.returncode == 0, r.stderr
     assert not Path(f"/run/netns/{oob.NS}").exists()
+
+
+def test_a_write_to_a_peer_whose_nic_was_killed_ends_with_retry_exceeded(fabric, tmp_path):
+    """The peer's NIC daemon killed mid-transfer: MRC hears nothing on any path, and the
+    program's WRITE ends with IBV_WC_RETRY_EXC_ERR once its QP's retry limit (timeout 14,
+    retry_cnt 7, as write_check sets them) runs out, not a hang. Last in the module: a
+    killed NIC means a fresh fabric for whatever follows."""
+    from mrcemu.fabric import state
+
+    exe = _compiled(WRITE_CHECK, tmp_path)
+    size, port = str(4 << 20), "18602"
+    before = _rx_bytes("h3")
+    server = _serving("h3", _exec("h3", str(exe), "server", port, size), int(port))
+    client = _exec("h0", str(exe), "client", "h3", port, size, "1000")
+    try:
+        wait_for(lambda: _rx_bytes("h3") - before > int(size), 60)  # under way
+        os.kill(state.load_state().nics["h3"], signal.SIGKILL)
+        out, err = client.communicate(timeout=120)
+    finally:
+        for p in (server, client):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+    assert client.returncode == 1, err + out
+    assert "transport retry counter exceeded" in err, err
+    log = Path("/run/mrcemu/logs/nic-h0.jsonl").read_text()
+    failed = [json.loads(x) for x in log.splitlines() if '"qp_failed"' in x]
+    assert failed and "nothing acknowledged on any path" in failed[-1]["why"], failed
