@@ -103,6 +103,14 @@ def roce_window_default(_: dict) -> str:
     return str(_config().roce_window)
 
 
+def retry_limit_s(_: dict) -> str:
+    """A QP's retry limit at perftest's timeout and retry_cnt, unslowed."""
+    from mrcemu.transport.config import retry_budget
+    from mrcemu.verbs.layout import DEFAULT_RETRY_CNT, DEFAULT_TIMEOUT
+
+    return f"{retry_budget(DEFAULT_TIMEOUT, DEFAULT_RETRY_CNT, 1.0):.2f}"
+
+
 def trim_queue_ms(_: dict) -> str:
     t = _default()
     return f"{t.trim_threshold_bytes * 8 / (t.host_link_mbps * 1e6) * 1e3:.0f}"
@@ -306,6 +314,7 @@ FIGURES: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "roce-window-base": (None, roce_window_base),
     "roce-window-default": (None, roce_window_default),
     "trim-queue-ms": (None, trim_queue_ms),
+    "retry-limit-s": (None, retry_limit_s),
     "trim-threshold-kb": (None, trim_threshold_kb),
     "nscc-target-ms": (None, nscc_target_ms),
     "nscc-period-rtts": (None, nscc_period_rtts),
