@@ -26,4 +26,5 @@ SECTIONS = [
     "programs",
     "program_failover",
     "program_abuse",
+    "nic_errors",
 ]

@@ -209,6 +209,16 @@ TARGETS: dict[str, list[Target]] = {
         Target("processes and namespaces left after `clean`", "<=", 0,
                r"left after `clean` \| (\d+) \|"),
     ],
+    "nic_errors": [
+        Target("a refused WRITE's remote access error, in the pair's round trips", "<=", 3,
+               r"^\| (?:mrc|roce) \| [^|]+ \| [^|]+ \| \*\*([\d.]+)\*\*", "round trips",
+               worst=True),
+        Target("bytes written outside the peer's region", "<=", 0,
+               r"^\| (?:mrc|roce) \|(?: [^|]+ \|){3} (\d+) \|$", "bytes", worst=True),
+        Target("a WRITE to a peer whose NIC was killed: the silence the NIC counted when "
+               "it failed the QP, against the retry limit", "~", 0.05,
+               r"^\| \d+ \|(?: [^|]+ \|){4} \*\*([\d.]+|inf)\*\*", worst=True),
+    ],
 }
 
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NQP 3
@@ -106,6 +107,15 @@ static void connect_qp(struct ibv_qp *qp, uint32_t qpn, const uint8_t *gid)
 		die("ibv_modify_qp RTS");
 }
 
+static double last_us; /* the last request's time from its post to its completion */
+
+static double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
 static struct ibv_wc one_completion(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
@@ -127,14 +137,17 @@ static enum ibv_wc_status write_one(struct ibv_qp *qp, struct ibv_cq *cq, struct
 			   *bad;
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
+	double t0 = now_us();
 	if (ibv_post_send(qp, &wr, &bad))
 		die("ibv_post_send");
-	return one_completion(cq).status;
+	enum ibv_wc_status st = one_completion(cq).status;
+	last_us = now_us() - t0;
+	return st;
 }
 
 static int want(const char *what, enum ibv_wc_status got, enum ibv_wc_status wanted)
 {
-	printf("errors_check: %s: %s%s\n", what, ibv_wc_status_str(got),
+	printf("errors_check: %s: %s in %.0f us%s\n", what, ibv_wc_status_str(got), last_us,
 	       got == wanted ? "" : " (WRONG)");
 	return got == wanted;
 }
