@@ -663,23 +663,35 @@ class MrcConnection(ConnectionBase):
         """A QP's own retry limit (config.retry_budget of its timeout and retry_cnt)."""
         self.retry_budget = budget
         if budget is not None and not self.idle:
-            self._retry_at = max(self._busy_since, self._heard()) + budget
+            self._retry_at = (self._waiting_since() or self._busy_since) + budget
 
-    def _heard(self) -> float:
-        """When an acknowledgement of any kind last came on any of our EVs."""
-        return max((e.fb.last_feedback for e in self._evs), default=-1.0)
+    def _waiting_since(self) -> float | None:
+        """Since when packets have been out with nothing heard: the later of the last
+        acknowledgement of any kind on any EV and the first send no acknowledgement on its
+        EV followed. None while nothing is out: a write waiting for its turn at the ports
+        (an all-to-all's) waits on us, not on the peer, as a NIC's ACK timer does not run
+        for what it has not sent."""
+        if not self.tx.outstanding:
+            return None
+        heard, first = -1.0, float("inf")
+        for e in self._evs:
+            fb = e.fb
+            heard = max(heard, fb.last_feedback)
+            if (t := fb.silent_since_raw) == t:  # NaN: nothing unanswered on it
+                first = min(first, t)
+        return max(heard, first) if first != float("inf") else heard
 
     def _out_of_retries(self, now: float) -> bool:
-        """Whether the retry limit ran out: requests out, and nothing acknowledged on
-        any path for the whole budget. Probes answered, SACKs and NACKs on any EV are
+        """Whether the retry limit ran out: packets out, and nothing acknowledged on any
+        path for the whole budget. Probes answered, SACKs and NACKs on any EV are
         progress, as a NIC's retries on another path would be. Then the QP fails: what
         is unfinished completes with a retry-exceeded error."""
         budget = self.retry_budget
         if budget is None or self.idle or now < self._retry_at:
             return False
-        since = max(self._busy_since, self._heard())
-        self._retry_at = since + budget
-        if now < self._retry_at:
+        since = self._waiting_since()
+        self._retry_at = (now if since is None else since) + budget
+        if since is None or now < self._retry_at:
             return False
         self._failed = ConnectionFailed(
             now, f"nothing acknowledged on any path for {now - since:.3f} s "

@@ -102,3 +102,18 @@ def test_no_limit_with_timeout_zero():
     write(ca, cb, 64 << 10, now=0.0)
     net.run(30.0)
     assert not ca.failed and not ca.idle
+
+
+def test_a_write_not_yet_sent_is_not_counted_against_the_limit():
+    # An all-to-all's writes wait their turn at the NIC's ports: nothing of this one went
+    # for three budgets, which is the NIC's own doing, not the peer's silence.
+    net, ca, cb = pair(qp_timeout=12)
+    budget = ca.retry_budget
+    data, mr = write(ca, cb, 256 << 10, now=0.0)
+    later = 3 * budget
+    ca.timer(later)  # its timer, with nothing sent yet
+    assert not ca.failed and ca.tx.outstanding == 0
+    net.now = later
+    net.run(later + 5.0, stop=lambda: ca.idle or ca.failed)
+    assert ca.idle and not ca.failed
+    assert hashlib.sha256(mr.buf).digest() == hashlib.sha256(data).digest()
