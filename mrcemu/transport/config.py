@@ -172,11 +172,14 @@ class TransportConfig:
     # profile, or a baseline a researcher compares it with.
     load_balancing: str = "mrc"
     seed: int = 1
-    # The verbs' retry limit (ibv_modify_qp's `timeout` and `retry_cnt`, with perftest's
-    # values where a program gives none): `retry_budget` of them. A program's QP sets its
-    # own; these are the NIC's own connections'. MRC counts any acknowledgement on any
-    # path as progress: the budget runs out only when nothing at all is acknowledged.
-    qp_timeout: int = 14
+    # The verbs' retry limit (ibv_modify_qp's `timeout` and `retry_cnt`): `retry_budget`
+    # of them. A program's QP sets its own; these are the NIC's own connections' (a
+    # scenario's workload, `mrcemu send`): NCCL's defaults for its queue pairs, the
+    # patience of a training job's, 8.6 s unslowed: a shorter one fails connections an
+    # overloaded host only slows (an RTO's backoff is seconds). MRC counts any
+    # acknowledgement on any path as progress: the budget runs out only when nothing at
+    # all is acknowledged while packets are out.
+    qp_timeout: int = 18
     qp_retry_cnt: int = 7
     slowdown: float = 1.0  # `up --slowdown`: the program's clock against the fabric's
     # RoCE baseline
