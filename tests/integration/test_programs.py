@@ -48,6 +48,14 @@ def _serving(host: str, server: subprocess.Popen, port: int | None = None
     return server
 
 
+def _kill(*procs: subprocess.Popen) -> None:
+    """Each program still running, with its process group (exec's and the program's)."""
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+
+
 def _rx_bytes(host: str, peer: int = 0, transport: str = "mrc") -> int:
     """Payload bytes `host`'s NIC placed from `peer` (its first QP of the pair)."""
     st = request(host, "stats", peer=peer, transport=transport, missing_ok=True)["stats"]
@@ -105,6 +113,14 @@ def test_ib_write_lat_runs_unmodified_its_buffer_polled_as_the_nic_places_each_w
 
 
 WRITE_CHECK = Path(__file__).with_name("programs") / "write_check.c"
+ERRORS_CHECK = Path(__file__).with_name("programs") / "errors_check.c"
+
+
+def _compiled(src: Path, tmp_path: Path) -> Path:
+    exe = tmp_path / src.stem
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(src), "-libverbs"],
+                   check=True)
+    return exe
 
 
 def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path(
@@ -115,9 +131,7 @@ def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path
     from mrcemu.api import Fabric
     from mrcemu.topology.paths import ev_fields
 
-    exe = tmp_path / "write_check"
-    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(WRITE_CHECK),
-                    "-libverbs"], check=True)
+    exe = _compiled(WRITE_CHECK, tmp_path)
     size, rounds, port = 4 << 20, 4, "18600"
     fab = Fabric.attach()
     since = fab.ev_events("h0", "h3").next
@@ -137,10 +151,7 @@ def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path
         sout, serr = server.communicate(timeout=30)
     finally:
         fab.heal()
-        for p in (server, client):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        _kill(server, client)
     assert client.returncode == 0, err + out
     assert server.returncode == 0 and "equal" in sout, serr + sout
     assert _rx_bytes("h3") - before >= size * rounds
@@ -148,16 +159,6 @@ def test_our_own_program_writes_through_a_spine_failure_its_events_name_the_path
     # the policy core retired each EV through the dead spine it had used, as events say
     bad = {e.ev for e in seen if e.new == "ASSUMED_BAD"}
     assert bad and all(ev_fields(ev) == (1, 1) for ev in bad), seen
-
-
-ERRORS_CHECK = Path(__file__).with_name("programs") / "errors_check.c"
-
-
-def _compiled(src: Path, tmp_path: Path) -> Path:
-    exe = tmp_path / src.stem
-    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(src), "-libverbs"],
-                   check=True)
-    return exe
 
 
 @pytest.mark.parametrize("transport", ["mrc", "roce"])
@@ -175,10 +176,7 @@ def test_requests_the_peer_refuses_end_with_remote_access_errors(fabric, tmp_pat
         out, err = client.communicate(timeout=120)
         sout, serr = server.communicate(timeout=60)
     finally:
-        for p in (server, client):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        _kill(server, client)
     assert client.returncode == 0, err + out
     assert out.count("remote access error") == 2 and "Work Request Flushed Error" in out
     assert "in the error state" in out and "NOT" not in out
@@ -202,10 +200,7 @@ def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
         # the NIC goes on: its control socket answers, it holds none of the program's memory
         assert request("h0", "ping")["ok"]
     finally:
-        for p in (server, client):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        _kill(server, client)
     r = mrcemu("clean")
     assert r.returncode == 0, r.stderr
     assert not Path(f"/run/netns/{oob.NS}").exists()
@@ -228,10 +223,7 @@ def test_a_write_to_a_peer_whose_nic_was_killed_ends_with_retry_exceeded(fabric,
         os.kill(state.load_state().nics["h3"], signal.SIGKILL)
         out, err = client.communicate(timeout=120)
     finally:
-        for p in (server, client):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        _kill(server, client)
     assert client.returncode == 1, err + out
     assert "transport retry counter exceeded" in err, err
     log = Path("/run/mrcemu/logs/nic-h0.jsonl").read_text()

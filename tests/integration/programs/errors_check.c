@@ -11,15 +11,10 @@
  * ERR, then a request after it flushed and the QP in the error state), a WRITE with a key
  * the server does not know (IBV_WC_REM_ACCESS_ERR), a good WRITE (IBV_WC_SUCCESS). Exit 0
  * only when every status is the one wanted (client) or the bytes are right (server). */
-#include <infiniband/verbs.h>
-#include <netdb.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
+#define PROGRAM "errors_check"
+#include "rc_pair.h"
+
 #include <time.h>
-#include <unistd.h>
 
 #define NQP 3
 #define GUARD 4096
@@ -30,82 +25,6 @@ struct info {
 	uint64_t addr;
 	uint8_t gid[16];
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "errors_check: %s\n", what);
-	exit(2);
-}
-
-static void xfer(int fd, void *buf, size_t n, int out)
-{
-	for (size_t done = 0; done < n;) {
-		ssize_t r = out ? write(fd, (char *)buf + done, n - done)
-				: read(fd, (char *)buf + done, n - done);
-		if (r <= 0)
-			die("the TCP exchange failed");
-		done += (size_t)r;
-	}
-}
-
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
-static int tcp(const char *host, const char *port)
-{
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = host ? 0 : AI_PASSIVE};
-	struct addrinfo *ai;
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo");
-	int s = socket(ai->ai_family, ai->ai_socktype, 0), one = 1;
-	if (s < 0)
-		die("socket");
-	if (host) {
-		if (connect(s, ai->ai_addr, ai->ai_addrlen))
-			die("connect");
-	} else {
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(s, ai->ai_addr, ai->ai_addrlen) || listen(s, 1))
-			die("bind/listen");
-		int c = accept(s, NULL, NULL);
-		close(s);
-		s = c;
-	}
-	freeaddrinfo(ai);
-	return s;
-}
-
-static void connect_qp(struct ibv_qp *qp, uint32_t qpn, const uint8_t *gid)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("ibv_modify_qp INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = qpn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("ibv_modify_qp RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("ibv_modify_qp RTS");
-}
 
 static double last_us; /* the last request's time from its post to its completion */
 

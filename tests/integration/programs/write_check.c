@@ -9,14 +9,8 @@
  * The two exchange their queue pair's number, GID, region address and key over TCP, as
  * perftest does; at the end the client sends the FNV-1a hash of what it wrote and the
  * server compares it with its region's. Exit 0 only when they are equal. */
-#include <infiniband/verbs.h>
-#include <netdb.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#define PROGRAM "write_check"
+#include "rc_pair.h"
 
 #define CHUNK (1u << 20)
 #define DEPTH 4
@@ -26,86 +20,6 @@ struct peer {
 	uint64_t addr;
 	uint8_t gid[16];
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "write_check: %s\n", what);
-	exit(2);
-}
-
-static void xfer(int fd, void *buf, size_t n, int out)
-{
-	for (size_t done = 0; done < n;) {
-		ssize_t r = out ? write(fd, (char *)buf + done, n - done)
-				: read(fd, (char *)buf + done, n - done);
-		if (r <= 0)
-			die("the TCP exchange failed");
-		done += (size_t)r;
-	}
-}
-
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
-static int tcp(const char *host, const char *port)
-{
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
-				 .ai_flags = host ? 0 : AI_PASSIVE};
-	struct addrinfo *ai;
-	if (getaddrinfo(host, port, &hints, &ai))
-		die("getaddrinfo");
-	int s = socket(ai->ai_family, ai->ai_socktype, 0), one = 1;
-	if (s < 0)
-		die("socket");
-	if (host) {
-		if (connect(s, ai->ai_addr, ai->ai_addrlen))
-			die("connect");
-	} else {
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(s, ai->ai_addr, ai->ai_addrlen) || listen(s, 1))
-			die("bind/listen");
-		int c = accept(s, NULL, NULL);
-		close(s);
-		s = c;
-	}
-	freeaddrinfo(ai);
-	return s;
-}
-
-static void connect_qp(struct ibv_qp *qp, const struct peer *remote)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("ibv_modify_qp INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = remote->qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, remote->gid, 16);
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("ibv_modify_qp RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("ibv_modify_qp RTS");
-}
 
 /* Every byte of `buf` written to the peer's region once, DEPTH writes in flight. */
 static void write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint8_t *buf,
@@ -176,7 +90,7 @@ int main(int argc, char **argv)
 	int s = tcp(server ? NULL : argv[2], argv[server ? 2 : 3]);
 	xfer(s, &me, sizeof(me), 1);
 	xfer(s, &remote, sizeof(remote), 0);
-	connect_qp(qp, &remote);
+	connect_qp(qp, remote.qpn, remote.gid);
 	uint64_t hash;
 	if (server) {
 		xfer(s, &hash, sizeof(hash), 0); /* the client's: all its writes completed */
