@@ -54,9 +54,10 @@ def clean() -> dict[str, int]:
                  if state.pid_alive(p)}
     kill(pids)
     veths = our_links()
-    from mrcemu.fabric import bpf, oob
+    from mrcemu.fabric import bpf, idlegroup, oob
 
     oob.remove()
+    idlegroup.remove()
     bpf.unload()
     files = 0
     for p in (state.STATE, state.SOCKET, state.STATE.with_suffix(".tmp"),

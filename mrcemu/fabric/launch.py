@@ -122,9 +122,10 @@ def stop() -> float:
     left = [p for p in st.nodes.values() if state.pid_alive(p)]
     if state.pid_alive(st.manager_pid) or left:
         clean()
-    from mrcemu.fabric import oob
+    from mrcemu.fabric import idlegroup, oob
     from mrcemu.fabric.sweep import host_programs, kill
 
     kill(set(host_programs()))  # programs run on its hosts go with the fabric
     oob.remove()  # made by `exec`, outside the manager's nodes
+    idlegroup.remove()  # so is their CPU group
     return time.monotonic() - t0

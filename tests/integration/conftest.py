@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrcemu.fabric import state
+from mrcemu.fabric import idlegroup, state
 from mrcemu.fabric.clean import clean
 from mrcemu.fabric.sweep import IFNAME, our_processes
 
@@ -58,12 +58,13 @@ def leftovers() -> dict[str, object]:
     veths = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
                            text=True).stdout.splitlines()
     ours = [v for v in veths if IFNAME.match(v.split(":")[1].strip().split("@")[0])]
-    return {"processes": our_processes(), "veths": ours, "state": state.STATE.exists()}
+    return {"processes": our_processes(), "veths": ours, "state": state.STATE.exists(),
+            "idle_group": idlegroup.exists()}
 
 
 def assert_clean() -> None:
     left = leftovers()
-    assert left == {"processes": [], "veths": [], "state": False}, left
+    assert left == {"processes": [], "veths": [], "state": False, "idle_group": False}, left
 
 
 @pytest.fixture

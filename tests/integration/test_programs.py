@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mrcemu.fabric import oob
+from mrcemu.fabric import idlegroup, oob
 from mrcemu.nic.control import request
 from tests.integration.conftest import mrcemu, wait_for
 
@@ -112,6 +113,23 @@ def test_ib_write_lat_runs_unmodified_its_buffer_polled_as_the_nic_places_each_w
     assert lat.typical_us * 2 >= rtt * 1e6 * 0.99, (lat, rtt)
 
 
+def test_a_program_runs_at_idle_priority_in_the_idle_cpu_group(fabric):
+    """A program spinning on its buffer must not hold up the NICs: idle priority, and a
+    CPU group scheduled as idle (an autogroup would otherwise give its session an equal
+    share with each NIC's)."""
+    r = subprocess.run([sys.executable, "-m", "mrcemu", "exec", "h0", "--", "sh", "-c",
+                        "cat /proc/self/cgroup; grep '^policy' /proc/self/sched"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^policy\s*:\s*5$", r.stdout, re.M), r.stdout  # SCHED_IDLE
+    procs, why = idlegroup.ensure()
+    if procs is None:
+        pytest.skip(f"no idle CPU group on this machine: {why}")
+    assert (procs.parent / "cpu.idle").read_text().strip() == "1"
+    lines = [ln for ln in r.stdout.splitlines() if ln.endswith(f"/{idlegroup.NAME}")]
+    assert lines, r.stdout  # the program's CPU cgroup is the idle group
+
+
 WRITE_CHECK = Path(__file__).with_name("programs") / "write_check.c"
 ERRORS_CHECK = Path(__file__).with_name("programs") / "errors_check.c"
 
@@ -204,6 +222,7 @@ def test_a_program_killed_mid_transfer_is_cleaned_up(fabric):
     r = mrcemu("clean")
     assert r.returncode == 0, r.stderr
     assert not Path(f"/run/netns/{oob.NS}").exists()
+    assert not idlegroup.exists()  # the programs' CPU group too
 
 
 def test_a_write_to_a_peer_whose_nic_was_killed_ends_with_retry_exceeded(fabric, tmp_path):
