@@ -934,8 +934,8 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
 
     from mrcemu import fidelity
     from mrcemu.scenario import load as load_scenario
-    from mrcemu.scenario.calibrate import paced
     from mrcemu.scenario.job import run as run_job
+    from mrcemu.scenario.pace import paced
     from mrcemu.slowdown import next_slowdown
 
     # A bad file stops here, before anything starts.
@@ -1095,7 +1095,8 @@ def calibrate(topology: str, scenario: str | None) -> None:
     for a short all-to-all, then down), which `--slowdown auto` picks from. Runs
     measure it themselves the first time they need it; this measures it anew."""
     from mrcemu.scenario import load as load_scenario
-    from mrcemu.scenario.calibrate import calibration, choose
+    from mrcemu.scenario.calibrate import calibration
+    from mrcemu.scenario.pace import choose_for
     from mrcemu.topology import load as load_topology
 
     sc = load_scenario(scenario) if scenario else None  # a bad file stops here
@@ -1111,8 +1112,7 @@ def calibrate(topology: str, scenario: str | None) -> None:
                   f"({cal.packets} packets in {cal.seconds:.1f} s at slowdown {cal.slowdown:g}"
                   f", the machine {cal.busy_share:.0%} busy, {cal.cpus} CPUs)")
     if sc is not None:
-        console.print(choose(sc.topology, sc.workload.phases(sc.topology.hosts), ui)
-                      .describe())
+        console.print(choose_for(sc, ui, fresh=True).describe())
 
 
 @main.command(name="cli")

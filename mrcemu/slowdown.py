@@ -32,6 +32,11 @@ LOAD_LIMIT = 0.8
 # runs on to keep up, so the cost it measures is a packet's, not a backlog's.
 CAL_SLOWDOWN = 8.0
 CAL_SECONDS = 2.0  # the calibration transfer's length at line rate, on the machine's clock
+# An exec workload's programs run this long (the fabric's time) in the probe that
+# measures what they cost the NICs, and their worst lateness may be at most this share
+# of its limit at the pace picked: a pair stream's p99 varies by a third between runs.
+PROBE_S = 2.0
+PROBE_MARGIN = 0.7
 
 
 @dataclass(frozen=True)
@@ -58,27 +63,55 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """How late the NICs ran while a workload's own programs ran, at the packets' pick."""
+
+    slowdown: float  # the pace the programs ran at
+    seconds: float  # on this machine's clock
+    share: float  # the worst p99 lateness, as a share of its limit (`lateness_share`)
+    worst: str  # which lateness, at which NIC
+    machine: str
+    measured: str  # ISO date and time
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> Probe:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
 class Pick:
     slowdown: float
-    expected_load: float  # the load index at that slowdown
+    expected_load: float  # the load index at the packets' pick
     demand_pps: float  # data packets a second the scenario asks for at full speed
     calibration: Calibration
+    probe: Probe | None = None  # an exec workload's: its programs, measured
 
     def to_json(self) -> dict:
         return {"how": "auto", "slowdown": self.slowdown,
                 "expected_load": round(self.expected_load, 3),
                 "demand_pps_full_speed": round(self.demand_pps),
                 "load_limit": LOAD_LIMIT, "why": self.describe(),
-                "calibration": self.calibration.to_json()}
+                "calibration": self.calibration.to_json(),
+                **({"probe": self.probe.to_json(), "probe_margin": PROBE_MARGIN}
+                   if self.probe else {})}
 
     def describe(self) -> str:
-        c = self.calibration
-        return (f"--slowdown auto picked {self.slowdown:g}: a packet through this fabric "
+        c, p = self.calibration, self.probe
+        k0 = p.slowdown if p else self.slowdown
+        text = (f"--slowdown auto picked {self.slowdown:g}: a packet through this fabric "
                 f"costs {c.cpu_us_per_packet:.0f} us of CPU here (calibrated "
                 f"{c.measured[:16].replace('T', ' ')}), the workload asks "
                 f"{self.demand_pps:,.0f} packets/s at full speed: a load index of "
-                f"{self.expected_load:.2f} on {c.cpus} CPUs at {self.slowdown:g} "
+                f"{self.expected_load:.2f} on {c.cpus} CPUs at {k0:g} "
                 f"(limit {LOAD_LIMIT:g})")
+        if p:
+            text += (f"; its programs, run {p.seconds:.1f} s at {p.slowdown:g}, kept the "
+                     f"NICs late by at most {p.share:.2f} of the limit ({p.worst}), so "
+                     f"{self.slowdown:g} keeps them within {PROBE_MARGIN:g} of it")
+        return text
 
 
 def port_pps(host_link_mbps: float, mtu: int) -> float:
@@ -110,6 +143,33 @@ def pick(cal: Calibration, demand: float, cpus: int) -> Pick:
         if load_at(cal, demand, k, cpus) <= LOAD_LIMIT:
             break
     return Pick(k, load_at(cal, demand, k, cpus), demand, cal)
+
+
+def lateness_share(verdict: dict) -> tuple[float, str]:
+    """The worst p99 lateness of a fidelity verdict (`fidelity.judge`'s) as a share of
+    its limit: timers, delay-line releases (held to the timers' limit) and paced sends;
+    and which. A verdict that failed on something else (frames dropped, a port short of
+    its rate) counts as at its limit."""
+    th = verdict["thresholds"]
+    shares = {"timers": verdict["timer_late_p99_s"] / th["timer_p99_s"],
+              "delay-line releases": verdict["release_late_p99_s"] / th["timer_p99_s"],
+              "paced sends": verdict["send_late_p99_s"] / th["send_p99_s"]}
+    what = max(shares, key=shares.get)
+    if not verdict["ok"] and shares[what] <= 1.0:
+        return 1.0, "; ".join(verdict["reasons"])
+    return shares[what], f"{what}, p99"
+
+
+def settle(k0: float, share: float) -> float:
+    """The slowdown after a probe at `k0` found the NICs late by `share` of the limit:
+    the smallest on LADDER from `k0` at which that lateness, if it stays as long on the
+    machine's clock while the limit grows with the slowdown, is at most PROBE_MARGIN of
+    it (a program's spinning costs the NICs wake-ups, not CPU per packet, so slowing the
+    packets does not shorten it)."""
+    for k in LADDER:
+        if k >= k0 * (1 - 1e-9) and share * k0 / k <= PROBE_MARGIN:
+            return k
+    return LADDER[-1]
 
 
 def next_slowdown(k: float) -> float:

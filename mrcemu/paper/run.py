@@ -21,8 +21,8 @@ import yaml
 
 from mrcemu.errors import MrcemuError
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
-from mrcemu.scenario.calibrate import paced
 from mrcemu.scenario.model import Scenario, from_mapping
+from mrcemu.scenario.pace import paced
 from mrcemu.slowdown import next_slowdown
 from mrcemu.topology import Topology
 from mrcemu.topology import latency as lat

@@ -29,7 +29,6 @@ from mrcemu.fabric.servers import split_servers
 from mrcemu.fabric.state import require_state
 from mrcemu.nic import ops
 from mrcemu.nic.client import NicClient, poll_interval
-from mrcemu.scenario.model import Scenario
 from mrcemu.topology import Topology
 
 Ui = Callable[[str, dict], None]
@@ -63,11 +62,23 @@ def cached(topo: Topology, machine: str) -> auto.Calibration | None:
 
 
 def _keep(topo: Topology, cal: auto.Calibration) -> None:
+    keep_entry(fingerprint(topo), cal.to_json())
+
+
+def kept_entry(key: str) -> dict | None:
+    """What the calibration file keeps under `key`, if anything."""
+    try:
+        return json.loads(rundir.CALIBRATION.read_text())[key]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep_entry(key: str, entry: dict) -> None:
     try:
         kept = json.loads(rundir.CALIBRATION.read_text())
     except (OSError, ValueError):
         kept = {}
-    kept[fingerprint(topo)] = cal.to_json()
+    kept[key] = entry
     rundir.CALIBRATION.parent.mkdir(parents=True, exist_ok=True)
     tmp = rundir.CALIBRATION.with_suffix(".tmp")
     tmp.write_text(json.dumps(kept, indent=1))
@@ -138,16 +149,3 @@ def choose(topo: Topology, phases: list[list[tuple[int, int, int]]], ui: Ui) -> 
     cal = calibration(topo, ui)
     demand = auto.demand_pps(topo.host_link_mbps, topo.mtu, topo.planes, phases)
     return auto.pick(cal, demand, fidelity.cpus())
-
-
-def paced(sc: Scenario, slowdown: float | str, ui: Ui) -> tuple[Scenario, dict]:
-    """`sc` (at full speed) slowed as asked: by the number given, or by the pick of
-    `auto`; and how its slowdown was chosen, for the report (`slowdown_pick`)."""
-    if slowdown == "auto":
-        p = choose(sc.topology, sc.workload.phases(sc.topology.hosts), ui)
-        k, how = p.slowdown, p.to_json()
-        ui("stage", {"text": p.describe()})
-    else:
-        k = float(slowdown)
-        how = {"how": "given", "slowdown": k, "why": f"--slowdown {k:g}, as given"}
-    return (sc.slowed(k) if k != 1.0 else sc), how

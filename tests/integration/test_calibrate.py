@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+
+import pytest
 
 from mrcemu import rundir
 from mrcemu import slowdown as auto
-from mrcemu.scenario import calibrate
+from mrcemu.scenario import calibrate, pace
 from mrcemu.topology import load
 from tests.integration.conftest import assert_clean, mrcemu
 
@@ -34,6 +37,42 @@ def test_calibrate_measures_a_packets_cost_keeps_it_and_tears_its_fabric_down(ti
         said = []
         pick = calibrate.choose(topo, [[(0, 3, 1)]], lambda e, d: said.append(e))
         assert pick.calibration == cal and said == [] and pick.slowdown in auto.LADDER
+    finally:
+        if kept is None:
+            rundir.CALIBRATION.unlink(missing_ok=True)
+        else:
+            rundir.CALIBRATION.write_text(kept)
+
+
+@pytest.mark.skipif(shutil.which("ib_write_lat") is None,
+                    reason="perftest is not installed: make install")
+def test_auto_for_real_programs_runs_them_once_and_paces_by_how_late_the_nics_ran(
+        tidy, tmp_path):
+    from mrcemu.scenario import load as load_scenario
+    from mrcemu.scenario import program_pace
+
+    f = tmp_path / "lat.yaml"
+    f.write_text("topology: small\nworkload:\n  kind: exec\n  programs:\n"
+                 "    - {host: h3, run: ib_write_lat -s 2 -n 10}\n"
+                 "    - {host: h0, run: ib_write_lat -s 2 -n 10 h3}\ntransports: [mrc]\n")
+    kept = rundir.CALIBRATION.read_text() if rundir.CALIBRATION.exists() else None
+    try:
+        r = mrcemu("calibrate", "--scenario", str(f), timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "pacing: its 2 programs" in r.stderr
+        assert_clean()  # the probe's fabric, and the programs' group, gone
+        kept_probes = {k: v for k, v in json.loads(rundir.CALIBRATION.read_text()).items()
+                       if k.startswith("programs:")}
+        sc = load_scenario(str(f))
+        said = []
+        pick = pace.choose_for(sc, lambda e, d: said.append(d))
+        key = program_pace.key(sc, pick.probe.slowdown)
+        probe = auto.Probe.from_json(kept_probes[key])
+        # kept: the pick reads it without running anything, and says what it measured
+        assert said == [] and pick.probe == probe
+        assert pick.slowdown == auto.settle(probe.slowdown, probe.share)
+        assert probe.seconds > 0 and probe.share >= 0 and probe.worst
+        assert f"its programs, run {probe.seconds:.1f} s at {probe.slowdown:g}" in r.stdout
     finally:
         if kept is None:
             rundir.CALIBRATION.unlink(missing_ok=True)

@@ -94,3 +94,54 @@ def test_the_calibration_message_fills_its_time_at_line_rate():
     assert auto.CAL_SECONDS <= per_host / line < auto.CAL_SECONDS * 1.01
     with pytest.raises(ValueError):
         auto.cost_us(1.0, 0)
+
+
+def verdict(timer: float, release: float = 0.0, send: float = 0.0, ok: bool = True,
+            reasons: tuple[str, ...] = ()) -> dict:
+    from mrcemu import fidelity
+
+    th = fidelity.THRESHOLDS
+    return {"ok": ok, "reasons": list(reasons), "timer_late_p99_s": timer * th.timer_p99_s,
+            "release_late_p99_s": release * th.timer_p99_s,
+            "send_late_p99_s": send * th.send_p99_s,
+            "thresholds": {"timer_p99_s": th.timer_p99_s, "send_p99_s": th.send_p99_s}}
+
+
+def test_a_probe_names_its_worst_lateness_as_a_share_of_its_limit():
+    assert auto.lateness_share(verdict(0.2, 0.5, 0.3)) == (0.5, "delay-line releases, p99")
+    assert auto.lateness_share(verdict(0.9, 0.5, 1.2, ok=False)) == (1.2, "paced sends, p99")
+    # not faithful for another reason (frames dropped): counted as at the limit
+    share, why = auto.lateness_share(verdict(0.1, ok=False, reasons=("the kernel dropped 3",)))
+    assert share == 1.0 and "dropped" in why
+
+
+def test_programs_that_keep_the_nics_on_time_keep_the_packets_pick():
+    assert auto.settle(1.0, 0.2) == 1.0
+    assert auto.settle(3.0, auto.PROBE_MARGIN) == 3.0
+
+
+@given(st.sampled_from(auto.LADDER[:-4]), st.floats(0.0, 8.0))
+def test_late_programs_slow_the_run_just_enough_for_the_margin(k0, share):
+    k = auto.settle(k0, share)
+    assert k in auto.LADDER and k >= k0
+    if share * k0 / auto.LADDER[-1] > auto.PROBE_MARGIN:  # beyond the ladder: its last
+        assert k == auto.LADDER[-1]
+        return
+    # the lateness, as long on the machine's clock, under the margin of the longer limit
+    assert share * k0 / k <= auto.PROBE_MARGIN
+    i = auto.LADDER.index(k)
+    assert k == k0 or share * k0 / auto.LADDER[i - 1] > auto.PROBE_MARGIN
+
+
+def test_a_probed_pick_says_what_the_programs_cost():
+    probe = auto.Probe(slowdown=1.0, seconds=2.7, share=1.1, worst="timers, p99",
+                       machine="test", measured="2026-12-07T16:00:00")
+    p = auto.pick(cal(100), demand(ONE_PAIR), 2)
+    assert p.slowdown == 1.0
+    from dataclasses import replace
+
+    q = replace(p, slowdown=auto.settle(1.0, probe.share), probe=probe)
+    assert q.slowdown == 2.0
+    assert "its programs, run 2.7 s at 1, kept the NICs late by at most 1.10" in q.describe()
+    assert q.to_json()["probe"]["share"] == 1.1 and q.to_json()["slowdown"] == 2.0
+    assert "probe" not in p.to_json()
