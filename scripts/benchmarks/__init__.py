@@ -27,4 +27,5 @@ SECTIONS = [
     "program_failover",
     "program_abuse",
     "nic_errors",
+    "program_pace",
 ]

@@ -219,6 +219,12 @@ TARGETS: dict[str, list[Target]] = {
                "it failed the QP, against the retry limit", "~", 0.05,
                r"^\| \d+ \|(?: [^|]+ \|){4} \*\*([\d.]+|inf)\*\*", worst=True),
     ],
+    "program_pace": [
+        Target("every run of real programs faithful at auto's first pick (ib_write_lat and "
+               "perftest-failover, three trials each, from scratch)", ">=", 1,
+               r"^\| (?:ib_write_lat|perftest-failover) \|(?: [^|]+ \|){4} (?:\*\*)?(yes|no)",
+               worst=True, yes_no=True),
+    ],
 }
 
 
