@@ -62,6 +62,11 @@ CAPABILITIES: tuple[Capability, ...] = (
                "Debian linux-perf, kernel.perf_event_paranoid <= 2"),
     Capability("sshd", "OpenSSH server", "local servers of a split fabric "
                "(mrcemu cluster local)", "cluster local", "Debian openssh-server"),
+    Capability("idle_group", "CPU cgroup with cpu.idle", "programs on emulated hosts "
+               "yield the CPU to the NICs at once", "where the scheduler groups sessions "
+               "(autogroup), a spinning program delays the NICs' timers: auto's probe then "
+               "picks a slower pace", "CONFIG_CGROUP_SCHED, CONFIG_FAIR_GROUP_SCHED, Linux "
+               "5.15 or later, the cpu controller mounted"),
     Capability("perftest", "perftest", "ib_write_bw and ib_write_lat on emulated hosts",
                "those programs (your own verbs programs still run)", "Debian perftest"),
     Capability("tools", "mnexec, bpftool, tc, ip", "node shells, the BPF loader, links "

@@ -102,6 +102,20 @@ def _perf() -> str | None:
     return _sh("perf", "stat", "-x,", "-e", "task-clock", "true")
 
 
+def _idle_group() -> str | None:
+    """Whether programs' idle CPU group can be made: made, and removed again unless it
+    was there before (a fabric's programs in it)."""
+    from mrcemu.fabric import idlegroup
+
+    if os.geteuid() != 0:
+        return "not probed: needs root (run 'sudo mrcemu doctor')"
+    there = idlegroup.exists()
+    _procs, why = idlegroup.ensure()
+    if not there:
+        idlegroup.remove()
+    return why
+
+
 def _which(*names: str) -> str | None:
     gone = [n for n in names if not shutil.which(n) and not Path("/usr/sbin", n).exists()]
     return f"not found: {', '.join(gone)}" if gone else None
@@ -118,7 +132,8 @@ def probe(refresh: bool = False) -> Found:
         engines = usid_engine.found(refresh)
         got |= {"usid_kernel": engines["kernel"], "usid_bpf": engines["bpf"]}
     got |= {"bpf_jit": _jit(), "memfd": _memfd(), "memlock": _memlock(), "perf": _perf(),
-            "sshd": _which("sshd"), "perftest": _which("ib_write_bw", "ib_write_lat"),
+            "idle_group": _idle_group(), "sshd": _which("sshd"),
+            "perftest": _which("ib_write_bw", "ib_write_lat"),
             "tools": _which(*TOOLS), "tshark": _which("tshark", "dumpcap")}
     return {k: got.get(k, "not probed") for k in KEYS}
 
