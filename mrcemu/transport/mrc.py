@@ -663,7 +663,8 @@ class MrcConnection(ConnectionBase):
         """A QP's own retry limit (config.retry_budget of its timeout and retry_cnt)."""
         self.retry_budget = budget
         if budget is not None and not self.idle:
-            self._retry_at = (self._waiting_since() or self._busy_since) + budget
+            since = self._waiting_since()  # 0.0 is a time, not "nothing out"
+            self._retry_at = (self._busy_since if since is None else since) + budget
 
     def _waiting_since(self) -> float | None:
         """Since when packets have been out with nothing heard: the later of the last
