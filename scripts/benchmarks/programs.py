@@ -97,16 +97,19 @@ def _latency(name: str, a: str, b: str, k: float) -> str:
             f"**{on_paper / paper:.2f}** | {'yes' if 'were faithful' in out else '**no**'} |")
 
 
-def run() -> str:
+def _bandwidth(k: float | None) -> tuple[float, list[str], bool]:
+    """ib_write_bw beside `mrcemu send`, both transports, on a fabric slowed `k` times
+    (None: as `up --slowdown auto` picks): the slowdown, the table's rows, and whether
+    every run was faithful."""
     from mrcemu.verbs import perftest
 
-    mrcemu("clean")
-    r = mrcemu("up", "default", "--slowdown", "auto", timeout=1800)
+    pace = "auto" if k is None else f"{k:g}"
+    r = mrcemu("up", "default", "--slowdown", pace, timeout=1800)
     if r.returncode:
-        raise BenchError(f"`mrcemu up default --slowdown auto` failed: {r.stderr[-300:]}")
+        raise BenchError(f"`mrcemu up default --slowdown {pace}` failed: {r.stderr[-300:]}")
     try:
         k = _slowdown()
-        rows = []
+        rows, faithful = [], True
         for transport in ("mrc", "roce"):
             out = _pair("h7", "h0", ["ib_write_bw", "-s", str(BW_SIZE), "-n", str(BW_ITERS),
                                      "--report_gbits"], transport)
@@ -117,22 +120,39 @@ def run() -> str:
                 raise BenchError(f"`mrcemu send` failed: {s.stderr[-300:]}")
             # both on the wall clock of one slowed fabric; shown at full speed (x k)
             ref = json.loads(s.stdout)["goodput_mbps"]
-            rows.append(f"| {transport} | {bw.average_mbps * k:.0f} Mb/s | {ref * k:.0f} "
-                        f"Mb/s | **{bw.average_mbps / ref:.2f}** | "
+            faithful &= "were faithful" in out
+            rows.append(f"| {transport} | {k:g} | {bw.average_mbps * k:.0f} Mb/s | "
+                        f"{ref * k:.0f} Mb/s | **{bw.average_mbps / ref:.2f}** | "
                         f"{'yes' if 'were faithful' in out else '**no**'} |")
     finally:
         mrcemu("down")
-    lat_rows = [_latency(name, a, b, k) for name, (a, b) in PAIRS.items()]
+    return k, rows, faithful
+
+
+def run() -> str:
+    from mrcemu.slowdown import next_slowdown
+
+    mrcemu("clean")
+    k, rows, faithful = _bandwidth(None)
+    picked = k
+    for _ in range(TRIES - 1):
+        if faithful:
+            break
+        k, more, faithful = _bandwidth(next_slowdown(k))
+        rows += more
+    lat_rows = [_latency(name, a, b, picked) for name, (a, b) in PAIRS.items()]
     return (f"What it runs: `mrcemu up default --slowdown auto` "
-            f"(it picked {k:g}), then perftest through `mrcemu exec`, unmodified: "
+            f"(it picked {picked:g}), then perftest through `mrcemu exec`, unmodified: "
             f"`ib_write_bw -s {BW_SIZE} -n {BW_ITERS} --report_gbits` from h0 to h7, over "
             "MRC and over RoCE, beside `mrcemu send h0 h7` of the same bytes (within "
-            "10 %); and `ib_write_lat -s 2` within a leaf and across, each on a fabric "
-            "slowed as the bandwidth runs', then slower while the NICs were not faithful "
-            "over its run.\n\n"
-            "| transport | ib_write_bw average, at full speed | mrcemu send, at full speed | "
-            "ratio | "
-            "faithful |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+            "10 %), on a fabric slower while either was not faithful; and `ib_write_lat -s "
+            "2` within a leaf and across, each on a fabric slowed as `auto` picked, then "
+            "slower while the NICs were not faithful over its run. (`up` does not know the "
+            "programs to come, so its pick is for one pair's packets: a scenario of "
+            "programs at `auto` measures them, \"A pace for programs\".)\n\n"
+            "| transport | slowdown | ib_write_bw average, at full speed | mrcemu send, at "
+            "full speed | ratio | faithful |\n|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n\n"
             "| pair | slowdown | ib_write_lat one way, typical (wall clock) | at full speed | "
             "at the paper's scale | the paper's one way | ratio | "
             "faithful |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(lat_rows) + "\n")
