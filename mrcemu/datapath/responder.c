@@ -300,6 +300,15 @@ static void ack(struct mrc_responder *r)
 	r->acks_tx++;
 }
 
+/* Message slot m refused, once: counted the first time. */
+static void mark_refused(struct mrc_responder *r, struct mrc_rxmsg *m)
+{
+	if (!m->refused) {
+		m->refused = 1;
+		r->refused_msgs++;
+	}
+}
+
 /* A request refused (a key we do not know, an address outside the region): an
  * ACKNOWLEDGE with the remote access NAK, BTH PSN = the refused packet's, AETH MSN = its
  * message's. Sent for every copy that comes: until its requester has the NAK it sends the
@@ -316,10 +325,8 @@ static void refuse(struct mrc_responder *r, int64_t psn, uint32_t msn16, uint64_
 	struct mrc_rxmsg *m = &r->msgs[msn16 & (r->nmsgs - 1)];
 	if (!m->used)
 		*m = (struct mrc_rxmsg){.length = (uint64_t)msn16 << 48 | dmalen, .used = 1};
-	if ((m->length >> 48) == msn16 && !m->refused) {
-		m->refused = 1;
-		r->refused_msgs++;
-	}
+	if ((m->length >> 48) == msn16)
+		mark_refused(r, m);
 }
 
 static int is_last(uint8_t op)
@@ -464,10 +471,8 @@ enum mrc_rx_result mrc_resp_rx(struct mrc_responder *r, const uint8_t *pkt, size
 					0, 0, 1};
 	}
 	m->got += plen;
-	if (empty && !m->refused) { /* empty, of a message we never refused: refused now */
-		m->refused = 1;
-		r->refused_msgs++;
-	}
+	if (empty) /* empty, of a message we may never have refused: refused now */
+		mark_refused(r, m);
 	if (is_last(p->opcode)) {
 		m->has_last = 1;
 		m->last_psn = psn;

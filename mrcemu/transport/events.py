@@ -69,6 +69,12 @@ RETRY_EXCEEDED = "retry_exceeded"  # nothing acknowledged within the retry limit
 REMOTE_ACCESS = "remote_access"  # the peer refused a request: a bad key or address
 
 
+def refused_why(msn: int, psn: int) -> str:
+    """What a remote access NAK for message `msn`, at `psn`, tells the requester."""
+    return (f"the peer refused message {msn} (PSN {psn}): a remote access error, its key "
+            "unknown there or its address outside the region")
+
+
 @dataclass(frozen=True)
 class ConnectionFailed:
     """The QP is in error; nothing more of it will complete. `status`: RETRY_EXCEEDED,

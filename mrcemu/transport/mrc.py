@@ -33,6 +33,7 @@ from mrcemu.transport.events import (
     EvStateChanged,
     MessageFailed,
     MessageReceived,
+    refused_why,
 )
 from mrcemu.transport.evs import Ev, EvProfile, EvState
 from mrcemu.transport.memory import MemoryTable
@@ -360,9 +361,7 @@ class MrcConnection(ConnectionBase):
         self._refused.add(m.msn)
         self._stats.remote_access_naks += 1
         self.tx.refuse(m.msn)
-        self._events.append(MessageFailed(
-            now, m.msn, REMOTE_ACCESS, f"the peer refused message {m.msn} (PSN {psn}): a "
-            "remote access error, its key unknown there or its address outside the region"))
+        self._events.append(MessageFailed(now, m.msn, REMOTE_ACCESS, refused_why(m.msn, psn)))
 
     def _on_nack(self, n: dict[str, int], now: float) -> None:
         self._stats.nacks_rx += 1

@@ -30,6 +30,7 @@ from mrcemu.transport.events import (
     ConnectionFailed,
     MessageReceived,
     PathRehashed,
+    refused_why,
 )
 from mrcemu.transport.evs import Ev, EvProfile
 from mrcemu.transport.memory import MemoryTable
@@ -249,9 +250,8 @@ class RoceConnection(ConnectionBase):
         self._stats.remote_access_naks += 1
         self._failed = True
         self.timeout_at = None
-        self._events.append(ConnectionFailed(
-            now, f"the peer refused message {m.msn} (PSN {psn}): a remote access error, "
-            "its key unknown there or its address outside the region", REMOTE_ACCESS, m.msn))
+        self._events.append(ConnectionFailed(now, refused_why(m.msn, psn), REMOTE_ACCESS,
+                                             m.msn))
 
     def receive_frame(self, pkt: bytes | memoryview, now: float,
                       via: bytes | None = None) -> None:
