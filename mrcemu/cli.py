@@ -997,7 +997,16 @@ def run(scenario: str, out: str, slowdown: float | str, cluster_file: str | None
                                       if "programs" in s else
                                       f"intact: {s['integrity_ok']}"))
 
-        sc, pace = paced(sc, slowdown, ui)
+        # Ctrl-C ends the calibration and the programs' probe too (their fabric torn
+        # down), even from a shell that started us with SIGINT ignored; the job then
+        # takes the signal itself, for a partial report.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            sc, pace = paced(sc, slowdown, ui)
+        except KeyboardInterrupt:
+            err.print("[bold red]mrcemu:[/] interrupted while choosing the slowdown: nothing "
+                      "was run, and its fabric was torn down")
+            sys.exit(130)
         folder = run_job(sc, Path(out), ui, cluster=cluster_file, pace=pace)
     rep = json.loads((folder / "report.json").read_text())
     if rep["transports"]:
@@ -1088,7 +1097,8 @@ def paper(ids: tuple[str, ...], quick: bool, out: str, slowdown: float | str,
 @click.argument("topology", default="default")
 @click.option("--scenario", "scenario", default=None,
               help="Also say what `--slowdown auto` picks for this scenario (a built-in "
-                   "name or a YAML file).")
+                   "name or a YAML file); a workload of programs is run once to measure "
+                   "what they cost the NICs, anew.")
 @friendly
 def calibrate(topology: str, scenario: str | None) -> None:
     """Measure what a packet through TOPOLOGY's fabric costs this machine (its fabric up

@@ -78,3 +78,43 @@ def test_auto_for_real_programs_runs_them_once_and_paces_by_how_late_the_nics_ra
             rundir.CALIBRATION.unlink(missing_ok=True)
         else:
             rundir.CALIBRATION.write_text(kept)
+
+
+@pytest.mark.skipif(shutil.which("ib_write_lat") is None,
+                    reason="perftest is not installed: make install")
+def test_ctrl_c_while_the_programs_are_probed_runs_nothing_and_leaves_nothing(tidy, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    f = tmp_path / "lat.yaml"
+    f.write_text("topology: small\nworkload:\n  kind: exec\n  programs:\n"
+                 "    - {host: h3, run: ib_write_lat -s 2 -n 2000}\n"
+                 "    - {host: h0, run: ib_write_lat -s 2 -n 2000 h3}\ntransports: [mrc]\n")
+    kept = rundir.CALIBRATION.read_text() if rundir.CALIBRATION.exists() else None
+    try:
+        if kept is not None:  # no probe kept: this run must measure one
+            rundir.CALIBRATION.write_text(json.dumps(
+                {k: v for k, v in json.loads(kept).items() if not k.startswith("programs:")}))
+        p = subprocess.Popen([sys.executable, "-m", "mrcemu", "run", str(f), "--slowdown",
+                              "auto", "--out", str(tmp_path / "runs")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        seen = ""
+        deadline = time.monotonic() + 300
+        while "pacing" not in seen and time.monotonic() < deadline:
+            line = p.stdout.readline()
+            assert line, seen
+            seen += line
+        time.sleep(3)  # its fabric coming up, or its programs running
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 130, seen + out
+        assert "interrupted while choosing the slowdown" in out
+        assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+        assert_clean()  # the probe's fabric, its programs and their group gone
+    finally:
+        if kept is None:
+            rundir.CALIBRATION.unlink(missing_ok=True)
+        else:
+            rundir.CALIBRATION.write_text(kept)
