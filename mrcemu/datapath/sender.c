@@ -369,6 +369,14 @@ static int32_t next_ev(struct mrc_sender *s)
 	return EV_NONE;
 }
 
+static int rtx_fits(const struct mrc_sender *s, const struct mrc_out *o, int32_t e,
+		    double now, double silent_window)
+{
+	const struct mrc_evslot *fb = s->paths[e].fb;
+	int silent = !isnan(fb->silent_since) && now - fb->silent_since >= silent_window;
+	return fb->usable && e != o->slot && e != o->first_slot && !silent;
+}
+
 /* A retransmission goes on another path than the one that lost it, and not on one
  * silent for an RTO: resending into the same hole, with the RTO doubling each time, is
  * how a tail packet stalls a message for seconds. */
@@ -385,11 +393,14 @@ static int32_t rtx_ev(struct mrc_sender *s, const struct mrc_out *o, double now,
 		else if (e == first && i >= s->norder)
 			break; /* a whole order's worth drawn: every EV in it was seen (an order may
 				* name an EV twice, oblivious spraying's draws) */
-		const struct mrc_evslot *fb = s->paths[e].fb;
-		int silent = !isnan(fb->silent_since) && now - fb->silent_since >= silent_window;
-		if (e != o->slot && e != o->first_slot && !silent)
+		if (rtx_fits(s, o, e, now, silent_window))
 			return e;
 	}
+	/* Draws with replacement can name only silent EVs, as many times as there are
+	 * paths, while one the order names is heard from: that one, not the silence. */
+	for (size_t i = 0; i < s->norder; i++)
+		if (rtx_fits(s, o, s->order[i], now, silent_window))
+			return s->order[i];
 	return first;
 }
 

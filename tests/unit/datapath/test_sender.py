@@ -416,6 +416,20 @@ def test_a_resend_looks_past_an_ev_named_twice_in_an_order():
     assert [(ev, decode(p).psn) for ev, p in rig.send(0.002)] == [(rig.evs[1], 0)]
 
 
+def test_a_resend_finds_the_heard_ev_its_draws_missed():
+    """An order drawn with replacement can name silent EVs more often than there are
+    paths, so a resend's draws may all be silent: it still goes on the order's EV that
+    is heard from, not into the silence (where its RTO would double each time)."""
+    rig = Rig(order=[0, 1, 1, 1, 1, 2])
+    rig.tx.post(0, 0, 1, bytes(6 * PMTU), None)
+    assert [ev for ev, _ in rig.send(0.0)] == [rig.evs[i] for i in (0, 1, 1, 1, 1, 2)]
+    rig.tx.ack(0, 5, 0b1, 5, 0.5)  # PSN 5, on EV 2: heard from
+    assert rig.slots[2].unanswered == 0 and rig.slots[1].unanswered == 4
+    assert rig.tx.nack(0, 0, 1.5, False) == PMTU  # PSN 0, lost on EV 0
+    # EV 1 silent for a second, the window; the draws name 0, 1, 1, 1: none to use
+    assert [(ev, decode(p).psn) for ev, p in rig.send(1.6, silent=1.0)] == [(rig.evs[2], 0)]
+
+
 def test_rto_fires_old_packets_and_reports_each_with_its_ev():
     rig = Rig()
     rig.tx.post(0, 0, 1, bytes(8 * PMTU), None)
