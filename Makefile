@@ -76,6 +76,7 @@ fuzz: install
 # Files derived from the wire layout table (mrcemu/wire/layout.py); they are committed.
 generate:
 	$(PY) -m mrcemu.wire.generate
+	$(PY) -m mrcemu.topology.sizes
 	@$(MAKE) --no-print-directory $(BPF_OBJ) $(USID_END_OBJ) $(SHIM)
 
 lint: install
