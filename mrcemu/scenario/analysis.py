@@ -11,7 +11,9 @@ from mrcemu import fidelity
 from mrcemu.nic import ops
 from mrcemu.scenario import programs
 from mrcemu.scenario.fabric_counts import fabric
-from mrcemu.topology import Layout, faults
+from mrcemu.scenario.model import flow_bdp_bytes
+from mrcemu.scenario.patterns import step_ideal_s
+from mrcemu.topology import Layout, Topology, faults
 from mrcemu.topology.paths import path_label
 
 BIN = 0.05  # goodput series resolution, seconds
@@ -525,6 +527,45 @@ def per_size(raw: dict) -> dict[str, dict]:
     return out
 
 
+def steps(raw: dict, topo: Topology) -> dict | None:
+    """A synchronous job's steps (each iteration's phases: a step ends when its last write
+    completes, and the next starts then), over the steps that completed: each one's time
+    in the NICs' clock, the least it could take (its busiest host's bytes at the host's
+    line rate), their ratio (the step's efficiency), and each flow's share of its host's
+    line rate over its own time; the writes' size in bandwidth-delay products. None for
+    a workload without phases (a stream, programs)."""
+    port = topo.planes * topo.host_link_mbps * 1e6 / 8
+    each = []
+    for it in raw["iterations"]:
+        by_phase: dict[int, list[dict]] = defaultdict(list)
+        for f in it["flows"]:
+            by_phase[f.get("phase", 0)].append(f)
+        for ph, fs in sorted(by_phase.items()):
+            if not fs or not all(f.get("done_at") for f in fs):
+                continue
+            pair: dict[tuple[int, int], list[float]] = {}
+            for f in fs:  # a pair's writes over several QPs are one flow
+                p = pair.setdefault((f["src"], f["dst"]), [f["posted_at"], f["done_at"], 0])
+                p[0], p[1] = min(p[0], f["posted_at"]), max(p[1], f["done_at"])
+                p[2] += f["size"]
+            t = max(f["done_at"] for f in fs) - min(f["posted_at"] for f in fs)
+            ideal = step_ideal_s([(a, b, n) for (a, b), (_p, _d, n) in pair.items()], port)
+            each.append({"iteration": it["index"], "step": ph, "time_s": _r(t),
+                         "ideal_s": _r(ideal), "efficiency": _r(ideal / t) if t else None,
+                         "flow_share": [_r(n / (d - p0) / port, 3) if d > p0 else None
+                                        for p0, d, n in pair.values()]})
+    if not each:
+        return None
+    effs = [e["efficiency"] for e in each if e["efficiency"] is not None]
+    sizes = {f["size"] for it in raw["iterations"] for f in it["flows"]}
+    bdp = flow_bdp_bytes(topo)
+    return {"count": len(each), "efficiency_p50": _r(percentile(effs, 50)),
+            "efficiency_min": _r(min(effs, default=None)),
+            "efficiency_mean": _r(sum(effs) / len(effs)) if effs else None,
+            "write_bdps": _r(max(sizes) / bdp, 2) if bdp and sizes else None,
+            "each": each}
+
+
 def nic_drops(raw: dict) -> dict[str, int]:
     """What the NICs dropped over the run before any connection saw it (a packet that
     does not decode, or for a QP or address not theirs: nic/daemon.py), per reason,
@@ -582,6 +623,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         **({"programs": programs.results(progs, raw["t0"])} if progs else {}),
         "per_flow": per_flow(flows),
         "per_size": per_size(raw),
+        "steps": steps(raw, layout.topo),
         "flow_paths": flow_paths(raw),
         **{k: totals[k] for k in ("retransmits", "trims", "nacks", "rtos", "probes")},
         "counters": dict(sorted(counters.items())),

@@ -8,15 +8,17 @@ file, the field and the fix, not minutes into a run.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mrcemu import yamlfile
 from mrcemu.errors import ConfigError, MrcemuError
+from mrcemu.scenario import patterns
 from mrcemu.scenario import programs as exec_programs
 from mrcemu.scenario.programs import Program
-from mrcemu.topology import Layout, Topology, faults
+from mrcemu.topology import Layout, Topology, faults, latency
 from mrcemu.topology import load as load_topology
 from mrcemu.topology.model import USID_ENGINES
 from mrcemu.transport.config import PLANE_SHARES, TransportConfig
@@ -64,6 +66,11 @@ class Workload:
     qps: int = 1
     # exec: real programs on hosts, the server first (scenario/programs.py)
     programs: tuple[Program, ...] = ()
+    # permutation: `steps` cross-leaf permutations, each drawn from `draw_seed` (the
+    # scenario's seed) over the hosts' leaves (`leaf_of`, from the topology)
+    steps: int = 1
+    leaf_of: tuple[int, ...] = ()
+    draw_seed: int = 1
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -82,6 +89,11 @@ class Workload:
             return [[(self.src, self.dst, self.size)]]
         if self.kind == "all-to-all":
             return [[(a, b, self.size) for a in range(hosts) for b in range(hosts) if a != b]]
+        if self.kind == "all-to-all-steps":
+            return patterns.shifted_all_to_all(hosts, self.size)
+        if self.kind == "permutation":
+            return patterns.permutation_steps(self.leaf_of, self.size, self.steps,
+                                              self.draw_seed)
         if self.kind == "incast":
             assert self.dst is not None
             return [[(s, self.dst, self.size) for s in self.senders]]
@@ -212,7 +224,10 @@ TRANSPORT_SETTINGS: dict[str, str] = {
 _WORKLOAD: dict[str, str] = {
     "kind": "one of the workload kinds below; **required**",
     "size": "bytes per message (`512KiB`, `4MiB` or a number); a list, `[64KiB, 1MiB]`, is a "
-            "size sweep with `iterations` at each size; **required**",
+            "size sweep with `iterations` at each size; **required**, but for `permutation` "
+            "and `all-to-all-steps` (default: 8 bandwidth-delay products of a host's line "
+            "rate over the base round trip across leaves)",
+    "steps": "`permutation`: its steps, each a permutation of its own (default: 1)",
     "iterations": "times the workload repeats (default: 1; not for a stream)",
     "src": "`single`: the writing host (default: h0)",
     "dst": "`single`, `incast`: the written host (default: the last host)",
@@ -231,6 +246,10 @@ _WORKLOAD: dict[str, str] = {
 WORKLOAD_KINDS: dict[str, str] = {
     "single": "one message from `src` to `dst`, each iteration",
     "all-to-all": "every host writes `size` to every other at once (MoE style)",
+    "all-to-all-steps": "an all-to-all as a collective library schedules it: hosts - 1 "
+                        "steps, in step k every host writes `size` to the host k after it",
+    "permutation": "`steps` steps, each a permutation drawn from the scenario's seed in "
+                   "which every host writes `size` to one host on another leaf",
     "ring-allreduce": "reduce-scatter then all-gather round a ring of every host, `size` the "
                       "buffer each reduces",
     "incast": "every sender writes `size` to `dst` at once",
@@ -308,6 +327,8 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
     if "programs" in data:
         raise ConfigError(source, "workload.programs", data["programs"],
                           f"does not apply to {kind}", "remove it (it is for kind: exec)")
+    if "size" not in data and kind in STEPPED:
+        data = {**data, "size": default_step_size(topo)}
     if "size" not in data:
         raise ConfigError(source, "workload.size", None, "is required",
                           "add 'size: 512KiB' (bytes per message)")
@@ -362,7 +383,38 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                           or (k == "dst" and kind not in ("single", "incast"))):
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it")
-    return Workload(kind, size, iterations, src, dst, senders, sweep=sweep, qps=qps)
+    if "steps" in data and kind != "permutation":
+        raise ConfigError(source, "workload.steps", data["steps"], f"does not apply to {kind}",
+                          "remove it (it is for kind: permutation)")
+    steps = int(_number(source, "workload.steps", data.get("steps", 1), 1, 10000,
+                        "use a whole number of steps, e.g. 20", whole=True))
+    leaf_of = tuple(topo.leaf_of(h) for h in range(topo.hosts))
+    if kind == "permutation" and topo.hosts_per_leaf * 2 > topo.hosts:
+        raise ConfigError(source, "workload.kind", kind,
+                          f"needs leaves of at most half the hosts; topology '{topo.name}' "
+                          f"has {topo.hosts_per_leaf} of {topo.hosts} on a leaf",
+                          "use a topology with two leaves or more")
+    return Workload(kind, size, iterations, src, dst, senders, sweep=sweep, qps=qps,
+                    steps=steps, leaf_of=leaf_of)
+
+
+# The workloads of steps whose size defaults to a bandwidth-bound one.
+STEPPED = ("permutation", "all-to-all-steps")
+BDPS_A_STEP = 8  # a step's write, in bandwidth-delay products, by default
+
+
+def flow_bdp_bytes(topo: Topology) -> float:
+    """A host's line rate over the base round trip across leaves (within the one leaf of
+    a fabric that has one): the bytes one flow needs in flight to fill its host."""
+    far = topo.hosts - 1 if topo.leaf_of(topo.hosts - 1) != topo.leaf_of(0) else 1
+    rtt = latency.base_rtt_s(topo, 0, min(far, topo.hosts - 1))
+    return rtt * topo.planes * topo.host_link_mbps * 1e6 / 8
+
+
+def default_step_size(topo: Topology) -> int:
+    """BDPS_A_STEP bandwidth-delay products, in whole KiB (64 KiB at least: a fabric with
+    no fixed latency has no product)."""
+    return max(64, math.ceil(BDPS_A_STEP * flow_bdp_bytes(topo) / 1024)) * 1024
 
 
 def _exec(source: str, data: dict, topo: Topology) -> Workload:
@@ -587,7 +639,8 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
         raise ConfigError(source, "description", data["description"], "must be text",
                           "write description: followed by a sentence")
     return Scenario(name=name, source=source, description=str(data.get("description", "")),
-                    topology=topo, workload=wl, faults=faults, transports=tuple(transports),
+                    topology=topo, workload=replace(wl, draw_seed=seed), faults=faults,
+                    transports=tuple(transports),
                     seed=seed, capture=_capture(source, data.get("capture"), layout, wl),
                     timeout_s=timeout, settle_s=settle, map_interval_ms=map_ms,
                     transport=transport)

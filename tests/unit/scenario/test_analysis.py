@@ -433,3 +433,30 @@ def test_a_failed_programs_run_names_it_and_has_no_job_time():
            "machine": "m", "partial": False, "transports": {"mrc": s}}
     assert ["outcome", "FAILED: h0: ib_write_bw h7 (exit 1)"] in report.table_rows(rep)[1]
     assert "Couldn't connect" in report.markdown(rep)
+
+
+def test_a_steps_time_is_its_last_writes_end_against_its_busiest_host_at_line_rate():
+    from mrcemu.scenario.analysis import steps
+    from mrcemu.topology import load
+
+    topo = load("default")  # 8 ports of 20 Mb/s: 20 MB/s a host
+    mb = 2_000_000  # 0.1 s of a host's line rate
+
+    def flow(s, d, ph, t0, t1, size=mb):
+        return {"src": s, "dst": d, "size": size, "phase": ph, "posted_at": t0, "done_at": t1}
+
+    raw = {"iterations": [{"index": 0, "flows": [
+        flow(0, 4, 0, 1.0, 1.1), flow(1, 5, 0, 1.0, 1.4),  # step 0: the slow flow's end
+        # step 1: h1's write split over two QPs, one flow; h6 receives two writes
+        flow(1, 6, 1, 1.4, 1.6, mb // 2), flow(1, 6, 1, 1.4, 1.6, mb // 2),
+        flow(2, 6, 1, 1.4, 1.6),
+        flow(3, 7, 2, 1.6, None)]}]}  # step 2 never ended: not a step
+    got = steps(raw, topo)
+    assert got["count"] == 2
+    s0, s1 = got["each"]
+    assert (s0["step"], s0["time_s"], s0["ideal_s"]) == (0, 0.4, 0.1)
+    assert s0["efficiency"] == 0.25 and s0["flow_share"] == [1.0, 0.25]
+    assert (s1["time_s"], s1["ideal_s"], s1["efficiency"]) == (0.2, 0.2, 1.0)
+    assert s1["flow_share"] == [0.5, 0.5]  # two flows, not three: QPs of a pair are one
+    assert got["efficiency_min"] == 0.25 and got["efficiency_mean"] == 0.625
+    assert steps({"iterations": [{"index": 0, "flows": []}]}, topo) is None

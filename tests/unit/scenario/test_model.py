@@ -159,6 +159,10 @@ def test_workload_phases():
     ({"workload": {"kind": "single", "size": "1MiB", "programs": []}}, "workload.programs",
      "kind: exec"),
     ({"usid_engine": "seg6"}, "usid_engine", "one of auto, kernel, bpf"),
+    ({"workload": {"kind": "all-to-all", "size": "1MiB", "steps": 3}}, "workload.steps",
+     "kind: permutation"),
+    ({"workload": {"kind": "permutation", "steps": 0}}, "workload.steps", "e.g. 20"),
+    ({"topology": "default", "workload": {"kind": "single"}}, "workload.size", "required"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
     p = write(tmp_path, {**BASE, **patch})
@@ -346,3 +350,33 @@ def test_a_scenario_may_choose_the_usid_engine_its_topology_is_run_with(tmp_path
     assert load(write(tmp_path, BASE)).topology.usid_engine == "auto"
     sc = load(write(tmp_path, {**BASE, "usid_engine": "bpf"}))
     assert sc.topology.usid_engine == "bpf" and sc.topology.name == "small"
+
+
+def test_a_synchronous_job_draws_its_steps_from_the_seed_bandwidth_bound_by_default(tmp_path):
+    from mrcemu.scenario.model import BDPS_A_STEP, flow_bdp_bytes
+
+    p = write(tmp_path, {"topology": "rack4", "seed": 3,
+                         "workload": {"kind": "permutation", "steps": 5}})
+    sc = load(p)
+    steps = sc.workload.phases(16)
+    assert len(steps) == 5 and sc.workload.draw_seed == 3
+    leaf = sc.topology.leaf_of
+    assert all(leaf(a) != leaf(b) for st in steps for a, b, _n in st)
+    assert sc.workload.size >= BDPS_A_STEP * flow_bdp_bytes(sc.topology)
+    # slowed, the same steps (a BDP in bytes is the same at any pace)
+    assert sc.slowed(4).workload.phases(16) == steps
+    other = load(write(tmp_path, {"topology": "rack4", "seed": 4,
+                                  "workload": {"kind": "permutation", "steps": 5}}, "o.yaml"))
+    assert other.workload.phases(16) != steps
+    shifted = load(write(tmp_path, {"topology": "default",
+                                    "workload": {"kind": "all-to-all-steps"}}, "a.yaml"))
+    assert len(shifted.workload.phases(8)) == 7
+
+
+def test_a_permutation_on_one_leaf_is_refused_naming_the_fix(tmp_path):
+    topo = write(tmp_path, {"planes": 2, "leaves_per_plane": 1, "spines_per_plane": 2,
+                            "hosts": 4}, "oneleaf.yaml")
+    p = write(tmp_path, {"topology": str(topo), "workload": {"kind": "permutation"}})
+    with pytest.raises(ConfigError) as e:
+        load(p)
+    assert e.value.field == "workload.kind" and "two leaves or more" in str(e.value)
