@@ -19,10 +19,20 @@ def cross_leaf_permutation(leaf_of: Sequence[int], rng: random.Random) -> list[i
     if len(set(leaf_of)) < 2 or max(leaf_of.count(x) for x in set(leaf_of)) * 2 > n:
         raise ValueError("no permutation sends every host across leaves: a leaf holds "
                          "more than half the hosts")
-    dst = list(range(n))
     for _ in range(MAX_DRAWS):
-        rng.shuffle(dst)
-        if all(leaf_of[h] != leaf_of[d] for h, d in enumerate(dst)):
+        # A uniform permutation drawn host by host (Fisher-Yates), given up at the first
+        # host it would send within its leaf: rejection, so the kept ones are uniform,
+        # at a fraction of the cost of drawing each whole.
+        left = list(range(n))
+        dst = []
+        for h in range(n):
+            i = rng.randrange(n - h)
+            d = left[i]
+            if leaf_of[d] == leaf_of[h]:
+                break
+            left[i] = left[n - h - 1]
+            dst.append(d)
+        else:
             return dst
     raise ValueError(f"no cross-leaf permutation in {MAX_DRAWS} draws")
 
