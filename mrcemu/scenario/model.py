@@ -406,9 +406,7 @@ BDPS_A_STEP = 8  # a step's write, in bandwidth-delay products, by default
 def flow_bdp_bytes(topo: Topology) -> float:
     """A host's line rate over the base round trip across leaves (within the one leaf of
     a fabric that has one): the bytes one flow needs in flight to fill its host."""
-    far = topo.hosts - 1 if topo.leaf_of(topo.hosts - 1) != topo.leaf_of(0) else 1
-    rtt = latency.base_rtt_s(topo, 0, min(far, topo.hosts - 1))
-    return rtt * topo.planes * topo.host_link_mbps * 1e6 / 8
+    return latency.longest_rtt_s(topo) * topo.planes * topo.host_link_mbps * 1e6 / 8
 
 
 def default_step_size(topo: Topology) -> int:
