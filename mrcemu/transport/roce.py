@@ -45,6 +45,12 @@ SYNDROME_ACK = Syndrome.ACK
 SYNDROME_NAK_PSN = Syndrome.NAK_PSN
 
 
+def first_flow_index(flow_key: bytes, local_qpn: int, remote_qpn: int, flows: int) -> int:
+    """Which of its `flows` (sorted by EV) a QP starts on: a hash of the pair and both QPs."""
+    return zlib.crc32(flow_key + local_qpn.to_bytes(4, "big")
+                      + remote_qpn.to_bytes(4, "big")) % flows
+
+
 class RoceConnection(ConnectionBase):
     def __init__(self, cfg: TransportConfig, profile: EvProfile, local_qpn: int,
                  remote_qpn: int, memory: MemoryTable | None = None,
@@ -58,7 +64,6 @@ class RoceConnection(ConnectionBase):
         super().__init__()
         base = sorted(e.ev for e in profile.evs.values() if e.active)
         self.paths = base
-        h = zlib.crc32(flow_key + local_qpn.to_bytes(4, "big") + remote_qpn.to_bytes(4, "big"))
         # The compiled data path, framing from the codec's bodies with every per-packet
         # field zero (it writes those by name).
         bodies = tuple(
@@ -76,7 +81,8 @@ class RoceConnection(ConnectionBase):
         # One ECMP-hashed path for data and ACKs alike: the data path holds it, since
         # its responder moves it too (lost ACKs, after a reconvergence).
         self.dp.set_route([(ev, ev >> 16, ev & 0xFFFF, p.src, p.delivered, p.container)
-                           for ev in base for p in (profile.evs[ev].path,)], h % len(base))
+                           for ev in base for p in (profile.evs[ev].path,)],
+                          first_flow_index(flow_key, local_qpn, remote_qpn, len(base)))
         self.srtt: float | None = None  # go-back-N keeps no RTT estimate
         # requester
         self.next_psn = 0  # next new PSN to assign
