@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
@@ -18,7 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mrcemu.errors import FabricStateError, MrcemuError, NeedsRoot
+from mrcemu.clikit import console, err, friendly, need_root
+from mrcemu.errors import FabricStateError, MrcemuError
+from mrcemu.study.command import study
 from mrcemu.topology import Layout, Topology, latency, load
 from mrcemu.topology.faults import KINDS as FAULT_KINDS
 from mrcemu.topology.model import TOPOLOGY_DIR, USID_ENGINES
@@ -29,24 +30,8 @@ except MrcemuError as _e:
     Console(stderr=True).print(f"[bold red]mrcemu:[/] {_e}", highlight=False, soft_wrap=True)
     sys.exit(_e.exit_code)
 
-console = Console()
-err = Console(stderr=True)
 
 DEFAULT_TOPOLOGY = str(TOPOLOGY_DIR / "default.yaml")
-
-
-def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn our errors into `mrcemu: <message>` and the error's exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*a: Any, **kw: Any) -> Any:
-        try:
-            return fn(*a, **kw)
-        except MrcemuError as e:
-            err.print(f"[bold red]mrcemu:[/] {e}", highlight=False, soft_wrap=True)
-            sys.exit(e.exit_code)
-
-    return wrapper
 
 
 class SlowdownType(click.ParamType):
@@ -79,11 +64,6 @@ def usid_engine_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=None, help="What performs the switches' SRv6 End with next-csid: the "
         "kernel's seg6local, mrcemu's BPF program, or auto (the kernel's where it works; "
         "the topology's usid_engine, auto unless set).")(fn)
-
-
-def need_root(what: str) -> None:
-    if os.geteuid() != 0:
-        raise NeedsRoot(what)
 
 
 def running_topology() -> tuple[Topology, dict[str, int]]:
@@ -1184,3 +1164,5 @@ def doctor(as_json: bool, brief: bool, again: bool) -> None:
         for line in missing:
             err.print(f"[bold red]mrcemu:[/] {line}", highlight=False, soft_wrap=True)
         sys.exit(1)
+
+main.add_command(study)

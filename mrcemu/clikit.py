@@ -1,0 +1,35 @@
+"""What every `mrcemu` command shares: the consoles, and errors as one clear line."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+from mrcemu.errors import MrcemuError, NeedsRoot
+
+console = Console()
+err = Console(stderr=True)
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn our errors into `mrcemu: <message>` and the error's exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*a: Any, **kw: Any) -> Any:
+        try:
+            return fn(*a, **kw)
+        except MrcemuError as e:
+            err.print(f"[bold red]mrcemu:[/] {e}", highlight=False, soft_wrap=True)
+            sys.exit(e.exit_code)
+
+    return wrapper
+
+
+def need_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise NeedsRoot(what)
