@@ -21,8 +21,11 @@ RULES: dict[str, tuple[str, ...]] = {
     "wire": SHELL + LINUX_LIBS,
     "transport": SHELL + LINUX_LIBS + ("time",),
     "datapath": SHELL + LINUX_LIBS + ("time", "mrcemu.transport"),
-    "fabric": ("mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
-    "nic": ("mrcemu.fabric", "mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults"),
+    "fabric": ("mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults",
+               "mrcemu.study"),
+    "nic": ("mrcemu.fabric", "mrcemu.scenario", "mrcemu.cli", "mrcemu.capture", "mrcemu.faults",
+            "mrcemu.study"),
+    "study": ("mrcemu.cli", "mrcemu.paper"),  # runs what it needs itself, as paper does
     "paper": ("mrcemu.cli",),  # runs scenarios through mrcemu.scenario, as `run` does
 }
 

@@ -1,0 +1,77 @@
+"""The hash census run: for each size, its ECMP fabric brought up, `draws` draws probed
+and counted (fabric/census_probes.py), the fabric torn down; the counts judged by
+census.py. A draw counted wrong at any hop stops the census: its figures would not be
+the kernel's hash."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from mrcemu.errors import MrcemuError
+from mrcemu.study import census
+from mrcemu.topology import Topology, load
+
+Ui = Callable[[str, dict], None]
+
+# The ECMP fabric a census takes for each size: `ecmp` (two leaves of four) and the
+# generated twins (topology/sizes.py).
+# A draw counted wrong (another packet in the fabric) is sent again this often.
+RECOUNTS = 2
+ECMP_FABRICS = {8: "ecmp", 16: "rack4-ecmp", 32: "rack4x8-ecmp", 64: "rack8x8-ecmp"}
+
+
+def fabric_for(hosts: int) -> Topology:
+    if hosts not in ECMP_FABRICS:
+        raise MrcemuError(f"no census fabric of {hosts} hosts: use "
+                          + ", ".join(str(h) for h in ECMP_FABRICS))
+    return load(ECMP_FABRICS[hosts])
+
+
+def census_size(topo: Topology, draws: int, qps: int, seed: int, ui: Ui) -> dict:
+    """One size's census on its own fabric, brought up and torn down here."""
+    from mrcemu.fabric.census_probes import Census
+    from mrcemu.fabric.launch import launch, stop
+    from mrcemu.fabric.servers import of_running
+    from mrcemu.fabric.state import require_state
+
+    ui("stage", {"text": f"bringing up {topo.name} ({topo.hosts} hosts)"})
+    launch(topo, lambda stage, n, total: ui("up", {"stage": stage, "n": n, "total": total}))
+    t0 = time.monotonic()
+    try:
+        st = require_state()
+        servers = of_running(st)
+        rng = random.Random(f"census:{seed}:{topo.hosts}")
+        counted: list[census.Loads] = []
+        recounted = 0
+        with Census(topo, st.nodes, lambda: servers.counters()["state"]) as probe:
+            probe.quiet()
+            for k in range(draws):
+                probes = census.draw(topo, rng, qps)
+                sends = [(p.src, p.dst, p.packet()) for p in probes]
+                for attempt in range(RECOUNTS + 1):
+                    got = census.loads(topo, probe.run(sends))
+                    wrong = census.miscounted(topo, probes, got)
+                    if not wrong:
+                        break
+                    if attempt == RECOUNTS:
+                        raise MrcemuError(f"census draw {k} on {topo.name} counted wrong "
+                                          f"{RECOUNTS + 1} times: " + "; ".join(wrong[:3]))
+                    recounted += 1
+                    probe.quiet()
+                counted.append(got)
+                ui("draw", {"n": k + 1, "total": draws, "topology": topo.name})
+    finally:
+        stop()
+    out = census.summarize(topo, qps, counted)
+    out["seconds"] = round(time.monotonic() - t0, 1)
+    out["recounted"] = recounted  # draws counted again, the fabric not idle the first time
+    return out
+
+
+def run(hosts: list[int], draws: int, qps: int, seed: int, ui: Ui) -> dict:
+    """Every size's census, smallest first; what is hashed and what each draw varied."""
+    topos = [fabric_for(h) for h in sorted(set(hosts))]  # an unknown size stops here
+    return {"hashed": census.HASHED, "varied": census.VARIED, "seed": seed,
+            "sizes": [census_size(t, draws, qps, seed, ui) for t in topos]}

@@ -1,0 +1,95 @@
+"""`mrcemu study`: its subcommands, registered on the main group by cli.py."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from mrcemu.clikit import err, friendly, need_root
+
+
+class SizesType(click.ParamType):
+    """`--hosts 16,32,64`: the sizes a study runs at."""
+
+    name = "N[,N...]"
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
+            return value
+        try:
+            out = [int(x) for x in str(value).split(",") if x.strip()]
+        except ValueError:
+            self.fail(f"{value!r} is not a list of host counts such as 16,32,64", param, ctx)
+        if not out:
+            self.fail("give at least one size", param, ctx)
+        return out
+
+
+@click.group()
+def study() -> None:
+    """Seeded sets of runs at several fabric sizes: what ECMP's hashing costs, measured."""
+
+
+@study.command()
+@click.option("--hosts", "hosts", type=SizesType(), default="8,16,32,64", show_default=True,
+              help="The sizes, in hosts: each has its ECMP fabric (8: ecmp; 16, 32, 64: "
+                   "rack4-ecmp, rack4x8-ecmp, rack8x8-ecmp).")
+@click.option("--draws", type=click.IntRange(10, 100_000), default=1000, show_default=True,
+              help="Draws a size: each a cross-leaf permutation with fresh QP numbers.")
+@click.option("--qps", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="RoCE QPs a pair of hosts.")
+@click.option("--seed", default=1, show_default=True, help="Seed of the draws.")
+@click.option("--quick", is_flag=True, help="16 hosts, 100 draws (under a minute here).")
+@click.option("--out", "out", default="study", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for study.json (its `census` section) and census.png.")
+def census(hosts: list[int], draws: int, qps: int, seed: int, quick: bool, out: str) -> None:
+    """Hash census: where the ECMP fabric's kernels hash RoCE QPs, from the switches'
+    counters, against the binomial a uniform hash gives."""
+    friendly(_census)([16] if quick else hosts, 100 if quick else draws, qps, seed, Path(out))
+
+
+def _census(hosts: list[int], draws: int, qps: int, seed: int, out: Path) -> None:
+    from mrcemu.study import census_run, plots, results
+
+    for h in hosts:
+        census_run.fabric_for(h)  # an unknown size stops here, before anything starts
+    results.load(out)  # and so does a results file that is not one
+    need_root("study census")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    with Progress(TextColumn("{task.description:>14}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def ui(event: str, d: dict) -> None:
+            if event == "stage":
+                err.print(d["text"], highlight=False)
+            elif event == "up":
+                bar.update(task, description=d["stage"], completed=d["n"], total=d["total"])
+            elif event == "draw":
+                bar.update(task, description=d["topology"], completed=d["n"],
+                           total=d["total"])
+
+        try:
+            doc = census_run.run(hosts, draws, qps, seed, ui)
+        except KeyboardInterrupt:
+            bar.stop()
+            err.print("mrcemu: study census interrupted: the fabric was torn down; nothing "
+                      "written", highlight=False)
+            sys.exit(130)
+    path = results.write(out, "census", doc)
+    plots.census(doc, out / "census.png")
+    for s in doc["sizes"]:
+        f, b = s["fit"], s["busiest_uplink"]
+        pv = "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}"
+        click.echo(f"{s['hosts']:>3} hosts: {s['draws']} draws, {s['qps_a_leaf']} QPs a leaf "
+                   f"over {s['spines']} spines: chi2 {f['chi2']:.2f} ({f['dof']} dof), "
+                   f"p {pv}; busiest uplink {b['mean']:.3f} QPs (uniform hash "
+                   f"{b['uniform_hash']:.3f})")
+    click.echo(f"wrote {path} and {out / 'census.png'}")
+
