@@ -29,8 +29,36 @@ def fabric_for(hosts: int) -> Topology:
     return load(ECMP_FABRICS[hosts])
 
 
-def census_size(topo: Topology, draws: int, qps: int, seed: int, ui: Ui) -> dict:
-    """One size's census on its own fabric, brought up and torn down here."""
+def _draws(topo: Topology, probe, draws: int, qps: int, seed: int, ui: Ui) -> dict:
+    """One size's census with `qps` QPs a pair, on its running fabric."""
+    rng = random.Random(f"census:{seed}:{topo.hosts}:{qps}")
+    counted: list[census.Loads] = []
+    recounted, t0 = 0, time.monotonic()
+    probe.quiet()
+    for k in range(draws):
+        probes = census.draw(topo, rng, qps)
+        sends = [(p.src, p.dst, p.packet()) for p in probes]
+        for attempt in range(RECOUNTS + 1):
+            got = census.loads(topo, probe.run(sends))
+            wrong = census.miscounted(topo, probes, got)
+            if not wrong:
+                break
+            if attempt == RECOUNTS:
+                raise MrcemuError(f"census draw {k} on {topo.name} counted wrong "
+                                  f"{RECOUNTS + 1} times: " + "; ".join(wrong[:3]))
+            recounted += 1
+            probe.quiet()
+        counted.append(got)
+        ui("draw", {"n": k + 1, "total": draws, "topology": f"{topo.name} x{qps}"})
+    out = census.summarize(topo, qps, counted)
+    out["seconds"] = round(time.monotonic() - t0, 1)
+    out["recounted"] = recounted  # draws counted again, the fabric not idle the first time
+    return out
+
+
+def census_size(topo: Topology, draws: int, qps: list[int], seed: int, ui: Ui) -> list[dict]:
+    """One size's census at each count of QPs a pair, on its own fabric, brought up and
+    torn down here."""
     from mrcemu.fabric.census_probes import Census
     from mrcemu.fabric.launch import launch, stop
     from mrcemu.fabric.servers import of_running
@@ -38,40 +66,18 @@ def census_size(topo: Topology, draws: int, qps: int, seed: int, ui: Ui) -> dict
 
     ui("stage", {"text": f"bringing up {topo.name} ({topo.hosts} hosts)"})
     launch(topo, lambda stage, n, total: ui("up", {"stage": stage, "n": n, "total": total}))
-    t0 = time.monotonic()
     try:
         st = require_state()
         servers = of_running(st)
-        rng = random.Random(f"census:{seed}:{topo.hosts}")
-        counted: list[census.Loads] = []
-        recounted = 0
         with Census(topo, st.nodes, lambda: servers.counters()["state"]) as probe:
-            probe.quiet()
-            for k in range(draws):
-                probes = census.draw(topo, rng, qps)
-                sends = [(p.src, p.dst, p.packet()) for p in probes]
-                for attempt in range(RECOUNTS + 1):
-                    got = census.loads(topo, probe.run(sends))
-                    wrong = census.miscounted(topo, probes, got)
-                    if not wrong:
-                        break
-                    if attempt == RECOUNTS:
-                        raise MrcemuError(f"census draw {k} on {topo.name} counted wrong "
-                                          f"{RECOUNTS + 1} times: " + "; ".join(wrong[:3]))
-                    recounted += 1
-                    probe.quiet()
-                counted.append(got)
-                ui("draw", {"n": k + 1, "total": draws, "topology": topo.name})
+            return [_draws(topo, probe, draws, m, seed, ui) for m in qps]
     finally:
         stop()
-    out = census.summarize(topo, qps, counted)
-    out["seconds"] = round(time.monotonic() - t0, 1)
-    out["recounted"] = recounted  # draws counted again, the fabric not idle the first time
-    return out
 
 
-def run(hosts: list[int], draws: int, qps: int, seed: int, ui: Ui) -> dict:
-    """Every size's census, smallest first; what is hashed and what each draw varied."""
+def run(hosts: list[int], draws: int, qps: list[int], seed: int, ui: Ui) -> dict:
+    """Every size's census, smallest first, at each count of QPs a pair; what is hashed
+    and what each draw varied."""
     topos = [fabric_for(h) for h in sorted(set(hosts))]  # an unknown size stops here
     return {"hashed": census.HASHED, "varied": census.VARIED, "seed": seed,
-            "sizes": [census_size(t, draws, qps, seed, ui) for t in topos]}
+            "sizes": [s for t in topos for s in census_size(t, draws, sorted(set(qps)), seed, ui)]}

@@ -10,10 +10,12 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mrcemu.clikit import err, friendly, need_root
+from mrcemu.errors import MrcemuError
+from mrcemu.transport.profiles import MAX_QPS
 
 
-class SizesType(click.ParamType):
-    """`--hosts 16,32,64`: the sizes a study runs at."""
+class CountsType(click.ParamType):
+    """`--hosts 16,32,64`, `--qps 1,4`: the counts a study runs at."""
 
     name = "N[,N...]"
 
@@ -24,9 +26,9 @@ class SizesType(click.ParamType):
         try:
             out = [int(x) for x in str(value).split(",") if x.strip()]
         except ValueError:
-            self.fail(f"{value!r} is not a list of host counts such as 16,32,64", param, ctx)
-        if not out:
-            self.fail("give at least one size", param, ctx)
+            self.fail(f"{value!r} is not a list of counts such as 16,32,64", param, ctx)
+        if not out or min(out) < 1:
+            self.fail(f"{value!r}: give one count or more, each at least 1", param, ctx)
         return out
 
 
@@ -36,29 +38,31 @@ def study() -> None:
 
 
 @study.command()
-@click.option("--hosts", "hosts", type=SizesType(), default="8,16,32,64", show_default=True,
+@click.option("--hosts", "hosts", type=CountsType(), default="8,16,32,64", show_default=True,
               help="The sizes, in hosts: each has its ECMP fabric (8: ecmp; 16, 32, 64: "
                    "rack4-ecmp, rack4x8-ecmp, rack8x8-ecmp).")
 @click.option("--draws", type=click.IntRange(10, 100_000), default=1000, show_default=True,
               help="Draws a size: each a cross-leaf permutation with fresh QP numbers.")
-@click.option("--qps", type=click.IntRange(1, 16), default=1, show_default=True,
-              help="RoCE QPs a pair of hosts.")
+@click.option("--qps", type=CountsType(), default="1,4", show_default=True,
+              help="RoCE QPs a pair of hosts (at most 16): a census at each.")
 @click.option("--seed", default=1, show_default=True, help="Seed of the draws.")
 @click.option("--quick", is_flag=True, help="16 hosts, 100 draws (under a minute here).")
 @click.option("--out", "out", default="study", show_default=True,
               type=click.Path(file_okay=False),
               help="Folder for study.json (its `census` section) and census.png.")
-def census(hosts: list[int], draws: int, qps: int, seed: int, quick: bool, out: str) -> None:
+def census(hosts: list[int], draws: int, qps: list[int], seed: int, quick: bool, out: str) -> None:
     """Hash census: where the ECMP fabric's kernels hash RoCE QPs, from the switches'
     counters, against the binomial a uniform hash gives."""
     friendly(_census)([16] if quick else hosts, 100 if quick else draws, qps, seed, Path(out))
 
 
-def _census(hosts: list[int], draws: int, qps: int, seed: int, out: Path) -> None:
+def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) -> None:
     from mrcemu.study import census_run, plots, results
 
     for h in hosts:
         census_run.fabric_for(h)  # an unknown size stops here, before anything starts
+    if max(qps) > MAX_QPS:
+        raise MrcemuError(f"--qps {max(qps)}: a pair has {MAX_QPS} RoCE QPs at most")
     results.load(out)  # and so does a results file that is not one
     need_root("study census")
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -87,8 +91,9 @@ def _census(hosts: list[int], draws: int, qps: int, seed: int, out: Path) -> Non
     for s in doc["sizes"]:
         f, b = s["fit"], s["busiest_uplink"]
         pv = "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}"
-        click.echo(f"{s['hosts']:>3} hosts: {s['draws']} draws, {s['qps_a_leaf']} QPs a leaf "
-                   f"over {s['spines']} spines: chi2 {f['chi2']:.2f} ({f['dof']} dof), "
+        click.echo(f"{s['hosts']:>3} hosts, {s['qps']} QP a pair: {s['draws']} draws, "
+                   f"{s['qps_a_leaf']} QPs a leaf over {s['spines']} spines: "
+                   f"chi2 {f['chi2']:.2f} ({f['dof']} dof), "
                    f"p {pv}; busiest uplink {b['mean']:.3f} QPs (uniform hash "
                    f"{b['uniform_hash']:.3f})")
     click.echo(f"wrote {path} and {out / 'census.png'}")
