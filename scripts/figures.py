@@ -27,6 +27,7 @@ import inline_figures
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "mrcemu" / "paper" / "example" / "paper.json"
 DEMO = ROOT / "mrcemu" / "scenarios" / "example" / "report.json"
+STUDY = ROOT / "docs" / "assets" / "study" / "study.json"
 BENCH = ROOT / "BENCHMARKS.json"
 PAGES = ("README.md", "docs")
 REGION = re.compile(r"(<!-- figures:([\w-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.S)
@@ -381,7 +382,50 @@ def kernel_needs(_: dict) -> str:
     return markdown()
 
 
+def census_table(doc: dict) -> str:
+    """The hash census's rows (`mrcemu study census`): BENCHMARKS.md's and docs/study.md's."""
+    rows = []
+    for s in doc["sizes"]:
+        f, b = s["fit"], s["busiest_uplink"]
+        pv = "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}"
+        rows.append(f"| {s['hosts']} | {s['topology']} | {s['qps']} | {s['draws']} | "
+                    f"Bin({f['n']}, 1/{s['spines']}) | {f['chi2']:.2f} | {f['dof']} | "
+                    f"**{pv}** | {b['mean']:.3f} | {b['uniform_hash']:.3f} | "
+                    f"**{b['mean'] / b['uniform_hash']:.3f}** | {s['recounted']} | "
+                    f"{s['seconds']:.0f} s |")
+    return ("| hosts | fabric | QPs a pair | draws | a uniform hash gives | χ² | dof | p | "
+            "busiest uplink (QPs) | uniform hash's | ratio | draws recounted | time |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def census_fields(doc: dict) -> str:
+    """What the leaves' hash reads, as the census measured it at each size."""
+    names = {"udp_source_port": "UDP source port", "flow_label": "flow label",
+             "hash_seed": "hash seed"}
+    sizes = list(doc["fields"])
+    head = "| changed alone | " + " | ".join(f"{h} hosts" for h in sizes) + " |"
+    rows = [f"| {names.get(f, f)} | " + " | ".join(
+        f"{doc['fields'][h][f]['moved']} of {doc['fields'][h][f]['qps']} "
+        f"({doc['fields'][h][f]['a_hashed_field_moves']:g})" for h in sizes) + " |"
+        for f in doc["fields"][sizes[0]]]
+    return (head + "\n|---|" + "---|" * len(sizes) + "\n" + "\n".join(rows) + "\n")
+
+
+def study_census(doc: dict) -> str:
+    """The census as the study's page gives it: when and where, what is hashed, the rows."""
+    c = doc["census"]
+    return (_wrap(f"Measured {c['measured'][:10]} on {c['machine']}"
+                  + (f" at `{c['commit']}`" if c.get("commit") else "")
+                  + f". The kernel hashes {c['hashed']}; each draw changes {c['varied']}.")
+            + "\n\n" + census_table(c)
+            + "\n" + _wrap("QPs that took another uplink when one thing alone was changed "
+                           "(in brackets: how many a field the hash reads moves, "
+                           "(spines - 1) / spines of them):")
+            + "\n\n" + census_fields(c))
+
+
 REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
+    "study-census": (STUDY, study_census),
     "paper-verdicts": (PAPER, paper_verdicts),
     "paper-table": (PAPER, paper_table),
     "demo-table": (DEMO, demo_table),

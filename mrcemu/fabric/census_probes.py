@@ -43,6 +43,7 @@ class Census:
         # the leaf ports facing the hosts: a probe counted there has crossed every hop
         self.host_ports = {lay.interfaces[f"h{h}"][0].peer_name for h in range(topo.hosts)}
         self.senders: dict[int, socket.socket] = {}
+        self.recounted = 0  # draws a caller sent again, a hop's count off
         try:
             for h in range(topo.hosts):
                 with inside(pids[f"h{h}"]):
@@ -104,3 +105,21 @@ class Census:
         delta = {k: n - self.last.get(k, 0) for k, n in now.items()}
         self.last = now
         return {k: n for k, n in delta.items() if n}
+
+
+SEED = "/proc/sys/net/ipv4/fib_multipath_hash_seed"
+
+
+def hash_seeds(pids: dict[str, int], nodes: list[str]) -> dict[str, str]:
+    """Each node's multipath hash seed, as its sysctl reads."""
+    out = {}
+    for n in nodes:
+        with inside(pids[n]), open(SEED) as f:  # /proc/sys/net is the opener's netns
+            out[n] = f.read().strip()
+    return out
+
+
+def set_hash_seeds(pids: dict[str, int], seeds: dict[str, str]) -> None:
+    for n, seed in seeds.items():
+        with inside(pids[n]), open(SEED, "w") as f:
+            f.write(seed)

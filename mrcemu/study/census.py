@@ -51,11 +51,14 @@ class Probe:
     def flow_label(self) -> int:
         return ev_flow_label(self.ev)
 
-    def packet(self) -> bytes:
+    def packet(self, sport: int | None = None, flow_label: int | None = None) -> bytes:
         """A RoCEv2 WRITE ONLY with the QP's UDP source port, flow label and destination
-        QP, as the codec builds the QP's data: the switches hash it as they would that."""
+        QP, as the codec builds the QP's data: the switches hash it as they would that.
+        `sport`, `flow_label`: another value of that field alone (what is hashed?)."""
         return codec.encode(host_address(0, self.src).packed, host_address(0, self.dst).packed,
-                            sport=self.sport, flow_label=self.flow_label, dscp=Dscp.NO_TRIM,
+                            sport=self.sport if sport is None else sport,
+                            flow_label=self.flow_label if flow_label is None else flow_label,
+                            dscp=Dscp.NO_TRIM,
                             ecn=0, bth={"opcode": Opcode.RC_WRITE_ONLY, "dqpn": self.peer_qpn,
                                         "psn": 0}, headers={"RETH": {}})
 
@@ -169,3 +172,22 @@ def _histogram(values: list[int], n: int) -> list[int]:
     for v in values:
         out[v] += 1
     return out
+
+
+# The header fields (and the seed) whose effect on a QP's uplink a census measures: each
+# changed alone, a QP at a time.
+FIELDS = ("udp_source_port", "flow_label", "hash_seed")
+
+
+def uplink_of(got: Loads) -> tuple[int, int]:
+    """The one uplink a lone probe took."""
+    (link,) = [k for k, n in got.up.items() if n]
+    return link
+
+
+def hashed(moved: dict[str, list[bool]], spines: int) -> dict[str, dict]:
+    """For each field: of the QPs whose probe was sent again with that field alone
+    changed, how many took another uplink. A field the hash ignores moves none; one it
+    reads moves about (spines - 1) / spines of them."""
+    return {f: {"qps": len(m), "moved": sum(m), "a_hashed_field_moves": round(
+        len(m) * (spines - 1) / spines, 1)} for f, m in moved.items()}

@@ -19,6 +19,9 @@ Ui = Callable[[str, dict], None]
 # generated twins (topology/sizes.py).
 # A draw counted wrong (another packet in the fabric) is sent again this often.
 RECOUNTS = 2
+# QPs probed for what the hash reads: enough to tell a field that moves about
+# (spines - 1) / spines of them from one that moves none.
+FIELD_QPS = 32
 ECMP_FABRICS = {8: "ecmp", 16: "rack4-ecmp", 32: "rack4x8-ecmp", 64: "rack8x8-ecmp"}
 
 
@@ -29,36 +32,79 @@ def fabric_for(hosts: int) -> Topology:
     return load(ECMP_FABRICS[hosts])
 
 
+def _count(topo: Topology, probe, probes: list[census.Probe], packets: list[bytes],
+           what: str) -> census.Loads:
+    """Send `packets` (one a probe) and count them, again while a hop is off."""
+    sends = [(p.src, p.dst, b) for p, b in zip(probes, packets, strict=True)]
+    for attempt in range(RECOUNTS + 1):
+        got = census.loads(topo, probe.run(sends))
+        wrong = census.miscounted(topo, probes, got)
+        if not wrong:
+            return got
+        if attempt == RECOUNTS:
+            raise MrcemuError(f"census {what} on {topo.name} counted wrong {RECOUNTS + 1} "
+                              "times: " + "; ".join(wrong[:3]))
+        probe.recounted += 1
+        probe.quiet()
+    raise AssertionError("unreachable")
+
+
 def _draws(topo: Topology, probe, draws: int, qps: int, seed: int, ui: Ui) -> dict:
     """One size's census with `qps` QPs a pair, on its running fabric."""
     rng = random.Random(f"census:{seed}:{topo.hosts}:{qps}")
     counted: list[census.Loads] = []
-    recounted, t0 = 0, time.monotonic()
+    t0 = time.monotonic()
     probe.quiet()
+    probe.recounted = 0
     for k in range(draws):
         probes = census.draw(topo, rng, qps)
-        sends = [(p.src, p.dst, p.packet()) for p in probes]
-        for attempt in range(RECOUNTS + 1):
-            got = census.loads(topo, probe.run(sends))
-            wrong = census.miscounted(topo, probes, got)
-            if not wrong:
-                break
-            if attempt == RECOUNTS:
-                raise MrcemuError(f"census draw {k} on {topo.name} counted wrong "
-                                  f"{RECOUNTS + 1} times: " + "; ".join(wrong[:3]))
-            recounted += 1
-            probe.quiet()
-        counted.append(got)
+        counted.append(_count(topo, probe, probes, [p.packet() for p in probes], f"draw {k}"))
         ui("draw", {"n": k + 1, "total": draws, "topology": f"{topo.name} x{qps}"})
     out = census.summarize(topo, qps, counted)
     out["seconds"] = round(time.monotonic() - t0, 1)
-    out["recounted"] = recounted  # draws counted again, the fabric not idle the first time
+    out["recounted"] = probe.recounted  # draws counted again: the fabric was not idle
     return out
 
 
-def census_size(topo: Topology, draws: int, qps: list[int], seed: int, ui: Ui) -> list[dict]:
-    """One size's census at each count of QPs a pair, on its own fabric, brought up and
-    torn down here."""
+def _fields(topo: Topology, probe, pids: dict[str, int], seed: int, ui: Ui) -> dict:
+    """Which header fields (and the seed) the leaves' hash reads: FIELD_QPS QPs probed
+    alone, then again with one field changed, then again under another seed."""
+    from mrcemu.fabric.census_probes import hash_seeds, set_hash_seeds
+
+    rng = random.Random(f"fields:{seed}:{topo.hosts}")
+    probes: list[census.Probe] = []
+    while len(probes) < FIELD_QPS:
+        probes += census.draw(topo, rng, 1)
+    probes = probes[:FIELD_QPS]
+
+    def uplink(p: census.Probe, **change: int) -> tuple[int, int]:
+        return census.uplink_of(_count(topo, probe, [p], [p.packet(**change)], "field probe"))
+
+    base = [uplink(p) for p in probes]
+    moved: dict[str, list[bool]] = {f: [] for f in census.FIELDS}
+    for p, was in zip(probes, base, strict=True):
+        sport, label = p.sport, p.flow_label
+        while sport == p.sport:  # another value a RoCEv2 NIC could give it
+            sport = rng.randrange(0xC000, 0x10000)
+        while label == p.flow_label:
+            label = rng.randrange(1 << 20)
+        moved["udp_source_port"].append(uplink(p, sport=sport) != was)
+        moved["flow_label"].append(uplink(p, flow_label=label) != was)
+    leaves = [n for n in pids if n.startswith("p0l")]
+    old = hash_seeds(pids, leaves)
+    try:
+        set_hash_seeds(pids, {n: str(rng.randrange(1, 1 << 32)) for n in leaves})
+        moved["hash_seed"] = [uplink(p) != was for p, was in zip(probes, base, strict=True)]
+    finally:
+        set_hash_seeds(pids, old)
+    ui("stage", {"text": f"{topo.name}: what the hash reads, measured on {FIELD_QPS} QPs"})
+    return census.hashed(moved, topo.spines_per_plane)
+
+
+def census_size(topo: Topology, draws: int, qps: list[int], seed: int,
+                ui: Ui) -> tuple[list[dict], dict]:
+    """One size's census at each count of QPs a pair, and what its hash reads, on its own
+    fabric, brought up and torn down here."""
     from mrcemu.fabric.census_probes import Census
     from mrcemu.fabric.launch import launch, stop
     from mrcemu.fabric.servers import of_running
@@ -70,7 +116,10 @@ def census_size(topo: Topology, draws: int, qps: list[int], seed: int, ui: Ui) -
         st = require_state()
         servers = of_running(st)
         with Census(topo, st.nodes, lambda: servers.counters()["state"]) as probe:
-            return [_draws(topo, probe, draws, m, seed, ui) for m in qps]
+            probe.quiet()
+            probe.recounted = 0
+            fields = _fields(topo, probe, st.nodes, seed, ui)
+            return [_draws(topo, probe, draws, m, seed, ui) for m in qps], fields
     finally:
         stop()
 
@@ -79,5 +128,10 @@ def run(hosts: list[int], draws: int, qps: list[int], seed: int, ui: Ui) -> dict
     """Every size's census, smallest first, at each count of QPs a pair; what is hashed
     and what each draw varied."""
     topos = [fabric_for(h) for h in sorted(set(hosts))]  # an unknown size stops here
+    sizes: list[dict] = []
+    fields: dict[str, dict] = {}
+    for t in topos:
+        got, fields[str(t.hosts)] = census_size(t, draws, sorted(set(qps)), seed, ui)
+        sizes += got
     return {"hashed": census.HASHED, "varied": census.VARIED, "seed": seed,
-            "sizes": [s for t in topos for s in census_size(t, draws, sorted(set(qps)), seed, ui)]}
+            "fields": fields, "sizes": sizes}

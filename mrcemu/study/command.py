@@ -10,7 +10,6 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mrcemu.clikit import err, friendly, need_root
-from mrcemu.errors import MrcemuError
 from mrcemu.transport.profiles import MAX_QPS
 
 
@@ -58,11 +57,16 @@ def census(hosts: list[int], draws: int, qps: list[int], seed: int, quick: bool,
 
 def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) -> None:
     from mrcemu.study import census_run, plots, results
+    from mrcemu.study.census_run import FIELD_QPS
 
+    # bad input stops here, before anything starts
     for h in hosts:
-        census_run.fabric_for(h)  # an unknown size stops here, before anything starts
+        if h not in census_run.ECMP_FABRICS:
+            raise click.BadParameter(f"no census fabric of {h} hosts: use "
+                                     + ", ".join(map(str, census_run.ECMP_FABRICS)),
+                                     param_hint="--hosts")
     if max(qps) > MAX_QPS:
-        raise MrcemuError(f"--qps {max(qps)}: a pair has {MAX_QPS} RoCE QPs at most")
+        raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
     results.load(out)  # and so does a results file that is not one
     need_root("study census")
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -96,5 +100,11 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
                    f"chi2 {f['chi2']:.2f} ({f['dof']} dof), "
                    f"p {pv}; busiest uplink {b['mean']:.3f} QPs (uniform hash "
                    f"{b['uniform_hash']:.3f})")
+    for hosts_, fields in doc["fields"].items():
+        click.echo(f"{hosts_:>3} hosts, what the hash reads: of {FIELD_QPS} QPs, another "
+                   + ", ".join(f"{name.replace('_', ' ')} moved {f['moved']}"
+                               for name, f in fields.items())
+                   + " (a field it reads moves about "
+                   + f"{next(iter(fields.values()))['a_hashed_field_moves']:g})")
     click.echo(f"wrote {path} and {out / 'census.png'}")
 

@@ -8,7 +8,15 @@ import datetime
 import json
 from pathlib import Path
 
+from mrcemu.errors import MrcemuError
+
 FILE = "study.json"
+
+
+class NotAResultsFile(MrcemuError):
+    """--out names a folder whose study.json is no results file: bad input, refused."""
+
+    exit_code = 2
 
 
 def load(folder: Path) -> dict:
@@ -18,10 +26,8 @@ def load(folder: Path) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
-        from mrcemu.errors import MrcemuError
-
-        raise MrcemuError(f"{path}: not a study's results file ({e}): move it away, or "
-                          "give --out another folder") from e
+        raise NotAResultsFile(f"{path}: not a study's results file ({e}): move it away, or "
+                              "give --out another folder") from e
 
 
 def write(folder: Path, section: str, result: dict) -> Path:

@@ -14,6 +14,7 @@ SECTIONS = [
     "paper_auto",
     "incast_trim",
     "ecmp_spread",
+    "hash_census",
     "bpf_cost",
     "usid_engine_cost",
     "failover",

@@ -220,6 +220,13 @@ TARGETS: dict[str, list[Target]] = {
                "it failed the QP, against the retry limit", "~", 0.05,
                r"^\| \d+ \|(?: [^|]+ \|){4} \*\*([\d.]+|inf)\*\*", worst=True),
     ],
+    "hash_census": [
+        Target("the kernel's hash of RoCE QPs against a uniform one: χ² p at every size and "
+               "count of QPs (1,000 draws each)", ">=", 0.01,
+               r"^\| \d+ \| [\w-]+ \|(?: [^|]+ \|){5} \*\*([\d.e+-]+)\*\*", worst=True),
+        Target("a leaf's busiest uplink against a uniform hash's", "~", 0.05,
+               r"^\| \d+ \| [\w-]+ \|(?: [^|]+ \|){8} \*\*([\d.]+)\*\*", worst=True),
+    ],
     "program_pace": [
         Target("every run of real programs faithful at auto's first pick (ib_write_lat and "
                "perftest-failover, three trials each, from scratch)", ">=", 1,

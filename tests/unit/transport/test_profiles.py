@@ -44,3 +44,14 @@ def test_a_newer_generation_is_ahead_by_less_than_half_the_numbers_wrapping():
     assert newer_generation(1, 0) and newer_generation(0, GENERATIONS - 1)
     assert not newer_generation(0, 0) and not newer_generation(0, 1)
     assert not newer_generation(GENERATIONS // 2, 0)  # as far behind as ahead: not newer
+
+
+def test_the_flow_a_census_probes_is_the_one_a_roce_qp_starts_on():
+    from mrcemu.transport.factory import roce_first_flow
+
+    for name in ("ecmp", "rack4-ecmp"):
+        topo, cfg = load(name), TransportConfig(seed=4)
+        for a, b in ((0, 5), (5, 0), (3, topo.hosts - 1)):
+            for k in range(3):
+                c = make_connection("roce", topo, a, b, cfg, qp=k)
+                assert roce_first_flow(topo, a, b, c.local_qpn, c.remote_qpn) == c.dp.ev
