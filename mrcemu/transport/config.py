@@ -14,6 +14,7 @@ from mrcemu.datapath import MAX_DEVIATIONS
 from mrcemu.errors import MrcemuError
 from mrcemu.topology import latency
 from mrcemu.topology.paths import EV_VARIANTS
+from mrcemu.transport import dcqcn
 from mrcemu.transport.lb import POLICIES
 from mrcemu.wire.layout import mrc_data_overhead
 
@@ -35,14 +36,20 @@ class _Fabric(Protocol):
 # The host link rate the clocks below were chosen for: 20 Mb/s, where a 4 KiB packet
 # takes 1.7 ms on the wire and a trim-bounded queue ~25 ms to drain.
 REFERENCE_MBPS = 20.0
+# The built-ins' scale model: a 100 Gb/s plane at REFERENCE_MBPS.
+REFERENCE_SCALE = latency.PAPER_PLANE_MBPS / REFERENCE_MBPS
 PLANE_SHARES = ("capacity", "paths", "full")  # TransportConfig.plane_share
 # The clocks that are multiples of a packet's wire time (or of a queue's drain time), and
 # so scale with the link rate. Routing reconvergence is the routing protocol's, not the
 # link's, and does not.
 RATE_CLOCKS = ("min_rto", "max_rto", "target_delay", "network_rtt", "nack_delay",
                "sack_delay", "probe_interval",
-               "ack_slack", "roce_timeout", "dcqcn_cnp_interval", "dcqcn_alpha_interval",
-               "dcqcn_increase_interval")
+               "ack_slack", "roce_timeout")
+# DCQCN's clocks are the paper fabric's, stretched by the scale model (transport/dcqcn.py):
+# (field, microseconds on the paper's fabric).
+DCQCN_CLOCKS = (("dcqcn_cnp_interval", dcqcn.CNP_INTERVAL_US),
+                ("dcqcn_alpha_interval", dcqcn.ALPHA_INTERVAL_US),
+                ("dcqcn_increase_interval", dcqcn.INCREASE_INTERVAL_US))
 # NSCC's target: this share of the queueing a trim threshold allows (UEC's reference:
 # 0.75 of its network RTT with trimming, its queues holding about a round trip). The
 # built-ins' 60 kB threshold at 20 Mb/s is 24 ms of queue.
@@ -193,15 +200,15 @@ class TransportConfig:
     roce_retry_count: int = 7
     roce_reconvergence: float = 2.0  # emulated routing reconvergence delay
     # DCQCN (transport/dcqcn.py): RoCE data is ECN-capable, a responder answers CE with
-    # CNPs and a requester cuts its rate on each. Clocks at 20 Mb/s, where a round trip
-    # is 5-15 ms: a CNP at most every 5 ms a QP (NP), alpha's decay every 10 ms (K) and
-    # a rate increase every 30 ms (T) or 32 packets sent (B).
+    # CNPs and a requester cuts its rate on each. The reference's clocks at the built-ins'
+    # 1:5000 (for_topology takes the fabric's own scale): a CNP at most every 250 ms a
+    # QP (NP), alpha's decay (K) and a rate increase (T) every 275 ms, or 10 MB sent (B).
     roce_dcqcn: bool = True
     roce_line_rate: float = REFERENCE_MBPS * 1e6 / 8  # bytes/s of a QP's port
-    dcqcn_cnp_interval: float = 0.005
-    dcqcn_alpha_interval: float = 0.010
-    dcqcn_increase_interval: float = 0.030
-    dcqcn_increase_packets: int = 32
+    dcqcn_cnp_interval: float = dcqcn.CNP_INTERVAL_US * 1e-6 * REFERENCE_SCALE
+    dcqcn_alpha_interval: float = dcqcn.ALPHA_INTERVAL_US * 1e-6 * REFERENCE_SCALE
+    dcqcn_increase_interval: float = dcqcn.INCREASE_INTERVAL_US * 1e-6 * REFERENCE_SCALE
+    dcqcn_increase_bytes: int = dcqcn.INCREASE_BYTES
 
     def __post_init__(self) -> None:
         for name, least in (("ce_skip_rotations", 1), ("trim_skip_rotations", 1),
@@ -261,6 +268,7 @@ class TransportConfig:
         k = clock_scale(topo.host_link_mbps)
         base = cls()
         clocks = {name: getattr(base, name) * k for name in RATE_CLOCKS}
+        clocks |= {name: us * 1e-6 * latency.time_scale(topo) for name, us in DCQCN_CLOCKS}
         # The scale model's fixed latency (topology/latency.py): no timeout may fire
         # within a round trip's fixed part, and the windows must carry what a host has
         # in flight over it (both as they were with no latency).

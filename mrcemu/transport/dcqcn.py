@@ -6,11 +6,14 @@ CE-marked data with at most one CNP a QP per `cnp_interval`, and the requester (
 reaction point, RP) cuts its rate on each CNP and climbs back on timers and bytes sent:
 fast recovery towards the rate it had, then additive, then hyper increase.
 
-The clocks are the emulation's, not a 100 Gb/s NIC's: the paper's RP timers (tens to
-hundreds of microseconds) are a few to tens of round trips there, and are a few to tens
-of round trips here too (TransportConfig scales them with the link rate, like the RTO).
-`g` is 1/16, not 1/256: an emulated experiment lasts a few hundred round trips, not
-millions, and with 1/256 alpha would barely move within one.
+Its parameters are DCQCN's reference ones, as uet-htsim runs them (the simulator this
+project cross-checks against): a CNP at most every 50 us a QP, alpha's decay and the
+rate-increase timer every 55 us, the byte counter every 10 MB, g = 1/256, additive and
+hyper increase a twentieth and a tenth of line rate. Its times are the paper fabric's,
+so the scale model stretches them as it does every fixed latency (TransportConfig, from
+the topology's time scale): each stays the same number of round trips as on the fabric
+it stands for, a few, where the NP's 50 us at 1:5000 is 250 ms against a 65 ms round
+trip. Bytes need no stretching: a scale model slows rates as much as it stretches times.
 
 Only the policy is here: the NP's CE count is the compiled responder's (`rx_ce`), the
 CNP's framing is RoceConnection's.
@@ -22,6 +25,11 @@ from dataclasses import dataclass, field
 
 # Increase stages before additive (then hyper) increase: DCQCN's F.
 FAST_RECOVERY_STEPS = 5
+# The reference's clocks, in the paper fabric's microseconds, and its byte counter.
+CNP_INTERVAL_US = 50.0  # the NP: at most one CNP a QP this often
+ALPHA_INTERVAL_US = 55.0  # K
+INCREASE_INTERVAL_US = 55.0  # T
+INCREASE_BYTES = 10_000_000  # B
 
 
 @dataclass
@@ -30,9 +38,9 @@ class DcqcnParams:
     alpha_interval: float  # K: alpha decays once per interval without a CNP
     increase_interval: float  # T: the rate increase timer
     increase_bytes: int  # B: the byte counter's increase step
-    g: float = 1 / 16
-    ai_share: float = 1 / 64  # additive increase, a share of line rate
-    hai_share: float = 1 / 8  # hyper increase, a share of line rate
+    g: float = 1 / 256
+    ai_share: float = 1 / 20  # additive increase, a share of line rate
+    hai_share: float = 1 / 10  # hyper increase, a share of line rate
     min_share: float = 1 / 100  # the rate never falls below this share of line rate
 
 

@@ -99,7 +99,7 @@ class RoceConnection(ConnectionBase):
         # DCQCN: the reaction point (our rate), and the notification point's state
         self.dcqcn = (Dcqcn(DcqcnParams(
             cfg.roce_line_rate, cfg.dcqcn_alpha_interval, cfg.dcqcn_increase_interval,
-            cfg.dcqcn_increase_packets * cfg.pmtu)) if cfg.roce_dcqcn and cfg.roce_line_rate
+            cfg.dcqcn_increase_bytes)) if cfg.roce_dcqcn and cfg.roce_line_rate
             else None)
         # What a full data packet costs on the wire (Ethernet, IPv6, UDP, BTH, ICRC): the
         # rate counts what the port carries, as the NIC's pacer does.

@@ -122,3 +122,20 @@ def test_ev_planes_are_distinct_planes_and_survive_json():
     for bad in ((1, 1), (-1,), [2], (True,)):
         with pytest.raises(MrcemuError, match="ev_planes"):
             TransportConfig(ev_planes=bad)
+
+
+def test_dcqcns_clocks_are_the_references_stretched_by_the_scale_model():
+    from mrcemu.topology import latency, load
+    from mrcemu.transport import dcqcn
+
+    for name, k in (("ecmp", 1), ("ecmp", 32), ("rack4-ecmp", 4)):
+        topo = load(name).slowed(k)
+        cfg = TransportConfig.for_topology(topo, slowdown=k)
+        scale = latency.time_scale(topo)
+        assert cfg.dcqcn_cnp_interval == pytest.approx(dcqcn.CNP_INTERVAL_US * 1e-6 * scale)
+        assert cfg.dcqcn_increase_interval == pytest.approx(
+            dcqcn.INCREASE_INTERVAL_US * 1e-6 * scale)
+        # a few round trips each, as on the fabric the model stands for
+        rtt = latency.longest_rtt_s(topo)
+        assert 3 < cfg.dcqcn_cnp_interval / rtt < 5
+        assert cfg.dcqcn_increase_bytes == dcqcn.INCREASE_BYTES  # bytes do not scale

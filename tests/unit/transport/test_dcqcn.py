@@ -31,10 +31,12 @@ def test_a_cnp_halves_the_rate_first_then_less_as_alpha_decays():
     d = rp()
     d.on_cnp(0.0)
     assert d.rc == pytest.approx(LINE / 2) and d.rt == LINE  # alpha starts at 1
-    assert d.alpha == pytest.approx(1 / 16 + 15 / 16)
+    g = d.p.g
+    assert g == 1 / 256  # the reference's
+    assert d.alpha == pytest.approx(g + (1 - g))
     d.on_time(0.1)  # 10 alpha periods without a CNP: alpha decays
     a = d.alpha
-    assert a == pytest.approx((15 / 16) ** 10)
+    assert a == pytest.approx((1 - g) ** 10)
     before = d.rc
     d.on_cnp(0.1)
     assert d.rc == pytest.approx(before * (1 - a / 2))
