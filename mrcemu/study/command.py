@@ -10,7 +10,6 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mrcemu.clikit import err, friendly, need_root
-from mrcemu.transport.profiles import MAX_QPS
 
 
 class CountsType(click.ParamType):
@@ -31,6 +30,8 @@ class CountsType(click.ParamType):
         return out
 
 
+# Imported by cli.py before the load-balancing policies are: nothing of the transport
+# here at import, so that a broken policy module is still one clear line there.
 @click.group()
 def study() -> None:
     """Seeded sets of runs at several fabric sizes: what ECMP's hashing costs, measured."""
@@ -58,6 +59,7 @@ def census(hosts: list[int], draws: int, qps: list[int], seed: int, quick: bool,
 def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) -> None:
     from mrcemu.study import census_run, plots, results
     from mrcemu.study.census_run import FIELD_QPS
+    from mrcemu.transport.profiles import MAX_QPS
 
     # bad input stops here, before anything starts
     for h in hosts:
