@@ -220,6 +220,11 @@ TARGETS: dict[str, list[Target]] = {
                "it failed the QP, against the retry limit", "~", 0.05,
                r"^\| \d+ \|(?: [^|]+ \|){4} \*\*([\d.]+|inf)\*\*", worst=True),
     ],
+    "ecmp_spread": [
+        Target("RoCE QPs hashed onto one spine: what they carry together, a share of its "
+               "link", ">=", 0.85, r"^\| p0s\d+ \| \d+ \| \*\*([\d.]+)\*\* \|$",
+               worst=True),
+    ],
     "hash_census": [
         Target("the kernel's hash of RoCE QPs against a uniform one: χ² p at every size and "
                "count of QPs (1,000 draws each)", ">=", 0.01,
