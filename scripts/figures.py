@@ -414,11 +414,22 @@ def census_fields(doc: dict) -> str:
 def study_census(doc: dict) -> str:
     """The census as the study's page gives it: when and where, what is hashed, the rows."""
     c = doc["census"]
+    worst = min(c["sizes"], key=lambda s: s["fit"]["p_value"] or 0.0)
+    pv = worst["fit"]["p_value"] or 0.0
+    ratios = [s["busiest_uplink"]["mean"] / s["busiest_uplink"]["uniform_hash"]
+              for s in c["sizes"]]
+    verdict = (f"The smallest p-value is {pv:.3g} ({worst['hosts']} hosts, {worst['qps']} "
+               f"QP{'s' * (worst['qps'] > 1)} a pair): "
+               + ("at every size and count of QPs the loads are what a uniform, "
+                  "independent hash gives, at the 1 % level" if pv > 0.01 else
+                  "the kernel's hash is not uniform there, at the 1 % level")
+               + f"; a leaf's busiest uplink is {min(ratios):.3f} to {max(ratios):.3f} "
+               "times a uniform hash's.")
     return (_wrap(f"Measured {c['measured'][:10]} on {c['machine']}"
                   + (f" at `{c['commit']}`" if c.get("commit") else "")
                   + f". The kernel hashes {c['hashed']}; each draw changes {c['varied']}.")
-            + "\n\n" + census_table(c)
-            + "\n" + _wrap("QPs that took another uplink when one thing alone was changed "
+            + "\n\n" + census_table(c) + "\n" + _wrap(verdict)
+            + "\n\n" + _wrap("QPs that took another uplink when one thing alone was changed "
                            "(in brackets: how many a field the hash reads moves, "
                            "(spines - 1) / spines of them):")
             + "\n\n" + census_fields(c))
