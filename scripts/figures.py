@@ -392,10 +392,16 @@ def census_table(doc: dict) -> str:
                     f"Bin({f['n']}, 1/{s['spines']}) | {f['chi2']:.2f} | {f['dof']} | "
                     f"**{pv}** | {b['mean']:.3f} | {b['uniform_hash']:.3f} | "
                     f"**{b['mean'] / b['uniform_hash']:.3f}** | {s['recounted']} | "
-                    f"{s['seconds']:.0f} s |")
+                    f"{s['seconds']:.0f} s | {_step(s.get('step_efficiency'))} |")
     return ("| hosts | fabric | QPs a pair | draws | a uniform hash gives | χ² | dof | p | "
-            "busiest uplink (QPs) | uniform hash's | ratio | draws recounted | time |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            "busiest uplink (QPs) | uniform hash's | ratio | draws recounted | time | "
+            "a step, equal shares |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+            + "\n")
+
+
+def _step(e: dict | None) -> str:
+    return "n/a" if not e else f"{e['mean']:.2f} [{e['p10']:.2f}-{e['p90']:.2f}]"
 
 
 def census_fields(doc: dict) -> str:

@@ -155,6 +155,7 @@ def summarize(topo: Topology, qps: int, draws: list[Loads]) -> dict:
     fit = stats.binomial_fit(fit_sample(topo, draws), n, 1.0 / spines)
     worst = [max(d.up[(leaf, s)] for s in range(spines))
              for d in draws for leaf in range(topo.leaves_per_plane)]
+    step = step_efficiency(qps, draws)
     every_up = [x for d in draws for x in d.up.values()]
     every_down = [x for d in draws for x in d.down.values()]
     return {"topology": topo.name, "hosts": topo.hosts, "leaves": topo.leaves_per_plane,
@@ -163,8 +164,20 @@ def summarize(topo: Topology, qps: int, draws: list[Loads]) -> dict:
             "fit": fit.to_json(),
             "busiest_uplink": {"mean": round(sum(worst) / len(worst), 4),
                                "uniform_hash": round(stats.expected_max_load(n, spines), 4)},
+            "step_efficiency": step,
             "histogram_up": _histogram(every_up, n),
             "histogram_down": _histogram(every_down, n)}
+
+
+def step_efficiency(qps: int, draws: list[Loads]) -> dict:
+    """A synchronous step of each draw's permutation, had every QP an equal share of each
+    link it crosses: a host's write, split over its `qps` QPs, ends when its QP on the
+    busiest link does, so the step takes max(qps, the busiest link's QPs) / qps times
+    the ideal (a host's own port carries its qps). Its efficiency, ideal over taken:
+    mean and 10th and 90th percentiles over the draws."""
+    effs = sorted(qps / max(qps, *d.up.values(), *d.down.values()) for d in draws)
+    return {"mean": round(sum(effs) / len(effs), 4), "p10": round(effs[len(effs) // 10], 4),
+            "p90": round(effs[(9 * len(effs)) // 10], 4)}
 
 
 def _histogram(values: list[int], n: int) -> list[int]:

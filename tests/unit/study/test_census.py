@@ -112,3 +112,20 @@ def test_a_lone_probes_uplink_and_how_many_a_field_moved():
                         spines=4)
     assert out["udp_source_port"] == {"qps": 8, "moved": 0, "a_hashed_field_moves": 6.0}
     assert out["flow_label"]["moved"] == 6
+
+
+def test_a_steps_efficiency_under_equal_shares_is_qps_over_the_busiest_link():
+    links = [(leaf, s) for leaf in range(4) for s in range(4)]
+
+    def loads(up: dict, down: dict) -> census.Loads:
+        return census.Loads({k: up.get(k, 0) for k in links},
+                            {k: down.get(k, 0) for k in links}, {})
+
+    even = loads({k: 2 for k in links}, {k: 2 for k in links})  # 2 QPs a host, spread
+    piled = loads({(leaf, 0): 8 for leaf in range(4)}, {(0, 1): 8})  # a leaf's 8 on one spine
+    one_down = loads({k: 2 for k in links}, {(3, 2): 5})  # a downlink the busiest
+    assert census.step_efficiency(2, [even])["mean"] == 1.0  # no link above a host's 2
+    assert census.step_efficiency(2, [piled])["mean"] == 0.25  # 4 times the ideal
+    assert census.step_efficiency(2, [one_down])["mean"] == 0.4
+    both = census.step_efficiency(2, [even] * 5 + [piled] * 5)
+    assert (both["mean"], both["p10"], both["p90"]) == (0.625, 0.25, 1.0)
