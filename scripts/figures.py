@@ -384,24 +384,21 @@ def kernel_needs(_: dict) -> str:
 
 def census_table(doc: dict) -> str:
     """The hash census's rows (`mrcemu study census`): BENCHMARKS.md's and docs/study.md's."""
+    from mrcemu.study.census import as_text
+
     rows = []
     for s in doc["sizes"]:
-        f, b = s["fit"], s["busiest_uplink"]
-        pv = "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}"
+        t = as_text(s)
         rows.append(f"| {s['hosts']} | {s['topology']} | {s['qps']} | {s['draws']} | "
-                    f"Bin({f['n']}, 1/{s['spines']}) | {f['chi2']:.2f} | {f['dof']} | "
-                    f"**{pv}** | {b['mean']:.3f} | {b['uniform_hash']:.3f} | "
-                    f"**{b['mean'] / b['uniform_hash']:.3f}** | {s['recounted']} | "
-                    f"{s['seconds']:.0f} s | {_step(s.get('step_efficiency'))} |")
+                    f"Bin({s['fit']['n']}, 1/{s['spines']}) | {t['chi2']} | {t['dof']} | "
+                    f"**{t['p']}** | {t['busiest']} | {t['uniform']} | **{t['ratio']}** | "
+                    f"{s['recounted']} | {s['seconds']:.0f} s | {t['step']} |")
     return ("| hosts | fabric | QPs a pair | draws | a uniform hash gives | χ² | dof | p | "
             "busiest uplink (QPs) | uniform hash's | ratio | draws recounted | time | "
             "a step, equal shares |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n")
 
-
-def _step(e: dict | None) -> str:
-    return "n/a" if not e else f"{e['mean']:.2f} [{e['p10']:.2f}-{e['p90']:.2f}]"
 
 
 def census_fields(doc: dict) -> str:

@@ -180,6 +180,15 @@ def step_efficiency(qps: int, draws: list[Loads]) -> dict:
             "p90": round(effs[(9 * len(effs)) // 10], 4)}
 
 
+def as_text(s: dict) -> dict[str, str]:
+    """A size's census figures as the CLI and the pages print them: one place rounds."""
+    f, b, e = s["fit"], s["busiest_uplink"], s.get("step_efficiency")
+    return {"p": "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}",
+            "chi2": f"{f['chi2']:.2f}", "dof": str(f["dof"]), "busiest": f"{b['mean']:.3f}",
+            "uniform": f"{b['uniform_hash']:.3f}", "ratio": f"{b['mean'] / b['uniform_hash']:.3f}",
+            "step": "n/a" if not e else f"{e['mean']:.2f} [{e['p10']:.2f}-{e['p90']:.2f}]"}
+
+
 def _histogram(values: list[int], n: int) -> list[int]:
     out = [0] * (n + 1)
     for v in values:

@@ -57,7 +57,7 @@ def census(hosts: list[int], draws: int, qps: list[int], seed: int, quick: bool,
 
 
 def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) -> None:
-    from mrcemu.study import census_run, plots, results
+    from mrcemu.study import census, census_run, plots, results
     from mrcemu.study.census_run import FIELD_QPS
     from mrcemu.transport.profiles import MAX_QPS
 
@@ -95,13 +95,11 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
     path = results.write(out, "census", doc)
     plots.census(doc, out / "census.png")
     for s in doc["sizes"]:
-        f, b = s["fit"], s["busiest_uplink"]
-        pv = "n/a" if f["p_value"] is None else f"{f['p_value']:.3g}"
+        t = census.as_text(s)
         click.echo(f"{s['hosts']:>3} hosts, {s['qps']} QP a pair: {s['draws']} draws, "
-                   f"{s['qps_a_leaf']} QPs a leaf over {s['spines']} spines: "
-                   f"chi2 {f['chi2']:.2f} ({f['dof']} dof), "
-                   f"p {pv}; busiest uplink {b['mean']:.3f} QPs (uniform hash "
-                   f"{b['uniform_hash']:.3f})")
+                   f"{s['qps_a_leaf']} QPs a leaf over {s['spines']} spines: chi2 {t['chi2']} "
+                   f"({t['dof']} dof), p {t['p']}; busiest uplink {t['busiest']} QPs "
+                   f"(uniform hash {t['uniform']}); a step, equal shares {t['step']}")
     for hosts_, fields in doc["fields"].items():
         click.echo(f"{hosts_:>3} hosts, what the hash reads: of {FIELD_QPS} QPs, another "
                    + ", ".join(f"{name.replace('_', ' ')} moved {f['moved']}"

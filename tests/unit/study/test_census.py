@@ -91,6 +91,9 @@ def test_a_summary_fits_one_uplink_a_leaf_a_draw_against_the_binomial():
              for _ in range(50)]
     bad = census.summarize(topo, 1, worst)
     assert bad["fit"]["p_value"] < 1e-6 and bad["busiest_uplink"]["mean"] == 4
+    text = census.as_text(bad)  # what the CLI and the pages print
+    assert (text["busiest"], text["uniform"], text["ratio"]) == ("4.000", "2.125", "1.882")
+    assert text["step"] == "0.25 [0.25-0.25]"  # every leaf's 4 QPs on one spine
 
 
 def test_a_field_probe_changes_that_field_alone():
