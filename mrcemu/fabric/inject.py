@@ -192,10 +192,13 @@ def inject(layout: Layout, pids: dict[str, int], fault: Fault) -> Fault:
             _set_rate(layout, pids, i, i.mbps * (fault.value or 0) / 100)
     elif fault.kind == "path-loss":
         _path_loss(layout, fault, fault.value or 0.0)
+    if fault.kind in DROP_KINDS:
+        active[fault.key] = asdict(fault)
+        _sync_nft(layout, pids, active, _switches(layout, fault))
+    # When it took effect: its carrier down, its rate set or its drop rules in. A time
+    # taken before a slow rule went in would count packets sent before as sent into it.
     fault.at = time.monotonic()
     active[fault.key] = asdict(fault)
-    if fault.kind in DROP_KINDS:
-        _sync_nft(layout, pids, active, _switches(layout, fault))
     _save(active)
     _log("inject", fault)
     if layout.topo.ecmp and fault.kind in ROUTED_AROUND:

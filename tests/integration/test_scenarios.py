@@ -151,8 +151,12 @@ def test_builtin_scenario_short(name, tmp_path, tidy):
             # Every failed path MRC used after the fault was stopped, then retired on
             # proof of a loss on it, and no data (new or resent) went onto it once
             # stopped: only probes.
-            assert f["paths_used_after_fault"] > 0, f
-            assert f["paths_detected"] == f["paths_used_after_fault"], f
+            # What to read when this fails: the fault's drops, and each path's story.
+            seen = (f"{f['kind']} {f['target']} at {f['at_s']}: fault drops "
+                    f"{mrc['fabric']['dropped']}, faithful {mrc['fidelity']['ok']}, "
+                    f"end {mrc['job_completion_s']}; paths {f['failed_paths'][:6]}")
+            assert f["paths_used_after_fault"] > 0, seen
+            assert f["paths_detected"] == f["paths_used_after_fault"], seen
             assert f["data_packets_after_retire"] == 0, f
             for p in f["failed_paths"]:
                 assert p["first_loss_s"] is not None and p["first_loss_s"] <= p["bad_s"], p
