@@ -43,7 +43,6 @@ class Census:
         # the leaf ports facing the hosts: a probe counted there has crossed every hop
         self.host_ports = {lay.interfaces[f"h{h}"][0].peer_name for h in range(topo.hosts)}
         self.senders: dict[int, socket.socket] = {}
-        self.recounted = 0  # draws a caller sent again, a hop's count off
         try:
             for h in range(topo.hosts):
                 with inside(pids[f"h{h}"]):

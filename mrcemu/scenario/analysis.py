@@ -491,16 +491,25 @@ def flow_paths(raw: dict) -> dict:
     return {"bin_s": BIN, "flows": dict(sorted(out.items()))}
 
 
+def phases(it: dict) -> dict[int, list[dict]]:
+    """An iteration's writes by phase (a synchronous job's step), in phase order."""
+    out: dict[int, list[dict]] = defaultdict(list)
+    for f in it["flows"]:
+        out[f.get("phase", 0)].append(f)
+    return dict(sorted(out.items()))
+
+
+def span(fs: list[dict]) -> float:
+    """A phase's time: from its first write posted to its last completed."""
+    return max(f["done_at"] for f in fs) - min(f["posted_at"] for f in fs)
+
+
 def transport_time(it: dict) -> float:
     """An iteration's time in the NICs' own clock: each phase from its first write posted
     to its last completed, summed. The gaps between phases are the harness's (it learns
     of completions by polling, more often on faster links), not the transport's, and
     would otherwise favour whichever fabric has the faster ports."""
-    spans: dict[int, list[float]] = {}
-    for f in it["flows"]:
-        p = spans.setdefault(f.get("phase", 0), [f["posted_at"], f["done_at"]])
-        p[0], p[1] = min(p[0], f["posted_at"]), max(p[1], f["done_at"])
-    return sum(b - a for a, b in spans.values())
+    return sum(span(fs) for fs in phases(it).values())
 
 
 def per_size(raw: dict) -> dict[str, dict]:
@@ -537,18 +546,15 @@ def steps(raw: dict, topo: Topology) -> dict | None:
     port = topo.planes * topo.host_link_mbps * 1e6 / 8
     each = []
     for it in raw["iterations"]:
-        by_phase: dict[int, list[dict]] = defaultdict(list)
-        for f in it["flows"]:
-            by_phase[f.get("phase", 0)].append(f)
-        for ph, fs in sorted(by_phase.items()):
-            if not fs or not all(f.get("done_at") for f in fs):
+        for ph, fs in phases(it).items():
+            if not all(f.get("done_at") for f in fs):
                 continue
             pair: dict[tuple[int, int], list[float]] = {}
             for f in fs:  # a pair's writes over several QPs are one flow
                 p = pair.setdefault((f["src"], f["dst"]), [f["posted_at"], f["done_at"], 0])
                 p[0], p[1] = min(p[0], f["posted_at"]), max(p[1], f["done_at"])
                 p[2] += f["size"]
-            t = max(f["done_at"] for f in fs) - min(f["posted_at"] for f in fs)
+            t = span(fs)
             ideal = step_ideal_s([(a, b, n) for (a, b), (_p, _d, n) in pair.items()], port)
             each.append({"iteration": it["index"], "step": ph, "time_s": _r(t),
                          "ideal_s": _r(ideal), "efficiency": _r(ideal / t) if t else None,

@@ -11,6 +11,7 @@ independent hash puts Bin(hosts a leaf x qps, 1 / spines) QPs on each uplink.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -95,24 +96,31 @@ class Loads:
     delivered: dict[int, int]  # host: leaf to host
 
 
-def loads(topo: Topology, counted: dict[str, int]) -> Loads:
-    """Each link's probes from the packets each switch port sent over the draw (by
-    interface name; a port not named sent none)."""
+@functools.lru_cache(maxsize=8)
+def _ports(topo: Topology) -> tuple[tuple[str, str, tuple[int, int] | int], ...]:
+    """Each switch port that matters to a census, once a topology: its name, what it is
+    (up, down, host) and the link or host it names."""
     lay = Layout(topo)
-    up: dict[tuple[int, int], int] = {}
-    down: dict[tuple[int, int], int] = {}
-    delivered: dict[int, int] = {}
+    out: list[tuple[str, str, tuple[int, int] | int]] = []
     for ifaces in lay.interfaces.values():
         for i in ifaces:
             me, peer = lay.nodes[i.node], lay.nodes[i.peer_node]
-            n = counted.get(i.name, 0)
             if me.kind == Kind.LEAF and peer.kind == Kind.SPINE:
-                up[(me.index, peer.index)] = n
+                out.append((i.name, "up", (me.index, peer.index)))
             elif me.kind == Kind.SPINE:
-                down[(me.index, peer.index)] = n
+                out.append((i.name, "down", (me.index, peer.index)))
             elif me.kind == Kind.LEAF and peer.kind == Kind.HOST:
-                delivered[peer.index] = n
-    return Loads(up, down, delivered)
+                out.append((i.name, "host", peer.index))
+    return tuple(out)
+
+
+def loads(topo: Topology, counted: dict[str, int]) -> Loads:
+    """Each link's probes from the packets each switch port sent over the draw (by
+    interface name; a port not named sent none)."""
+    got: dict[str, dict] = {"up": {}, "down": {}, "host": {}}
+    for name, role, key in _ports(topo):
+        got[role][key] = counted.get(name, 0)
+    return Loads(got["up"], got["down"], got["host"])
 
 
 def miscounted(topo: Topology, probes: list[Probe], got: Loads) -> list[str]:

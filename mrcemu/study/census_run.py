@@ -32,37 +32,41 @@ def fabric_for(hosts: int) -> Topology:
     return load(ECMP_FABRICS[hosts])
 
 
-def _count(topo: Topology, probe, probes: list[census.Probe], packets: list[bytes],
-           what: str) -> census.Loads:
-    """Send `packets` (one a probe) and count them, again while a hop is off."""
-    sends = [(p.src, p.dst, b) for p, b in zip(probes, packets, strict=True)]
-    for attempt in range(RECOUNTS + 1):
-        got = census.loads(topo, probe.run(sends))
-        wrong = census.miscounted(topo, probes, got)
-        if not wrong:
-            return got
-        if attempt == RECOUNTS:
-            raise MrcemuError(f"census {what} on {topo.name} counted wrong {RECOUNTS + 1} "
-                              "times: " + "; ".join(wrong[:3]))
-        probe.recounted += 1
-        probe.quiet()
-    raise AssertionError("unreachable")
+class _Counter:
+    """Probes sent and counted, a draw counted again while a hop is off; how often."""
+
+    def __init__(self, topo: Topology, probe) -> None:
+        self.topo, self.probe, self.recounted = topo, probe, 0
+
+    def count(self, probes: list[census.Probe], packets: list[bytes],
+              what: str) -> census.Loads:
+        sends = [(p.src, p.dst, b) for p, b in zip(probes, packets, strict=True)]
+        for attempt in range(RECOUNTS + 1):
+            got = census.loads(self.topo, self.probe.run(sends))
+            wrong = census.miscounted(self.topo, probes, got)
+            if not wrong:
+                return got
+            if attempt == RECOUNTS:
+                raise MrcemuError(f"census {what} on {self.topo.name} counted wrong "
+                                  f"{RECOUNTS + 1} times: " + "; ".join(wrong[:3]))
+            self.recounted += 1
+            self.probe.quiet()
+        raise AssertionError("unreachable")
 
 
 def _draws(topo: Topology, probe, draws: int, qps: int, seed: int, ui: Ui) -> dict:
-    """One size's census with `qps` QPs a pair, on its running fabric."""
+    """One size's census with `qps` QPs a pair, on its running, idle fabric."""
     rng = random.Random(f"census:{seed}:{topo.hosts}:{qps}")
+    counter = _Counter(topo, probe)
     counted: list[census.Loads] = []
     t0 = time.monotonic()
-    probe.quiet()
-    probe.recounted = 0
     for k in range(draws):
         probes = census.draw(topo, rng, qps)
-        counted.append(_count(topo, probe, probes, [p.packet() for p in probes], f"draw {k}"))
+        counted.append(counter.count(probes, [p.packet() for p in probes], f"draw {k}"))
         ui("draw", {"n": k + 1, "total": draws, "topology": f"{topo.name} x{qps}"})
     out = census.summarize(topo, qps, counted)
     out["seconds"] = round(time.monotonic() - t0, 1)
-    out["recounted"] = probe.recounted  # draws counted again: the fabric was not idle
+    out["recounted"] = counter.recounted  # draws counted again: the fabric was not idle
     return out
 
 
@@ -77,8 +81,10 @@ def _fields(topo: Topology, probe, pids: dict[str, int], seed: int, ui: Ui) -> d
         probes += census.draw(topo, rng, 1)
     probes = probes[:FIELD_QPS]
 
+    counter = _Counter(topo, probe)
+
     def uplink(p: census.Probe, **change: int) -> tuple[int, int]:
-        return census.uplink_of(_count(topo, probe, [p], [p.packet(**change)], "field probe"))
+        return census.uplink_of(counter.count([p], [p.packet(**change)], "field probe"))
 
     base = [uplink(p) for p in probes]
     moved: dict[str, list[bool]] = {f: [] for f in census.FIELDS}
@@ -117,7 +123,6 @@ def census_size(topo: Topology, draws: int, qps: list[int], seed: int,
         servers = of_running(st)
         with Census(topo, st.nodes, lambda: servers.counters()["state"]) as probe:
             probe.quiet()
-            probe.recounted = 0
             fields = _fields(topo, probe, st.nodes, seed, ui)
             return [_draws(topo, probe, draws, m, seed, ui) for m in qps], fields
     finally:

@@ -12,7 +12,7 @@ from mrcemu.transport.config import TransportConfig
 from mrcemu.transport.memory import MemoryTable
 from mrcemu.transport.mrc import MrcConnection
 from mrcemu.transport.profiles import ecmp_profile, first_qpn, profile, qpn
-from mrcemu.transport.roce import RoceConnection, first_flow_index
+from mrcemu.transport.roce import RoceConnection, first_flow_index, start_flows
 
 TRANSPORTS = ("mrc", "roce")
 
@@ -39,7 +39,7 @@ def roce_first_flow(topo: Topology, host: int, peer: int, local: int, remote: in
     `local`, whose peer QP is `remote`, sends on until it is rehashed: what
     `make_connection` and `RoceConnection` give it, for a census of the switches' hash."""
     prof = ecmp_profile(topo, host, peer, ecmp_entropies(host, peer, first_qpn(local)))
-    flows = sorted(e.ev for e in prof.evs.values() if e.active)
+    flows = start_flows(prof)
     return flows[first_flow_index(flow_key(host, peer), local, remote, len(flows))]
 
 

@@ -45,6 +45,11 @@ SYNDROME_ACK = Syndrome.ACK
 SYNDROME_NAK_PSN = Syndrome.NAK_PSN
 
 
+def start_flows(profile: EvProfile) -> list[int]:
+    """The flows (EVs) a QP may take, in the order `first_flow_index` picks from."""
+    return sorted(e.ev for e in profile.evs.values() if e.active)
+
+
 def first_flow_index(flow_key: bytes, local_qpn: int, remote_qpn: int, flows: int) -> int:
     """Which of its `flows` (sorted by EV) a QP starts on: a hash of the pair and both QPs."""
     return zlib.crc32(flow_key + local_qpn.to_bytes(4, "big")
@@ -62,7 +67,7 @@ class RoceConnection(ConnectionBase):
         self._stats = Stats()
         self.tx_trace = TxTrace()
         super().__init__()
-        base = sorted(e.ev for e in profile.evs.values() if e.active)
+        base = start_flows(profile)
         self.paths = base
         # The compiled data path, framing from the codec's bodies with every per-packet
         # field zero (it writes those by name).
