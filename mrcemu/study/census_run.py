@@ -11,18 +11,16 @@ from collections.abc import Callable
 
 from mrcemu.errors import MrcemuError
 from mrcemu.study import census
+from mrcemu.study.fabrics import ECMP_FABRICS
 from mrcemu.topology import Topology, load
 
 Ui = Callable[[str, dict], None]
 
-# The ECMP fabric a census takes for each size: `ecmp` (two leaves of four) and the
-# generated twins (topology/sizes.py).
 # A draw counted wrong (another packet in the fabric) is sent again this often.
 RECOUNTS = 2
 # QPs probed for what the hash reads: enough to tell a field that moves about
 # (spines - 1) / spines of them from one that moves none.
 FIELD_QPS = 32
-ECMP_FABRICS = {8: "ecmp", 16: "rack4-ecmp", 32: "rack4x8-ecmp", 64: "rack8x8-ecmp"}
 
 
 def fabric_for(hosts: int) -> Topology:

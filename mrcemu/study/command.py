@@ -108,3 +108,84 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
                    + f"{next(iter(fields.values()))['a_hashed_field_moves']:g})")
     click.echo(f"wrote {path} and {out / 'census.png'}")
 
+
+
+@study.command()
+@click.option("--hosts", "hosts", type=CountsType(), default="8,16,32", show_default=True,
+              help="The sizes, in hosts: MRC on default, rack4, rack4x8, rack8x8 (8, 16, 32, "
+                   "64), RoCE on their ECMP twins.")
+@click.option("--steps", type=click.IntRange(1, 100), default=4, show_default=True,
+              help="Steps of each permutation run, each a cross-leaf permutation of its own.")
+@click.option("--qps", type=CountsType(), default="1,4", show_default=True,
+              help="RoCE QPs a pair (at most 16): a permutation run at each.")
+@click.option("--seed", default=1, show_default=True, help="Seed of the permutations.")
+@click.option("--slowdown", default="auto", show_default=True,
+              help="Every run's slowdown, or auto: each run's pick, run again slower while "
+                   "it is not faithful.")
+@click.option("--quick", is_flag=True, help="16 hosts, 2 steps, 1 QP a pair.")
+@click.option("--out", "out", default="study", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for study.json (its `collisions` section), collisions.png and "
+                   "the runs' folders (runs/).")
+def collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdown: str,
+               quick: bool, out: str) -> None:
+    """Collisions: a synchronous job's steps (cross-leaf permutations, a step waiting for
+    its slowest flow) under MRC's spraying and RoCE's hashed QPs, at each size."""
+    if quick:
+        hosts, steps, qps = [16], 2, [1]
+    friendly(_collisions)(hosts, steps, qps, seed, slowdown, Path(out))
+
+
+def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdown: str,
+                out: Path) -> None:
+    from mrcemu.study import collisions, collisions_run, plots, results
+    from mrcemu.study.fabrics import MRC_FABRICS
+    from mrcemu.transport.profiles import MAX_QPS
+
+    for h in hosts:  # bad input stops here, before anything starts
+        if h not in MRC_FABRICS:
+            raise click.BadParameter(f"no study fabric of {h} hosts: use "
+                                     + ", ".join(map(str, MRC_FABRICS)), param_hint="--hosts")
+    if max(qps) > MAX_QPS:
+        raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
+    pace: float | str = slowdown
+    if slowdown != "auto":
+        try:
+            pace = float(slowdown)
+        except ValueError:
+            pace = 0.0
+        if not 1.0 <= float(pace) <= 1000.0:
+            raise click.BadParameter(f"{slowdown!r}: give auto or a number from 1 to 1000",
+                                     param_hint="--slowdown")
+    results.load(out)
+    need_root("study collisions")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sizes: list[dict] = []
+
+    def keep(s: dict) -> None:
+        sizes.append(s)
+        results.write(out, "collisions", {"seed": seed, "steps": steps, "qps": qps,
+                                          "slowdown": slowdown, "sizes": sizes})
+        plots.collisions(sizes, out / "collisions.png")
+        for name, row in s["transports"].items():
+            t = collisions.as_text(row)
+            click.echo(f"{s['hosts']:>3} hosts, {name}: step efficiency {t['mean']} "
+                       f"[{t['p10']}-{t['p90']}] over {row['steps']} steps; alone "
+                       f"{t['alone']}, so {t['of_alone']} of it"
+                       + ("" if s["faithful"] else " (NOT every run faithful)"))
+
+    def ui(event: str, d: dict) -> None:
+        if event == "stage":
+            err.print(d["text"], highlight=False)
+        elif event == "transport_done":
+            sm = d["summary"]
+            err.print(f"  {d['transport']}: {sm.get('iterations_done')} iterations, "
+                      f"intact {sm.get('integrity_ok')}", highlight=False)
+
+    try:
+        collisions_run.run(hosts, steps, qps, seed, pace, out / "runs", ui, keep)
+    except (KeyboardInterrupt, collisions_run.Interrupted):
+        err.print("mrcemu: study collisions interrupted: its fabric was torn down; the sizes "
+                  f"done are in {out / results.FILE}", highlight=False)
+        sys.exit(130)
+    click.echo(f"wrote {out / results.FILE} and {out / 'collisions.png'}")

@@ -45,3 +45,35 @@ def census(doc: dict, dest: Path) -> None:
     fig.tight_layout()
     fig.savefig(dest, dpi=110)
     plt.close(fig)
+
+
+def collisions(sizes: list[dict], dest: Path) -> None:
+    """Each transport's mean step efficiency against the fabric's hosts, its p10-p90 over
+    the steps as error bars; a hollow marker where a size's runs were not all faithful."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    names = sorted({n for s in sizes for n in s["transports"]}, key=lambda n: (n != "mrc", n))
+    for name in names:
+        pts = [(s["hosts"], s["transports"][name], s["faithful"]) for s in sizes
+               if s["transports"].get(name, {}).get("efficiency_mean") is not None]
+        if not pts:
+            continue
+        xs = [h for h, _, _ in pts]
+        ys = [r["efficiency_mean"] for _, r, _ in pts]
+        lo = [r["efficiency_mean"] - r["efficiency_p10"] for _, r, _ in pts]
+        hi = [r["efficiency_p90"] - r["efficiency_mean"] for _, r, _ in pts]
+        label = "MRC (sprayed)" if name == "mrc" else f"RoCE, {name.split('-')[1][:-2]} QP a pair"
+        line = ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
+        for x, y, (_, _, ok) in zip(xs, ys, pts, strict=True):
+            if not ok:
+                ax.plot([x], [y], "o", mfc="white", color=line[0].get_color())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted({s["hosts"] for s in sizes}), [str(s["hosts"]) for s in sizes])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("hosts")
+    ax.set_ylabel("step efficiency (ideal / measured)")
+    ax.set_title("A synchronous step's efficiency: cross-leaf permutations", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(dest, dpi=110)
+    plt.close(fig)
