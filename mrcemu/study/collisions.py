@@ -38,9 +38,13 @@ class Run:
 
     def mapping(self, steps: int, seed: int) -> dict:
         """The run as a scenario file's mapping: every write bandwidth-bound (the
-        permutation's default size); a lone flow from h0 to the last host, on another
-        leaf."""
+        permutation's default size, a lone flow's too); a lone flow from h0 to the last
+        host, on another leaf."""
+        from mrcemu.scenario.model import default_step_size
+        from mrcemu.topology import load
+
         wl: dict = ({"kind": "single", "src": "h0", "dst": f"h{self.hosts - 1}",
+                     "size": default_step_size(load(self.topology)),
                      "iterations": ALONE_ITERATIONS} if self.alone
                     else {"kind": "permutation", "steps": steps})
         if self.qps > 1:
