@@ -22,18 +22,14 @@ import yaml
 from mrcemu.errors import MrcemuError
 from mrcemu.paper.experiments import BY_ID, EXPERIMENTS, Experiment
 from mrcemu.scenario.model import Scenario, from_mapping
-from mrcemu.scenario.pace import paced
+from mrcemu.scenario.pace import faithful, paced, tried_text, until_faithful, why_not
 from mrcemu.slowdown import next_slowdown
 from mrcemu.topology import Topology
 from mrcemu.topology import latency as lat
 from mrcemu.topology import load as load_topology
 
 Ui = Callable[[str, dict], None]
-# At `auto`, a run the fidelity monitor does not trust is run again, at the ladder's next
-# slowdown each time, this many times at most: an unattended reproduction hands back
-# figures it can stand behind where a step or two slower gets them (a step costs at most
-# a third more time), and says which runs needed it.
-RERUNS = 2
+
 
 
 def select(ids: list[str]) -> list[Experiment]:
@@ -63,39 +59,6 @@ def _job(sc: Scenario, out: Path, ui: Ui, pace: dict | None = None) -> tuple[Pat
     if report.get("interrupted"):
         raise Interrupted(sc.name)
     return folder, report
-
-
-def _faithful(report: dict) -> bool:
-    return bool((report.get("fidelity") or {}).get("ok"))
-
-
-def _why_not(report: dict) -> str:
-    return "; ".join((report.get("fidelity") or {}).get("reasons", [])[:2]) or "no verdict"
-
-
-def _tried(tried: list[dict]) -> str:
-    return ", ".join(f"{t['slowdown']:g}" for t in tried) + " was not faithful"
-
-
-def until_faithful(name: str, k: float, auto: bool, ui: Ui,
-                   job_at: Callable[[float, dict | None], tuple[Path, dict]]
-                   ) -> tuple[Path, dict, float, list[dict]]:
-    """`job_at(k, pace)` run at slowdown `k`, and, at `auto`, again at the ladder's next
-    step while it is not faithful (RERUNS at most): the last run's folder, report and
-    slowdown, and the runs before it (their slowdown and why they were not trusted)."""
-    folder, report = job_at(k, None)
-    tried: list[dict] = []
-    while auto and not _faithful(report) and len(tried) < RERUNS:
-        tried.append({"slowdown": k, "why": _why_not(report)})
-        k = next_slowdown(k)
-        ui("stage", {"text": f"{name} was not faithful at {tried[-1]['slowdown']:g} "
-                             f"({tried[-1]['why']}): running it again at {k:g}"})
-        folder, report = job_at(k, {
-            "how": "auto", "slowdown": k, "reruns": tried,
-            "why": f"`paper` ran it again at {k:g}, the ladder's next step, after "
-                   + "; ".join(f"the run at {t['slowdown']:g} was not faithful ({t['why']})"
-                               for t in tried)})
-    return folder, report, k, tried
 
 
 def run(ids: list[str], out: Path, quick: bool, slowdown: float | str, ui: Ui,
@@ -166,11 +129,11 @@ def _experiment(e: Experiment, quick: bool, slowdown: float | str, out: Path, ui
         measured, ok, why = e.measure(report, quick)
         row.update(measured=measured, consistent=ok, reason=why)
     if tried:
-        row["reason"] += f" (run at {k:g} after {_tried(tried)})"
-    row["faithful"] = _faithful(report)
+        row["reason"] += f" (run at {k:g} after {tried_text(tried)})"
+    row["faithful"] = faithful(report)
     row["usid_engine"] = report.get("usid_engine")  # what performed the switches' End
     if not row["faithful"]:
-        row["reason"] += (f" (the run was NOT faithful: {_why_not(report)}; next: "
+        row["reason"] += (f" (the run was NOT faithful: {why_not(report)}; next: "
                           f"--slowdown {next_slowdown(k):g})")
     if e.contrast is not None and row["measured"] is not None:
         # at the experiment's own pace: the contrast is compared with its run
@@ -222,14 +185,15 @@ def _sweep(e: Experiment, quick: bool, slowdown: float | str, out: Path,
         shutil.copy(folder / "report.json", dest / f"report-{label}.json")
         if tried:
             reruns[label] = [*tried, {"slowdown": k}]
-        if not _faithful(reports[label]):
+        if not faithful(reports[label]):
             unfaithful.append(label)
     measured, ok, why = e.sweep.measure(reports, quick)
     row.update(measured=measured, consistent=ok, reason=why, folder=e.id,
                faithful=not unfaithful, **({"reruns": reruns} if reruns else {}))
     if reruns:
         row["reason"] += " (" + "; ".join(f"{label} run at {r[-1]['slowdown']:g} after "
-                                          f"{_tried(r[:-1])}" for label, r in reruns.items()) + ")"
+                                          f"{tried_text(r[:-1])}"
+                                          for label, r in reruns.items()) + ")"
     if unfaithful:
         row["reason"] += f" (runs NOT faithful: {', '.join(unfaithful)})"
     if e.sweep.busbw_figure:
@@ -265,7 +229,7 @@ def _contrast(e: Experiment, quick: bool, slowdown: float, dest: Path, out: Path
         return
     measured, _, why = e.measure(report, quick)
     row["measured"].update({f"{c.key}_{k}": v for k, v in measured.items()})
-    row["reason"] += f"; with {c.what}{'' if _faithful(report) else ' (NOT faithful)'}: {why}"
+    row["reason"] += f"; with {c.what}{'' if faithful(report) else ' (NOT faithful)'}: {why}"
 
 
 def _compact(v: Any) -> str:

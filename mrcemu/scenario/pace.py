@@ -5,6 +5,8 @@ programs, from what they cost the NICs while they ran (scenario/program_pace.py)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from pathlib import Path
 
 from mrcemu import slowdown as auto
 from mrcemu.scenario.calibrate import Ui, choose
@@ -33,3 +35,43 @@ def paced(sc: Scenario, slowdown: float | str, ui: Ui) -> tuple[Scenario, dict]:
         k = float(slowdown)
         how = {"how": "given", "slowdown": k, "why": f"--slowdown {k:g}, as given"}
     return (sc.slowed(k) if k != 1.0 else sc), how
+
+
+# At `auto`, a run the fidelity monitor does not trust is run again, at the ladder's next
+# slowdown each time, this many times at most: an unattended set of runs (`paper`, a
+# study) hands back figures it can stand behind where a step or two slower gets them (a
+# step costs at most a third more time), and says which runs needed it.
+RERUNS = 2
+
+
+def faithful(report: dict) -> bool:
+    return bool((report.get("fidelity") or {}).get("ok"))
+
+
+def why_not(report: dict) -> str:
+    return "; ".join((report.get("fidelity") or {}).get("reasons", [])[:2]) or "no verdict"
+
+
+def tried_text(tried: list[dict]) -> str:
+    return ", ".join(f"{t['slowdown']:g}" for t in tried) + " was not faithful"
+
+
+def until_faithful(name: str, k: float, auto_: bool, ui: Ui,
+                   job_at: Callable[[float, dict | None], tuple[Path, dict]]
+                   ) -> tuple[Path, dict, float, list[dict]]:
+    """`job_at(k, pace)` run at slowdown `k`, and, at `auto`, again at the ladder's next
+    step while it is not faithful (RERUNS at most): the last run's folder, report and
+    slowdown, and the runs before it (their slowdown and why they were not trusted)."""
+    folder, report = job_at(k, None)
+    tried: list[dict] = []
+    while auto_ and not faithful(report) and len(tried) < RERUNS:
+        tried.append({"slowdown": k, "why": why_not(report)})
+        k = auto.next_slowdown(k)
+        ui("stage", {"text": f"{name} was not faithful at {tried[-1]['slowdown']:g} "
+                             f"({tried[-1]['why']}): running it again at {k:g}"})
+        folder, report = job_at(k, {
+            "how": "auto", "slowdown": k, "reruns": tried,
+            "why": f"run again at {k:g}, the ladder's next step, after "
+                   + "; ".join(f"the run at {t['slowdown']:g} was not faithful ({t['why']})"
+                               for t in tried)})
+    return folder, report, k, tried

@@ -15,7 +15,7 @@ ALONE_ITERATIONS = 3
 # The paper's appendix sorts a flow by what it got of what it gets alone: about all
 # of it, a half, a third, or less. A share is put in the nearest bucket's band: above
 # the midpoint of 1 and 1/2, above that of 1/2 and 1/3, above that of 1/3 and 1/4.
-BUCKETS = (("line rate", 0.75), ("a half", 5 / 12), ("a third", 7 / 24), ("less", 0.0))
+BUCKETS = (("line rate", 0.75), ("a half", 5 / 12), ("a third", 7 / 24), ("less", float("-inf")))
 
 
 @dataclass(frozen=True)

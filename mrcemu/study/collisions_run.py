@@ -23,10 +23,9 @@ class Interrupted(Exception):
 def _one(r: Run, steps: int, seed: int, slowdown: float | str, runs_dir: Path,
          ui: Ui) -> dict:
     """One run to its report, `auto` rerun slower while not faithful; its figures."""
-    from mrcemu.paper.run import until_faithful
     from mrcemu.scenario.job import run as run_job
     from mrcemu.scenario.model import from_mapping
-    from mrcemu.scenario.pace import paced
+    from mrcemu.scenario.pace import paced, until_faithful
 
     full = from_mapping(r.mapping(steps, seed), f"<study {r.hosts} hosts {r.label}>",
                         f"study-{r.hosts}h-{r.label}")

@@ -9,6 +9,7 @@ import pytest
 
 from mrcemu.paper import run as paper_run
 from mrcemu.scenario import job
+from mrcemu.scenario.pace import RERUNS
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_reruns_stop_after_their_limit_and_the_row_says_not_faithful(paced_runs,
     ran, faithful_from = paced_runs
     faithful_from["XA"] = 100.0
     (row,) = paper_run.run(["XA"], tmp_path, True, "auto", lambda *_: None)["experiments"]
-    assert len(ran["XA"]) == 1 + paper_run.RERUNS
+    assert len(ran["XA"]) == 1 + RERUNS
     assert ran["XA"] == sorted(ran["XA"]) and len(set(ran["XA"])) == len(ran["XA"])
     assert row["faithful"] is False and "NOT faithful" in row["reason"]
 
