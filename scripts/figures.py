@@ -438,8 +438,100 @@ def study_census(doc: dict) -> str:
             + "\n\n" + census_fields(c))
 
 
+def _transport_name(name: str) -> str:
+    return "MRC" if name == "mrc" else f"RoCE, {name.split('-')[1][:-2]} QP a pair"
+
+
+def collisions_table(doc: dict, census: dict | None) -> str:
+    """The collision study's rows (`mrcemu study collisions`): a size and transport a
+    row, with the census's equal-share step where it measured the same case."""
+    from mrcemu.study.collisions import as_text
+
+    step = {(s["hosts"], s["qps"]): s.get("step_efficiency")
+            for s in (census or {}).get("sizes", [])}
+    rows = []
+    for s in doc["sizes"]:
+        runs = {r["label"]: r for r in s["runs"]}
+        for name, row in s["transports"].items():
+            t = as_text(row)
+            alone = "mrc-alone" if name == "mrc" else f"roce-{s['qps'][0]}qp-alone"
+            ran = [runs[alone], runs[f"{name}-steps"]]
+            fabric = ran[1]["topology"]
+            pred = step.get((s["hosts"], int(name.split("-")[1][:-2])))
+            pred_text = ("" if name == "mrc" or not pred else
+                         f"{pred['mean']:.2f} [{pred['p10']:.2f}-{pred['p90']:.2f}]")
+            paces = ", ".join(sorted({f"{r['slowdown']:g}" for r in ran}, key=float))
+            faithful = "yes" if all(r["faithful"] for r in ran) else "**no**"
+            rows.append(f"| {s['hosts']} | {_transport_name(name)} | {fabric} | "
+                        f"{row['steps']} | {row['write_bdps']:g} | **{t['mean']}** "
+                        f"[{t['p10']}-{t['p90']}] | {t['alone']} | {t['of_alone']} | "
+                        f"{pred_text or '-'} | {paces} | {faithful} |")
+    return ("| hosts | transport | fabric | steps | write (BDPs) | step efficiency [p10-p90] "
+            "| a lone flow's | of the lone flow's | census, equal shares | slowdown | "
+            "faithful |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+
+
+def collisions_buckets(doc: dict) -> str:
+    """Each transport's flows by what they got of a lone flow's rate, as the paper's
+    appendix sorts its permutation's flows, at each size."""
+    from mrcemu.study.collisions import BUCKETS
+
+    names = [n for n, _ in BUCKETS]
+    rows = []
+    for s in doc["sizes"]:
+        for name, row in s["transports"].items():
+            b = row.get("buckets") or {}
+            total = sum(b.values()) or 1
+            rows.append(f"| {s['hosts']} | {_transport_name(name)} | {total} | "
+                        + " | ".join(f"{b.get(n, 0)} ({b.get(n, 0) / total:.0%})"
+                                     for n in names) + " |")
+    return ("| hosts | transport | flows | " + " | ".join(names) + " |\n|---|---|---|"
+            + "---|" * len(names) + "\n" + "\n".join(rows) + "\n")
+
+
+def collisions_verdict(doc: dict) -> str:
+    """What the sizes say together: whether RoCE's step falls with the fabric's size, and
+    whether MRC's keeps its lone flow's efficiency and stays flat."""
+    from mrcemu.study.collisions import falls, flat
+
+    sizes = [s for s in doc["sizes"] if "mrc" in s["transports"]]
+    roce = [s["transports"]["roce-1qp"]["efficiency_mean"] for s in sizes
+            if "roce-1qp" in s["transports"]]
+    mrc = [s["transports"]["mrc"]["efficiency_mean"] for s in sizes]
+    kept = [s["transports"]["mrc"]["of_alone"] for s in sizes]
+    hosts = ", ".join(str(s["hosts"]) for s in sizes)
+    return (f"At {hosts} hosts, a RoCE step with one QP a pair kept "
+            + ", ".join(f"{x:.2f}" for x in roce) + " of its ideal: "
+            + ("it falls with every size" if falls(roce) else "it does not fall with every size")
+            + ". MRC's kept " + ", ".join(f"{x:.2f}" for x in mrc) + ", "
+            + ", ".join(f"{x:.2f}" for x in kept) + " of what its lone flow keeps ("
+            + ("at least 0.90 at every size" if min(kept) >= 0.9 else
+               f"below 0.90 at {sum(k < 0.9 for k in kept)} of {len(kept)} sizes")
+            + "), and " + ("flat across sizes within 5 %" if flat(mrc) else
+                           "not flat across sizes within 5 %")
+            + (". Not every run was faithful: see the last column."
+               if not all(s["faithful"] for s in sizes) else ". Every run was faithful."))
+
+
+def study_collisions(doc: dict) -> str:
+    """The collision study as the study's page gives it: when and where, the rows, the
+    verdict, the flows' buckets."""
+    c = doc["collisions"]
+    return (_wrap(f"Measured {c['measured'][:10]} on {c['machine']}"
+                  + (f" at `{c['commit']}`" if c.get("commit") else "")
+                  + f", seed {c['seed']}, slowdown {c['slowdown']}.")
+            + "\n\n" + collisions_table(c, doc.get("census")) + "\n"
+            + _wrap(collisions_verdict(c)) + "\n\n"
+            + _wrap("Each flow's share of its port over its own time, over what the "
+                    "transport's lone flow gets, sorted as the paper's appendix sorts its "
+                    "permutation's flows (above 0.75: line rate; above 5/12: a half; above "
+                    "7/24: a third):") + "\n\n" + collisions_buckets(c))
+
+
 REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "study-census": (STUDY, study_census),
+    "study-collisions": (STUDY, study_collisions),
     "paper-verdicts": (PAPER, paper_verdicts),
     "paper-table": (PAPER, paper_table),
     "demo-table": (DEMO, demo_table),

@@ -5,7 +5,9 @@ them). No fabric here: collisions_run.py runs what this plans."""
 
 from __future__ import annotations
 
+import random
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from mrcemu.study.fabrics import ECMP_FABRICS, MRC_FABRICS
@@ -130,3 +132,58 @@ def as_text(row: dict) -> dict[str, str]:
     return {"mean": f(row.get("efficiency_mean")), "p10": f(row.get("efficiency_p10")),
             "p90": f(row.get("efficiency_p90")), "alone": f(row.get("alone_efficiency")),
             "of_alone": f(row.get("of_alone"))}
+
+
+def expected_buckets(leaf_of: list[int], spines: int, draws: int,
+                     seed: int) -> dict[str, float]:
+    """What a uniform hash (the census's finding) gives the flows of cross-leaf
+    permutations with one QP a pair, if every flow gets an equal share of each link it
+    crosses: a flow on a spine shares its leaf's uplink to it, and that spine's downlink
+    to its peer's leaf, and gets 1 / the busier one's flows. The share of flows in each
+    bucket, over `draws` permutations."""
+    from mrcemu.scenario.patterns import cross_leaf_permutation
+
+    rng = random.Random(f"buckets:{seed}")
+    counts = {name: 0 for name, _ in BUCKETS}
+    n = 0
+    for _ in range(draws):
+        dst = cross_leaf_permutation(leaf_of, rng)
+        spine = [rng.randrange(spines) for _ in dst]
+        up = Counter((leaf_of[h], spine[h]) for h in range(len(dst)))
+        down = Counter((spine[h], leaf_of[d]) for h, d in enumerate(dst))
+        for h, d in enumerate(dst):
+            counts[bucket(1 / max(up[leaf_of[h], spine[h]], down[spine[h], leaf_of[d]]))] += 1
+            n += 1
+    return {k: v / n for k, v in counts.items()}
+
+
+def bucket_band(share: float, flows: int, level: float = 0.95) -> tuple[int, int]:
+    """The counts of `flows` a bucket holds `level` of the time if each flow is in it
+    with probability `share`, independently: the binomial's central interval."""
+    from scipy.stats import binom
+
+    lo, hi = binom.interval(level, flows, share)
+    return int(lo), int(hi)
+
+
+# Permutations the equal-share expectation of the buckets is drawn over.
+EXPECTATION_DRAWS = 500
+
+
+def bucket_expectation(row: dict, hosts: int, seed: int) -> dict:
+    """A one-QP RoCE row's buckets against a uniform hash under equal shares, on that
+    size's ECMP fabric: each bucket's expected share, the counts its flows would hold 95 %
+    of the time, and whether the measured count is inside."""
+    from mrcemu.topology import load
+
+    topo = load(ECMP_FABRICS[hosts])
+    exp = expected_buckets([topo.leaf_of(h) for h in range(hosts)], topo.spines_per_plane,
+                           EXPECTATION_DRAWS, seed)
+    flows = sum((row.get("buckets") or {}).values())
+    out = {}
+    for name, p in exp.items():
+        lo, hi = bucket_band(p, flows)
+        got = (row.get("buckets") or {}).get(name, 0)
+        out[name] = {"share": round(p, 4), "band": [lo, hi], "counted": got,
+                     "inside": lo <= got <= hi}
+    return out

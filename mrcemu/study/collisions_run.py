@@ -64,6 +64,8 @@ def size(hosts: int, steps: int, qps: list[int], seed: int, slowdown: float | st
         if not d["alone"]:
             name = label.removesuffix("-steps")
             rows[name] = collisions.transport_row(d["steps"], alone[d["transport"]]["steps"])
+            if name == "roce-1qp" and rows[name].get("buckets"):
+                rows[name]["expected"] = collisions.bucket_expectation(rows[name], hosts, seed)
     return {"hosts": hosts, "steps_asked": steps, "qps": qps,
             "transports": rows, "runs": list(done.values()),
             "faithful": all(d["faithful"] for d in done.values()),
