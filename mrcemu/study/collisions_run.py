@@ -47,6 +47,9 @@ def _one(r: Run, steps: int, seed: int, slowdown: float | str, runs_dir: Path,
             "faithful": bool(fid.get("ok")), "why_not": fid.get("reasons", [])[:2],
             "completed": bool(got.get("completed")), "intact": got.get("integrity_ok"),
             "wall_s": report.get("wall_clock_s"), "folder": folder.name,
+            # why a transport gets less than its share: what it lost and how it recovered
+            "fabric_drops": sum((got.get("fabric") or {}).get("dropped", {}).values()),
+            "retransmits": got.get("retransmits"), "rtos": got.get("rtos"),
             "steps": got.get("steps")}
 
 
