@@ -42,3 +42,36 @@ def test_a_size_without_a_fabric_is_refused_before_anything_starts(tmp_path, tid
     r = mrcemu("study", "census", "--quick", "--out", str(bad))
     assert r.returncode == 2 and "not a study's results file" in r.stderr
     assert_clean()
+
+
+def test_a_small_collision_study_times_every_step_of_both_transports(tmp_path, tidy):
+    r = mrcemu("study", "collisions", "--hosts", "8", "--steps", "1", "--qps", "1",
+               "--slowdown", "5", "--out", str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads((tmp_path / "study.json").read_text())["collisions"]
+    (size,) = doc["sizes"]
+    assert size["hosts"] == 8 and [x["label"] for x in size["runs"]] == [
+        "mrc-alone", "mrc-steps", "roce-1qp-alone", "roce-1qp-steps"]
+    # every run at the pace given, every write delivered intact
+    assert all(x["slowdown"] == 5 and x["completed"] and x["intact"] for x in size["runs"])
+    for name in ("mrc", "roce-1qp"):
+        row = size["transports"][name]
+        # one step of eight cross-leaf flows, each with its share of its port
+        assert row["steps"] == 1 and len(row["flow_shares"]) == 8
+        assert sum(row["buckets"].values()) == 8
+        # a step waits for its slowest flow: it cannot beat the host's line rate
+        assert 0 < row["efficiency_mean"] <= 1.0 and 0 < row["alone_efficiency"] <= 1.0
+    exp = size["transports"]["roce-1qp"]["expected"]
+    assert sum(e["counted"] for e in exp.values()) == 8
+    assert (tmp_path / "collisions.png").stat().st_size > 0
+    assert "8 hosts, roce-1qp: step efficiency" in r.stdout
+    assert_clean()
+
+
+def test_a_collision_study_refuses_a_size_or_pace_it_cannot_run(tmp_path, tidy):
+    r = mrcemu("study", "collisions", "--hosts", "24", "--out", str(tmp_path))
+    assert r.returncode == 2 and "no study fabric of 24 hosts" in r.stderr
+    r = mrcemu("study", "collisions", "--slowdown", "0.5", "--out", str(tmp_path))
+    assert r.returncode == 2 and "give auto or a number from 1 to 1000" in r.stderr
+    assert not (tmp_path / "study.json").exists()
+    assert_clean()

@@ -32,7 +32,7 @@ def test_every_run_is_a_valid_scenario_whose_lone_flow_writes_the_steps_size(hos
 
 
 def _steps(effs, shares):
-    return {"each": [{"efficiency": e, "flow_share": s} for e, s in zip(effs, shares)],
+    return {"each": [{"efficiency": e, "flow_share": s} for e, s in zip(effs, shares, strict=True)],
             "write_bdps": 8.0}
 
 
@@ -62,3 +62,37 @@ def test_a_flow_goes_in_the_nearest_bucket(share, name):
 def test_flat_and_falling():
     assert c.flat([0.82, 0.80, 0.84]) and not c.flat([0.82, 0.70])
     assert c.falls([0.4, 0.3, 0.2]) and not c.falls([0.4, 0.4]) and not c.falls([0.4])
+
+
+def test_one_spine_puts_every_flow_of_a_leaf_on_one_link():
+    # two leaves of four, one spine: four flows on each uplink, a quarter each
+    exp = c.expected_buckets([0, 0, 0, 0, 1, 1, 1, 1], 1, 50, seed=3)
+    assert exp == {"line rate": 0.0, "a half": 0.0, "a third": 0.0, "less": 1.0}
+
+
+def test_many_spines_leave_almost_every_flow_alone():
+    exp = c.expected_buckets([0, 0, 0, 0, 1, 1, 1, 1], 10_000, 200, seed=3)
+    assert exp["line rate"] > 0.99
+
+
+def test_the_four_by_four_case_gives_the_binomial_of_three_others_at_most():
+    # four hosts a leaf, four spines: a flow is alone on its uplink with (3/4)^3; its
+    # downlink can only add company, so line rate is rarer than that
+    exp = c.expected_buckets([h // 4 for h in range(16)], 4, 400, seed=1)
+    assert sum(exp.values()) == pytest.approx(1.0)
+    assert exp["line rate"] < (3 / 4) ** 3
+    assert exp["a half"] > exp["line rate"] > exp["less"]
+
+
+def test_a_bucket_band_holds_the_expected_count():
+    lo, hi = c.bucket_band(0.25, 64)
+    assert lo < 16 < hi and 0 <= lo and hi <= 64
+    assert c.bucket_band(0.0, 64) == (0, 0)
+
+
+def test_a_row_judged_against_the_expectation_says_which_buckets_are_inside():
+    row = {"buckets": {"line rate": 16, "a half": 32, "a third": 16, "less": 0}}
+    got = c.bucket_expectation(row, 16, seed=1)
+    assert set(got) == {"line rate", "a half", "a third", "less"}
+    assert all(g["counted"] == row["buckets"][k] for k, g in got.items())
+    assert got["a half"]["inside"] and got["a half"]["band"][0] < 32
