@@ -15,6 +15,7 @@ SECTIONS = [
     "incast_trim",
     "ecmp_spread",
     "hash_census",
+    "collisions",
     "bpf_cost",
     "usid_engine_cost",
     "failover",

@@ -232,6 +232,18 @@ TARGETS: dict[str, list[Target]] = {
         Target("a leaf's busiest uplink against a uniform hash's", "~", 0.05,
                r"^\| \d+ \| [\w-]+ \|(?: [^|]+ \|){8} \*\*([\d.]+)\*\*", worst=True),
     ],
+    "collisions": [
+        Target("MRC's step efficiency over its lone flow's, at every size", ">=", 0.90,
+               r"^\| \d+ \| MRC \|(?: [^|]+ \|){5} ([\d.]+) \|", worst=True),
+        Target("MRC's step efficiency across sizes: the most a size is from their mean, a "
+               "share of it", "<=", 0.05, r"at most \*\*([\d.]+)\*\* of its mean"),
+        Target("RoCE with one QP a pair: its step efficiency falls with every size", ">=", 1,
+               r"falling with every size: \*\*(yes|no)\*\*", yes_no=True),
+        Target("the appendix permutation (16 hosts, RoCE 1 QP): flows at line rate, a half, "
+               "a third, less, each inside the binomial 95 % band", ">=", 1,
+               r"at 16 hosts \(the paper's appendix testbed\): \*\*(yes|no)\*\*",
+               yes_no=True),
+    ],
     "program_pace": [
         Target("every run of real programs faithful at auto's first pick (ib_write_lat and "
                "perftest-failover, three trials each, from scratch)", ">=", 1,
