@@ -27,6 +27,11 @@ RULES: dict[str, tuple[str, ...]] = {
             "mrcemu.study"),
     "study": ("mrcemu.cli", "mrcemu.paper"),  # runs what it needs itself, as paper does
     "paper": ("mrcemu.cli",),  # runs scenarios through mrcemu.scenario, as `run` does
+    # pure, with no clock: it draws its permutations as the scenario's workloads do
+    # (scenario/patterns.py, itself pure), and runs nothing
+    "atscale": tuple(m for m in SHELL if m != "mrcemu.scenario") + LINUX_LIBS + (
+        "time", "mrcemu.study", "mrcemu.paper", "mrcemu.scenario.job",
+        "mrcemu.scenario.runner"),
 }
 
 
