@@ -189,3 +189,35 @@ def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdow
                   f"done are in {out / results.FILE}", highlight=False)
         sys.exit(130)
     click.echo(f"wrote {out / results.FILE} and {out / 'collisions.png'}")
+
+
+@study.command()
+@click.option("--draws", type=click.IntRange(10, 100_000), default=300, show_default=True,
+              help="The model's draws a size and transport (permutations and hashes).")
+@click.option("--seed", default=1, show_default=True, help="Seed of the model's draws.")
+@click.option("--out", "out", default="study", show_default=True,
+              type=click.Path(file_okay=False),
+              help="The study's folder: reads its `collisions`, writes its `model`.")
+def model(draws: int, seed: int, out: str) -> None:
+    """The collision model against the emulated steps: for each size and transport the
+    study measured, what the model gives for the same fabric, QPs and lone-flow
+    efficiency (no root, no fabric)."""
+    friendly(_model)(draws, seed, Path(out))
+
+
+def _model(draws: int, seed: int, out: Path) -> None:
+    from mrcemu.study import against_model, results
+
+    doc = results.load(out)
+    if "collisions" not in doc:
+        raise results.MissingSection(f"{out / results.FILE} has no collisions: run `mrcemu study "
+                          f"collisions --out {out}` first")
+    rows = against_model.compare(doc["collisions"], draws, seed)
+    results.write(out, "model", {"draws": draws, "seed": seed,
+                                 "within": against_model.WITHIN, "rows": rows})
+    for r in rows:
+        click.echo(f"{r['hosts']:>3} hosts, {r['transport']}: model {r['model_mean']:.2f} "
+                   f"[{r['model_p10']:.2f}-{r['model_p90']:.2f}], measured "
+                   f"{r['measured_mean']:.2f} ({r['off']:+.0%}): "
+                   + ("agrees" if r["agrees"] else "does not agree"))
+    click.echo(f"wrote {out / results.FILE}")

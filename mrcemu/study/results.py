@@ -19,6 +19,12 @@ class NotAResultsFile(MrcemuError):
     exit_code = 2
 
 
+class MissingSection(MrcemuError):
+    """A part of the study needs another's results, and the file has none: bad input."""
+
+    exit_code = 2
+
+
 def load(folder: Path) -> dict:
     path = folder / FILE
     try:

@@ -1,0 +1,51 @@
+"""The collision model (atscale) against the emulated steps: for each size and transport
+the study measured, the model's step efficiency over the same fabric shape, the same
+QPs a pair and the transport's own lone-flow efficiency, and how far the measured mean
+is from it. Pure: it reads the study's results and runs no fabric."""
+
+from __future__ import annotations
+
+from mrcemu.atscale.clos import Clos
+from mrcemu.atscale.step import Transport, permutation_efficiency
+from mrcemu.study.fabrics import ECMP_FABRICS, MRC_FABRICS
+from mrcemu.topology import Topology, load
+
+# Within this share of the model's mean, and inside its p10-p90, a measured mean agrees.
+# A band of no width (spraying: every draw the same step) leaves the share alone to judge.
+WITHIN = 0.10
+
+
+def clos_of(topo: Topology) -> Clos:
+    return Clos(hosts=topo.hosts, hosts_per_leaf=topo.hosts_per_leaf,
+                spines=topo.spines_per_plane, planes=topo.planes,
+                uplink=topo.fabric_link_mbps / topo.host_link_mbps)
+
+
+def transport_of(name: str, alone: float) -> Transport:
+    """A row's name (`mrc`, `roce-4qp`) as the model's transport."""
+    if name == "mrc":
+        return Transport(sprayed=True, efficiency=alone)
+    return Transport(sprayed=False, qps=int(name.split("-")[1][:-2]), efficiency=alone)
+
+
+def compare(collisions: dict, draws: int, seed: int) -> list[dict]:
+    """A row a size and transport the study measured: the model's band, the measured
+    mean, their ratio and whether they agree."""
+    out = []
+    for s in collisions["sizes"]:
+        for name, row in s["transports"].items():
+            if row.get("efficiency_mean") is None or not row.get("alone_efficiency"):
+                continue
+            topo = load((MRC_FABRICS if name == "mrc" else ECMP_FABRICS)[s["hosts"]])
+            band = permutation_efficiency(clos_of(topo), transport_of(
+                name, row["alone_efficiency"]), 1 if name == "mrc" else draws, seed)
+            got = row["efficiency_mean"]
+            off = got / band.mean - 1
+            out.append({"hosts": s["hosts"], "transport": name, "topology": topo.name,
+                        "model_mean": round(band.mean, 4), "model_p10": round(band.p10, 4),
+                        "model_p90": round(band.p90, 4), "draws": band.draws,
+                        "measured_mean": got, "off": round(off, 4),
+                        "agrees": abs(off) <= WITHIN and (band.p10 == band.p90
+                                                          or band.p10 <= got <= band.p90),
+                        "faithful": s["faithful"]})
+    return out

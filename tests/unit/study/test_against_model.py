@@ -1,0 +1,35 @@
+"""The model against the emulated steps, on a study's results written by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrcemu.study import against_model as am
+from mrcemu.topology import load
+
+
+def _doc(roce: float, mrc: float) -> dict:
+    return {"sizes": [{"hosts": 16, "faithful": True, "transports": {
+        "mrc": {"efficiency_mean": mrc, "alone_efficiency": 0.85},
+        "roce-1qp": {"efficiency_mean": roce, "alone_efficiency": 0.85},
+        "roce-4qp": {"steps": 0}}}]}
+
+
+def test_the_fabric_shape_is_the_topologys():
+    c = am.clos_of(load("rack4x8-ecmp"))
+    assert (c.hosts, c.hosts_per_leaf, c.spines, c.planes, c.uplink) == (32, 8, 8, 1, 1.0)
+    assert am.clos_of(load("rack4")).planes == 8
+
+
+def test_a_measured_step_near_the_model_agrees_and_one_far_below_does_not():
+    rows = {r["transport"]: r for r in am.compare(_doc(roce=0.30, mrc=0.83), 200, seed=1)}
+    assert set(rows) == {"mrc", "roce-1qp"}  # a transport with no steps is left out
+    # sprayed: the lone flow's efficiency is the step's; hashed: the equal-share step
+    assert rows["mrc"]["model_mean"] == pytest.approx(0.85)
+    assert rows["mrc"]["agrees"] and rows["mrc"]["off"] == pytest.approx(0.83 / 0.85 - 1,
+                                                                          abs=1e-3)
+    assert rows["roce-1qp"]["model_mean"] == pytest.approx(0.35 * 0.85, abs=0.03)
+    assert rows["roce-1qp"]["agrees"]
+    far = {r["transport"]: r for r in am.compare(_doc(roce=0.15, mrc=0.6), 200, seed=1)}
+    assert not far["roce-1qp"]["agrees"] and not far["mrc"]["agrees"]
+    assert far["roce-1qp"]["off"] < -am.WITHIN
