@@ -529,7 +529,27 @@ def study_collisions(doc: dict) -> str:
                     "7/24: a third):") + "\n\n" + collisions_buckets(c))
 
 
+def study_model(doc: dict) -> str:
+    """The collision model against the emulated steps, as the study's page gives it."""
+    m = doc["model"]
+    rows = [f"| {r['hosts']} | {_transport_name(r['transport'])} | {r['topology']} | "
+            f"{r['model_mean']:.2f} [{r['model_p10']:.2f}-{r['model_p90']:.2f}] | "
+            f"{r['measured_mean']:.2f} | {r['off']:+.0%} | "
+            + ("yes" if r["agrees"] else "**no**")
+            + ("" if r["faithful"] else " (runs not all faithful)") + " |"
+            for r in m["rows"]]
+    agree = sum(r["agrees"] for r in m["rows"])
+    return (_wrap(f"Computed {m['measured'][:10]} at `{m['commit']}`, {m['draws']} draws a "
+                  f"hashed case, seed {m['seed']}. A measured mean agrees when it is within "
+                  f"{m['within']:.0%} of the model's and inside its p10-p90 band (a band "
+                  f"of no width, spraying's, leaves the {m['within']:.0%} alone). "
+                  f"{agree} of {len(m['rows'])} agree.")
+            + "\n\n| hosts | transport | fabric | model [p10-p90] | measured | off | "
+            "agrees |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
 REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
+    "study-model": (STUDY, study_model),
     "study-census": (STUDY, study_census),
     "study-collisions": (STUDY, study_collisions),
     "paper-verdicts": (PAPER, paper_verdicts),

@@ -33,3 +33,22 @@ def test_a_measured_step_near_the_model_agrees_and_one_far_below_does_not():
     far = {r["transport"]: r for r in am.compare(_doc(roce=0.15, mrc=0.6), 200, seed=1)}
     assert not far["roce-1qp"]["agrees"] and not far["mrc"]["agrees"]
     assert far["roce-1qp"]["off"] < -am.WITHIN
+
+
+def test_the_command_writes_the_model_section_and_refuses_a_study_without_steps(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from mrcemu.study.command import study
+
+    (tmp_path / "study.json").write_text(json.dumps({"collisions": _doc(0.30, 0.83)}))
+    r = CliRunner().invoke(study, ["model", "--draws", "50", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "study.json").read_text())
+    assert [x["transport"] for x in doc["model"]["rows"]] == ["mrc", "roce-1qp"]
+    assert "collisions" in doc and doc["model"]["draws"] == 50
+    assert " 16 hosts, roce-1qp: model " in r.output
+    empty = tmp_path / "empty"
+    r = CliRunner().invoke(study, ["model", "--out", str(empty)])
+    assert r.exit_code == 2 and "has no collisions" in r.output
