@@ -9,6 +9,8 @@ import random
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
+
 from mrcemu.atscale import maxmin
 from mrcemu.atscale.clos import Clos
 from mrcemu.scenario.patterns import cross_leaf_permutation
@@ -30,30 +32,28 @@ def step_time(fab: Clos, pairs: list[tuple[int, int]], t: Transport,
     """The fluid step's time for `pairs` each moving one unit (a host plane port's worth
     a unit of time, all planes together carrying `planes` units a unit of time)."""
     uses: list[dict] = []
-    owner: list[int] = []
     left: list[float] = []
-    for i, (s, d) in enumerate(pairs):
+    for s, d in pairs:
         if t.sprayed:
             uses.append(fab.sprayed(s, d))
-            owner.append(i)
             left.append(1.0)
             continue
         n = fab.planes * t.qps
         for p in range(fab.planes):
             for _ in range(t.qps):
                 uses.append({link: 1.0 for link in fab.hashed(s, d, p, rng)})
-                owner.append(i)
                 left.append(1.0 / n)
     cap = {k: v * t.efficiency for k, v in fab.capacities().items()}
+    inc = maxmin.Incidence.of(uses, cap)
+    rest = np.asarray(left)
+    live = np.ones(len(uses), dtype=bool)
     now = 0.0
-    live = list(range(len(uses)))
-    while live:
-        r = maxmin.rates([uses[i] for i in live], cap)
-        dt = min(left[i] / r[j] for j, i in enumerate(live))
+    while live.any():
+        r = maxmin.fill(inc, live)
+        dt = float(np.min(rest[live] / r[live]))
         now += dt
-        for j, i in enumerate(live):
-            left[i] -= r[j] * dt
-        live = [i for i in live if left[i] > 1e-9]
+        rest[live] -= r[live] * dt
+        live &= rest > 1e-9
     return now
 
 

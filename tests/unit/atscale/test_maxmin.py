@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mrcemu.atscale.maxmin import rates
 
@@ -34,3 +36,23 @@ def test_a_sprayed_flow_loads_each_path_by_its_share():
 def test_a_flow_on_no_link_is_unbounded_and_no_rate_exceeds_a_capacity():
     got = rates([{}, {"a": 1.0}], {"a": 3.0})
     assert got[0] == float("inf") and got[1] == pytest.approx(3.0)
+
+
+_flows = st.lists(st.dictionaries(st.sampled_from("abcdef"), st.sampled_from([0.25, 0.5, 1.0]),
+                                  min_size=1, max_size=3), min_size=1, max_size=12)
+_caps = st.fixed_dictionaries({k: st.sampled_from([0.5, 1.0, 2.0, 3.0]) for k in "abcdef"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_flows, _caps)
+def test_every_flow_has_a_full_bottleneck_where_no_flow_gets_more(flows, caps):
+    # the definition of max-min fairness: no link over its capacity, and each flow
+    # crosses a full link on which its rate is the largest
+    got = rates(flows, caps)
+    load = {k: sum(r * f.get(k, 0.0) for r, f in zip(got, flows, strict=True)) for k in caps}
+    assert all(load[k] <= caps[k] * (1 + 1e-6) for k in caps)
+    for r, f in zip(got, flows, strict=True):
+        assert any(load[k] >= caps[k] * (1 - 1e-6)
+                   and all(r >= r2 - 1e-9 for r2, f2 in zip(got, flows, strict=True)
+                           if k in f2)
+                   for k in f)
