@@ -457,18 +457,22 @@ def collisions_table(doc: dict, census: dict | None) -> str:
             alone = "mrc-alone" if name == "mrc" else f"roce-{s['qps'][0]}qp-alone"
             ran = [runs[alone], runs[f"{name}-steps"]]
             fabric = ran[1]["topology"]
-            pred = step.get((s["hosts"], int(name.split("-")[1][:-2])))
-            pred_text = ("" if name == "mrc" or not pred else
+            pred = None if name == "mrc" else step.get((s["hosts"],
+                                                        int(name.split("-")[1][:-2])))
+            pred_text = ("" if not pred else
                          f"{pred['mean']:.2f} [{pred['p10']:.2f}-{pred['p90']:.2f}]")
             paces = ", ".join(sorted({f"{r['slowdown']:g}" for r in ran}, key=float))
             faithful = "yes" if all(r["faithful"] for r in ran) else "**no**"
+            st = ran[1]
             rows.append(f"| {s['hosts']} | {_transport_name(name)} | {fabric} | "
-                        f"{row['steps']} | {row['write_bdps']:g} | **{t['mean']}** "
+                        f"{row['steps']} | {ran[0]['steps']['write_bdps']:g} | **{t['mean']}** "
                         f"[{t['p10']}-{t['p90']}] | {t['alone']} | {t['of_alone']} | "
-                        f"{pred_text or '-'} | {paces} | {faithful} |")
-    return ("| hosts | transport | fabric | steps | write (BDPs) | step efficiency [p10-p90] "
-            "| a lone flow's | of the lone flow's | census, equal shares | slowdown | "
-            "faithful |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+                        f"{pred_text or '-'} | {st['fabric_drops']:,} | "
+                        f"{st['retransmits']:,} | {st['rtos']:,} | {paces} | {faithful} |")
+    return ("| hosts | transport | fabric | steps | a pair's write (BDPs) | step efficiency "
+            "[p10-p90] | a lone flow's | of the lone flow's | census, equal shares | fabric "
+            "drops | retransmitted | timeouts | slowdown (alone, steps) | faithful |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
 
 
@@ -504,12 +508,12 @@ def collisions_verdict(doc: dict) -> str:
     return (f"At {hosts} hosts, a RoCE step with one QP a pair kept "
             + ", ".join(f"{x:.2f}" for x in roce) + " of its ideal: "
             + ("it falls with every size" if falls(roce) else "it does not fall with every size")
-            + ". MRC's kept " + ", ".join(f"{x:.2f}" for x in mrc) + ", "
-            + ", ".join(f"{x:.2f}" for x in kept) + " of what its lone flow keeps ("
+            + ". MRC's kept " + ", ".join(f"{x:.2f}" for x in mrc) + " ("
+            + ", ".join(f"{x:.2f}" for x in kept) + " of what its lone flow keeps: "
             + ("at least 0.90 at every size" if min(kept) >= 0.9 else
                f"below 0.90 at {sum(k < 0.9 for k in kept)} of {len(kept)} sizes")
-            + "), and " + ("flat across sizes within 5 %" if flat(mrc) else
-                           "not flat across sizes within 5 %")
+            + "), " + ("flat across sizes within 5 %" if flat(mrc) else
+                       "not flat across sizes within 5 %")
             + (". Not every run was faithful: see the last column."
                if not all(s["faithful"] for s in sizes) else ". Every run was faithful."))
 
