@@ -494,6 +494,25 @@ def collisions_buckets(doc: dict) -> str:
             + "---|" * len(names) + "\n" + "\n".join(rows) + "\n")
 
 
+def collisions_expected(doc: dict) -> str:
+    """One-QP RoCE's flows by bucket against a uniform hash under equal shares: each
+    bucket's expected share, the 95 % band for the flows counted, and the count."""
+    from mrcemu.study.collisions import BUCKETS
+
+    names = [n for n, _ in BUCKETS]
+    rows = []
+    for s in doc["sizes"]:
+        exp = s["transports"].get("roce-1qp", {}).get("expected")
+        if not exp:
+            continue
+        rows.append(f"| {s['hosts']} | " + " | ".join(
+            f"{exp[n]['share']:.0%}: {exp[n]['band'][0]}-{exp[n]['band'][1]}, "
+            + (f"{exp[n]['counted']}" if exp[n]["inside"] else f"**{exp[n]['counted']}**")
+            for n in names) + " |")
+    return ("| hosts | " + " | ".join(names) + " |\n|---|" + "---|" * len(names) + "\n"
+            + "\n".join(rows) + "\n")
+
+
 def collisions_verdict(doc: dict) -> str:
     """What the sizes say together: whether RoCE's step falls with the fabric's size, and
     whether MRC's keeps its lone flow's efficiency and stays flat."""
@@ -530,7 +549,11 @@ def study_collisions(doc: dict) -> str:
             + _wrap("Each flow's share of its port over its own time, over what the "
                     "transport's lone flow gets, sorted as the paper's appendix sorts its "
                     "permutation's flows (above 0.75: line rate; above 5/12: a half; above "
-                    "7/24: a third):") + "\n\n" + collisions_buckets(c))
+                    "7/24: a third):") + "\n\n" + collisions_buckets(c) + "\n"
+            + _wrap("One-QP RoCE's flows against a uniform hash under equal shares: each "
+                    "bucket's expected share, the counts its flows would hold 95 % of the "
+                    "time, and the count measured (in bold where outside):") + "\n\n"
+            + collisions_expected(c))
 
 
 def study_model(doc: dict) -> str:
@@ -543,11 +566,17 @@ def study_model(doc: dict) -> str:
             + ("" if r["faithful"] else " (runs not all faithful)") + " |"
             for r in m["rows"]]
     agree = sum(r["agrees"] for r in m["rows"])
+    by: dict[str, list[dict]] = {}
+    for r in m["rows"]:
+        by.setdefault("MRC" if r["transport"] == "mrc" else "RoCE", []).append(r)
+    each = "; ".join(f"{t}: {sum(r['agrees'] for r in rs)} of {len(rs)}, measured "
+                     f"{min(r['off'] for r in rs):+.0%} to {max(r['off'] for r in rs):+.0%} "
+                     "from the model" for t, rs in by.items())
     return (_wrap(f"Computed {m['measured'][:10]} at `{m['commit']}`, {m['draws']} draws a "
                   f"hashed case, seed {m['seed']}. A measured mean agrees when it is within "
                   f"{m['within']:.0%} of the model's and inside its p10-p90 band (a band "
                   f"of no width, spraying's, leaves the {m['within']:.0%} alone). "
-                  f"{agree} of {len(m['rows'])} agree.")
+                  f"{agree} of {len(m['rows'])} agree ({each}).")
             + "\n\n| hosts | transport | fabric | model [p10-p90] | measured | off | "
             "agrees |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 

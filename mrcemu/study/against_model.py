@@ -28,6 +28,13 @@ def transport_of(name: str, alone: float) -> Transport:
     return Transport(sprayed=False, qps=int(name.split("-")[1][:-2]), efficiency=alone)
 
 
+def _faithful(size: dict, name: str) -> bool:
+    """Whether the runs behind a row (its transport's lone flow and its steps) were."""
+    runs = {r["label"]: r for r in size.get("runs", [])}
+    alone = "mrc-alone" if name == "mrc" else f"roce-{size['qps'][0]}qp-alone"
+    return all(runs[k]["faithful"] for k in (alone, f"{name}-steps") if k in runs)
+
+
 def compare(collisions: dict, draws: int, seed: int) -> list[dict]:
     """A row a size and transport the study measured: the model's band, the measured
     mean, their ratio and whether they agree."""
@@ -47,5 +54,5 @@ def compare(collisions: dict, draws: int, seed: int) -> list[dict]:
                         "measured_mean": got, "off": round(off, 4),
                         "agrees": abs(off) <= WITHIN and (band.p10 == band.p90
                                                           or band.p10 <= got <= band.p90),
-                        "faithful": s["faithful"]})
+                        "faithful": _faithful(s, name)})
     return out

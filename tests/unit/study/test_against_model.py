@@ -9,7 +9,7 @@ from mrcemu.topology import load
 
 
 def _doc(roce: float, mrc: float) -> dict:
-    return {"sizes": [{"hosts": 16, "faithful": True, "transports": {
+    return {"sizes": [{"hosts": 16, "faithful": True, "qps": [1], "transports": {
         "mrc": {"efficiency_mean": mrc, "alone_efficiency": 0.85},
         "roce-1qp": {"efficiency_mean": roce, "alone_efficiency": 0.85},
         "roce-4qp": {"steps": 0}}}]}
