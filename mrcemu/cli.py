@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mrcemu.clikit import console, err, friendly, need_root
+from mrcemu.clikit import SLOWDOWN, console, err, friendly, need_root
 from mrcemu.errors import FabricStateError, MrcemuError
 from mrcemu.study.command import study
 from mrcemu.topology import Layout, Topology, latency, load
@@ -34,25 +34,6 @@ except MrcemuError as _e:
 DEFAULT_TOPOLOGY = str(TOPOLOGY_DIR / "default.yaml")
 
 
-class SlowdownType(click.ParamType):
-    """`--slowdown`: a factor of at least 1, or `auto` (mrcemu/slowdown.py)."""
-
-    name = "K|auto"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> float | str:
-        if value == "auto" or isinstance(value, float):
-            return value
-        try:
-            k = float(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither 'auto' nor a number", param, ctx)
-        if not k >= 1.0:
-            self.fail(f"{value!r} is below 1: a run can be slowed, not sped up", param, ctx)
-        return k
-
-
-SLOWDOWN = SlowdownType()
 
 # What performs each switch's End with next-csid (docs/kernel.md).
 ENGINE_NAMES = {"kernel": "kernel (seg6local)", "bpf": "bpf (tc ingress program)"}

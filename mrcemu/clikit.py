@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import click
 from rich.console import Console
 
 from mrcemu.errors import MrcemuError, NeedsRoot
@@ -33,3 +34,24 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 def need_root(what: str) -> None:
     if os.geteuid() != 0:
         raise NeedsRoot(what)
+
+
+class SlowdownType(click.ParamType):
+    """`--slowdown`: a factor of at least 1, or `auto` (mrcemu/slowdown.py)."""
+
+    name = "K|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float | str:
+        if value == "auto" or isinstance(value, float):
+            return value
+        try:
+            k = float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither 'auto' nor a number", param, ctx)
+        if not k >= 1.0:
+            self.fail(f"{value!r} is below 1: a run can be slowed, not sped up", param, ctx)
+        return k
+
+
+SLOWDOWN = SlowdownType()

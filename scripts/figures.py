@@ -439,13 +439,15 @@ def study_census(doc: dict) -> str:
 
 
 def _transport_name(name: str) -> str:
-    return "MRC" if name == "mrc" else f"RoCE, {name.split('-')[1][:-2]} QP a pair"
+    from mrcemu.study.collisions import row_qps
+
+    return "MRC" if name == "mrc" else f"RoCE, {row_qps(name)} QP a pair"
 
 
 def collisions_table(doc: dict, census: dict | None) -> str:
     """The collision study's rows (`mrcemu study collisions`): a size and transport a
     row, with the census's equal-share step where it measured the same case."""
-    from mrcemu.study.collisions import as_text
+    from mrcemu.study.collisions import as_text, row_qps, row_runs
 
     step = {(s["hosts"], s["qps"]): s.get("step_efficiency")
             for s in (census or {}).get("sizes", [])}
@@ -454,11 +456,9 @@ def collisions_table(doc: dict, census: dict | None) -> str:
         runs = {r["label"]: r for r in s["runs"]}
         for name, row in s["transports"].items():
             t = as_text(row)
-            alone = "mrc-alone" if name == "mrc" else f"roce-{s['qps'][0]}qp-alone"
-            ran = [runs[alone], runs[f"{name}-steps"]]
+            ran = [runs[label] for label in row_runs(name, s["qps"])]
             fabric = ran[1]["topology"]
-            pred = None if name == "mrc" else step.get((s["hosts"],
-                                                        int(name.split("-")[1][:-2])))
+            pred = None if name == "mrc" else step.get((s["hosts"], row_qps(name)))
             pred_text = ("" if not pred else
                          f"{pred['mean']:.2f} [{pred['p10']:.2f}-{pred['p90']:.2f}]")
             paces = ", ".join(sorted({f"{r['slowdown']:g}" for r in ran}, key=float))

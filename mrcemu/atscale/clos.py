@@ -4,6 +4,7 @@ a capacity in units of a host's port in one plane; a flow is the links it crosse
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
@@ -28,9 +29,10 @@ class Clos:
     def pod_of(self, host: int) -> int:
         return self.leaf_of(host) * self.pods // self.leaves
 
+    @functools.cached_property
     def capacities(self) -> dict[tuple, float]:
         """Every link the model can load, by name: host ports both ways, leaf-spine both
-        ways, spine-core both ways."""
+        ways, spine-core both ways; built once a fabric (read it, do not change it)."""
         cap: dict[tuple, float] = {}
         for p in range(self.planes):
             for h in range(self.hosts):

@@ -43,7 +43,7 @@ def step_time(fab: Clos, pairs: list[tuple[int, int]], t: Transport,
             for _ in range(t.qps):
                 uses.append({link: 1.0 for link in fab.hashed(s, d, p, rng)})
                 left.append(1.0 / n)
-    cap = {k: v * t.efficiency for k, v in fab.capacities().items()}
+    cap = {k: v * t.efficiency for k, v in fab.capacities.items()}
     inc = maxmin.Incidence.of(uses, cap)
     rest = np.asarray(left)
     live = np.ones(len(uses), dtype=bool)

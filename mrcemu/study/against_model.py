@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mrcemu.atscale.clos import Clos
 from mrcemu.atscale.step import Transport, permutation_efficiency
+from mrcemu.study.collisions import row_qps, row_runs
 from mrcemu.study.fabrics import ECMP_FABRICS, MRC_FABRICS
 from mrcemu.topology import Topology, load
 
@@ -23,16 +24,13 @@ def clos_of(topo: Topology) -> Clos:
 
 def transport_of(name: str, alone: float) -> Transport:
     """A row's name (`mrc`, `roce-4qp`) as the model's transport."""
-    if name == "mrc":
-        return Transport(sprayed=True, efficiency=alone)
-    return Transport(sprayed=False, qps=int(name.split("-")[1][:-2]), efficiency=alone)
+    return Transport(sprayed=name == "mrc", qps=row_qps(name), efficiency=alone)
 
 
 def _faithful(size: dict, name: str) -> bool:
     """Whether the runs behind a row (its transport's lone flow and its steps) were."""
     runs = {r["label"]: r for r in size.get("runs", [])}
-    alone = "mrc-alone" if name == "mrc" else f"roce-{size['qps'][0]}qp-alone"
-    return all(runs[k]["faithful"] for k in (alone, f"{name}-steps") if k in runs)
+    return all(runs[k]["faithful"] for k in row_runs(name, size["qps"]) if k in runs)
 
 
 def compare(collisions: dict, draws: int, seed: int) -> list[dict]:

@@ -30,9 +30,13 @@ class Run:
     alone: bool  # a single cross-leaf flow, not the permutation
 
     @property
+    def row(self) -> str:
+        """The transport row its figures go in: `mrc`, `roce-4qp`."""
+        return "mrc" if self.transport == "mrc" else f"roce-{self.qps}qp"
+
+    @property
     def label(self) -> str:
-        who = "mrc" if self.transport == "mrc" else f"roce-{self.qps}qp"
-        return f"{who}-{'alone' if self.alone else 'steps'}"
+        return f"{self.row}-{'alone' if self.alone else 'steps'}"
 
     @property
     def topology(self) -> str:
@@ -54,6 +58,18 @@ class Run:
         return {"description": f"collision study, {self.hosts} hosts: {self.label}",
                 "topology": self.topology, "workload": wl, "transports": [self.transport],
                 "seed": seed, "timeout_s": 600 + 60 * steps}
+
+
+def row_qps(row: str) -> int:
+    """A row's QPs a pair (`roce-4qp`: 4; `mrc`: 1)."""
+    return 1 if row == "mrc" else int(row.removeprefix("roce-").removesuffix("qp"))
+
+
+def row_runs(row: str, qps: list[int]) -> tuple[str, str]:
+    """The labels of the runs behind a row: its transport's lone flow (RoCE's at the
+    first count of QPs, as `plan` runs it) and its steps."""
+    alone = "mrc-alone" if row == "mrc" else f"roce-{qps[0]}qp-alone"
+    return alone, f"{row}-steps"
 
 
 def plan(hosts: int, qps: list[int]) -> list[Run]:
@@ -110,13 +126,16 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
+def spread(means: list[float]) -> float:
+    """The most a size's mean step efficiency is from their mean, a share of it."""
+    m = statistics.fmean(means)
+    return max(abs(x - m) for x in means) / m
+
+
 def flat(means: list[float], within: float = 0.05) -> bool:
     """Whether a transport's mean step efficiency stays within `within` (a fraction) of
     its mean across sizes."""
-    if not means:
-        return False
-    m = statistics.fmean(means)
-    return all(abs(x - m) <= within * m for x in means)
+    return bool(means) and spread(means) <= within
 
 
 def falls(means: list[float]) -> bool:

@@ -62,13 +62,14 @@ def size(hosts: int, steps: int, qps: list[int], seed: int, slowdown: float | st
         ui("stage", {"text": f"{hosts} hosts: {r.label} on {r.topology}"})
         done[r.label] = _one(r, steps, seed, slowdown, runs_dir, ui)
     rows = {}
-    alone = {"mrc": done["mrc-alone"], "roce": done[f"roce-{qps[0]}qp-alone"]}
-    for label, d in done.items():
-        if not d["alone"]:
-            name = label.removesuffix("-steps")
-            rows[name] = collisions.transport_row(d["steps"], alone[d["transport"]]["steps"])
-            if name == "roce-1qp" and rows[name].get("buckets"):
-                rows[name]["expected"] = collisions.bucket_expectation(rows[name], hosts, seed)
+    for r in collisions.plan(hosts, qps):
+        if not r.alone:
+            alone, stepped = collisions.row_runs(r.row, qps)
+            rows[r.row] = collisions.transport_row(done[stepped]["steps"],
+                                                   done[alone]["steps"])
+            if r.row == "roce-1qp" and rows[r.row].get("buckets"):
+                rows[r.row]["expected"] = collisions.bucket_expectation(rows[r.row], hosts,
+                                                                        seed)
     return {"hosts": hosts, "steps_asked": steps, "qps": qps,
             "transports": rows, "runs": list(done.values()),
             "faithful": all(d["faithful"] for d in done.values()),

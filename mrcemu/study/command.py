@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mrcemu.clikit import err, friendly, need_root
+from mrcemu.clikit import SLOWDOWN, err, friendly, need_root
 
 
 class CountsType(click.ParamType):
@@ -28,6 +28,19 @@ class CountsType(click.ParamType):
         if not out or min(out) < 1:
             self.fail(f"{value!r}: give one count or more, each at least 1", param, ctx)
         return out
+
+
+def _check_counts(hosts: list[int], fabrics: dict[int, str], what: str,
+                  qps: list[int]) -> None:
+    """Bad sizes or QP counts stop a study here, before anything starts."""
+    from mrcemu.transport.profiles import MAX_QPS
+
+    for h in hosts:
+        if h not in fabrics:
+            raise click.BadParameter(f"no {what} fabric of {h} hosts: use "
+                                     + ", ".join(map(str, fabrics)), param_hint="--hosts")
+    if max(qps) > MAX_QPS:
+        raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
 
 
 # Imported by cli.py before the load-balancing policies are: nothing of the transport
@@ -59,16 +72,9 @@ def census(hosts: list[int], draws: int, qps: list[int], seed: int, quick: bool,
 def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) -> None:
     from mrcemu.study import census, census_run, plots, results
     from mrcemu.study.census_run import FIELD_QPS
-    from mrcemu.transport.profiles import MAX_QPS
+    from mrcemu.study.fabrics import ECMP_FABRICS
 
-    # bad input stops here, before anything starts
-    for h in hosts:
-        if h not in census_run.ECMP_FABRICS:
-            raise click.BadParameter(f"no census fabric of {h} hosts: use "
-                                     + ", ".join(map(str, census_run.ECMP_FABRICS)),
-                                     param_hint="--hosts")
-    if max(qps) > MAX_QPS:
-        raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
+    _check_counts(hosts, ECMP_FABRICS, "census", qps)
     results.load(out)  # and so does a results file that is not one
     need_root("study census")
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -119,7 +125,7 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
 @click.option("--qps", type=CountsType(), default="1,4", show_default=True,
               help="RoCE QPs a pair (at most 16): a permutation run at each.")
 @click.option("--seed", default=1, show_default=True, help="Seed of the permutations.")
-@click.option("--slowdown", default="auto", show_default=True,
+@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
               help="Every run's slowdown, or auto: each run's pick, run again slower while "
                    "it is not faithful.")
 @click.option("--quick", is_flag=True, help="16 hosts, 2 steps, 1 QP a pair.")
@@ -127,8 +133,8 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
               type=click.Path(file_okay=False),
               help="Folder for study.json (its `collisions` section), collisions.png and "
                    "the runs' folders (runs/).")
-def collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdown: str,
-               quick: bool, out: str) -> None:
+def collisions(hosts: list[int], steps: int, qps: list[int], seed: int,
+               slowdown: float | str, quick: bool, out: str) -> None:
     """Collisions: a synchronous job's steps (cross-leaf permutations, a step waiting for
     its slowest flow) under MRC's spraying and RoCE's hashed QPs, at each size."""
     if quick:
@@ -136,27 +142,12 @@ def collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdown
     friendly(_collisions)(hosts, steps, qps, seed, slowdown, Path(out))
 
 
-def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdown: str,
-                out: Path) -> None:
+def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int,
+                slowdown: float | str, out: Path) -> None:
     from mrcemu.study import collisions, collisions_run, plots, results
     from mrcemu.study.fabrics import MRC_FABRICS
-    from mrcemu.transport.profiles import MAX_QPS
 
-    for h in hosts:  # bad input stops here, before anything starts
-        if h not in MRC_FABRICS:
-            raise click.BadParameter(f"no study fabric of {h} hosts: use "
-                                     + ", ".join(map(str, MRC_FABRICS)), param_hint="--hosts")
-    if max(qps) > MAX_QPS:
-        raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
-    pace: float | str = slowdown
-    if slowdown != "auto":
-        try:
-            pace = float(slowdown)
-        except ValueError:
-            pace = 0.0
-        if not 1.0 <= float(pace) <= 1000.0:
-            raise click.BadParameter(f"{slowdown!r}: give auto or a number from 1 to 1000",
-                                     param_hint="--slowdown")
+    _check_counts(hosts, MRC_FABRICS, "study", qps)
     results.load(out)
     need_root("study collisions")
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -183,7 +174,7 @@ def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int, slowdow
                       f"intact {sm.get('integrity_ok')}", highlight=False)
 
     try:
-        collisions_run.run(hosts, steps, qps, seed, pace, out / "runs", ui, keep)
+        collisions_run.run(hosts, steps, qps, seed, slowdown, out / "runs", ui, keep)
     except (KeyboardInterrupt, collisions_run.Interrupted):
         err.print("mrcemu: study collisions interrupted: its fabric was torn down; the sizes "
                   f"done are in {out / results.FILE}", highlight=False)

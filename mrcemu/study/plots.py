@@ -50,6 +50,8 @@ def census(doc: dict, dest: Path) -> None:
 def collisions(sizes: list[dict], dest: Path) -> None:
     """Each transport's mean step efficiency against the fabric's hosts, its p10-p90 over
     the steps as error bars; a hollow marker where a size's runs were not all faithful."""
+    from mrcemu.study.collisions import row_qps
+
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     names = sorted({n for s in sizes for n in s["transports"]}, key=lambda n: (n != "mrc", n))
     for name in names:
@@ -61,7 +63,7 @@ def collisions(sizes: list[dict], dest: Path) -> None:
         ys = [r["efficiency_mean"] for _, r, _ in pts]
         lo = [r["efficiency_mean"] - r["efficiency_p10"] for _, r, _ in pts]
         hi = [r["efficiency_p90"] - r["efficiency_mean"] for _, r, _ in pts]
-        label = "MRC (sprayed)" if name == "mrc" else f"RoCE, {name.split('-')[1][:-2]} QP a pair"
+        label = "MRC (sprayed)" if name == "mrc" else f"RoCE, {row_qps(name)} QP a pair"
         line = ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
         for x, y, (_, _, ok) in zip(xs, ys, pts, strict=True):
             if not ok:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 
 from figures import collisions_buckets, collisions_table, collisions_verdict
 
@@ -30,10 +29,10 @@ def run() -> str:
 
 def describe(c: dict, census: dict | None) -> str:
     sizes = c["sizes"]
-    mrc = [s["transports"]["mrc"]["efficiency_mean"] for s in sizes]
-    spread = max(abs(x - statistics.fmean(mrc)) for x in mrc) / statistics.fmean(mrc)
-    roce = [s["transports"]["roce-1qp"]["efficiency_mean"] for s in sizes]
-    falls = all(b < a for a, b in zip(roce, roce[1:], strict=False))
+    from mrcemu.study.collisions import falls, spread
+
+    mrc_spread = spread([s["transports"]["mrc"]["efficiency_mean"] for s in sizes])
+    roce_falls = falls([s["transports"]["roce-1qp"]["efficiency_mean"] for s in sizes])
     inside = {s["hosts"]: all(e["inside"] for e in
                               s["transports"]["roce-1qp"].get("expected", {}).values())
               for s in sizes}
@@ -46,10 +45,10 @@ def describe(c: dict, census: dict | None) -> str:
             "bandwidth-bound. Each run at `auto`'s pick, run again slower while not "
             f"faithful. The whole study took {minutes:.0f} minutes here.\n\n"
             + collisions_table(c, census) + "\n" + collisions_verdict(c) + "\n\n"
-            + f"MRC's step efficiency across sizes: at most **{spread:.3f}** of its mean "
+            + f"MRC's step efficiency across sizes: at most **{mrc_spread:.3f}** of its mean "
             "away from it.\n\n"
             + f"RoCE with one QP a pair, its step efficiency falling with every size: "
-            f"**{'yes' if falls else 'no'}**.\n\n"
+            f"**{'yes' if roce_falls else 'no'}**.\n\n"
             + "Flows by what they got of a lone flow's rate:\n\n" + collisions_buckets(c)
             + "\nOne-QP RoCE flows in every bucket inside the 95 % band of a uniform hash "
             "under equal shares, at 16 hosts (the paper's appendix testbed): "

@@ -72,6 +72,6 @@ def test_a_collision_study_refuses_a_size_or_pace_it_cannot_run(tmp_path, tidy):
     r = mrcemu("study", "collisions", "--hosts", "24", "--out", str(tmp_path))
     assert r.returncode == 2 and "no study fabric of 24 hosts" in r.stderr
     r = mrcemu("study", "collisions", "--slowdown", "0.5", "--out", str(tmp_path))
-    assert r.returncode == 2 and "give auto or a number from 1 to 1000" in r.stderr
+    assert r.returncode == 2 and "is below 1: a run can be slowed, not sped up" in r.stderr
     assert not (tmp_path / "study.json").exists()
     assert_clean()

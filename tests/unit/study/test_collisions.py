@@ -96,3 +96,13 @@ def test_a_row_judged_against_the_expectation_says_which_buckets_are_inside():
     assert set(got) == {"line rate", "a half", "a third", "less"}
     assert all(g["counted"] == row["buckets"][k] for k, g in got.items())
     assert got["a half"]["inside"] and got["a half"]["band"][0] < 32
+
+
+def test_a_row_names_its_qps_and_the_runs_behind_it():
+    assert c.row_qps("mrc") == 1 and c.row_qps("roce-16qp") == 16
+    assert c.row_runs("mrc", [2, 8]) == ("mrc-alone", "mrc-steps")
+    # RoCE's lone flow runs once, at the first count of QPs
+    assert c.row_runs("roce-8qp", [2, 8]) == ("roce-2qp-alone", "roce-8qp-steps")
+    labels = {r.label for r in c.plan(16, [2, 8])}
+    assert {lab for r in ("mrc", "roce-2qp", "roce-8qp") for lab in c.row_runs(r, [2, 8])} \
+        == labels
