@@ -572,6 +572,34 @@ def steps(raw: dict, topo: Topology) -> dict | None:
             "each": each}
 
 
+def step_faults(raw: dict, layout: Layout) -> list[dict]:
+    """Each fault set inside a step: its times from that step's first write (injected,
+    healed), why it did not act if it did not, and the packets the switches sent over its
+    links in its step and in the step before (each step's counters, read at the barriers:
+    whether a flow of the step crossed them)."""
+    ports = {s["step"]: s["packets"] for s in raw.get("step_ports", [])}
+    out = []
+    for rec in raw["faults"]:
+        step, t_step = rec["spec"].get("step"), rec.get("t_step")
+        if step is None:
+            continue
+        names = {n for k in faults.links_of(layout, _fault(rec))
+                 for n in (layout.links_by_name[k].a.name, layout.links_by_name[k].b.name)}
+
+        def over(s: int, names: set[str] = names) -> int | None:
+            p = ports.get(s)
+            return None if p is None else sum(p.get(n, 0) for n in names)
+
+        def since(t: float | None, t_step: float | None = t_step) -> float | None:
+            return None if t is None or t_step is None else round(t - t_step, 6)
+
+        out.append({"step": step, "kind": rec["kind"], "target": rec["target"],
+                    "scheduled_s": rec["at_s"], "at_s": since(rec["t_inject"]),
+                    "healed_s": since(rec["t_heal"]), "error": rec.get("error"),
+                    "link_packets": over(step), "link_packets_step_before": over(step - 1)})
+    return out
+
+
 def nic_drops(raw: dict) -> dict[str, int]:
     """What the NICs dropped over the run before any connection saw it (a packet that
     does not decode, or for a QP or address not theirs: nic/daemon.py), per reason,
@@ -636,6 +664,7 @@ def summarize(raw: dict, layout: Layout, window_packets: int) -> dict:
         "nic_drops": nic_drops(raw),
         "fabric": fabric(raw, layout),
         "faults": fault_metrics(raw, layout, series, window_packets),
+        "step_faults": step_faults(raw, layout),
         "goodput_series": series,
         "ev_states": ev_state_timeline(raw),
         "fidelity": fidelity.judge({f"h{h}": tr["fidelity"] for h, tr in raw["traces"].items()

@@ -40,6 +40,9 @@ class TimedFault:
     duration: float | None = None  # None: until the end of the transport's run
     period: float | None = None  # flap: seconds per down+up cycle
     duty: float | None = None  # flap: the fraction of each period the link is down
+    # A fault inside one step of a synchronous job: `at` counts from that step's first
+    # write, and without a duration it heals when the step ends (the runner's barrier).
+    step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class Workload:
     steps: int = 1
     leaf_of: tuple[int, ...] = ()
     draw_seed: int = 1
+    # permutation: each drawn permutation runs `repeat` times in a row, so that a step
+    # with a fault has a twin without one, its flows hashed the same
+    repeat: int = 1
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -92,8 +98,9 @@ class Workload:
         if self.kind == "all-to-all-steps":
             return patterns.shifted_all_to_all(hosts, self.size)
         if self.kind == "permutation":
-            return patterns.permutation_steps(self.leaf_of, self.size, self.steps,
-                                              self.draw_seed)
+            return [p for p in patterns.permutation_steps(self.leaf_of, self.size,
+                                                          self.steps, self.draw_seed)
+                    for _ in range(self.repeat)]
         if self.kind == "incast":
             assert self.dst is not None
             return [[(s, self.dst, self.size) for s in self.senders]]
@@ -228,6 +235,8 @@ _WORKLOAD: dict[str, str] = {
             "and `all-to-all-steps` (default: 8 bandwidth-delay products of a host's line "
             "rate over the base round trip across leaves)",
     "steps": "`permutation`: its steps, each a permutation of its own (default: 1)",
+    "repeat": "`permutation`: each permutation runs this many times in a row, as steps of "
+              "their own, so that a fault in one has a twin without it (default: 1)",
     "iterations": "times the workload repeats (default: 1; not for a stream)",
     "src": "`single`: the writing host (default: h0)",
     "dst": "`single`, `incast`: the written host (default: the last host)",
@@ -266,7 +275,11 @@ _FAULT: dict[str, str] = {
     "every": "seconds between one target of `targets` and the next (default: 0, together)",
     "value": "percent lost (`loss`, `path-loss`, `host-loss`) or of the rate kept (`degrade`)",
     "one_way": "`gray`, `loss`: only the direction from the link's first node (default: false)",
-    "duration": "seconds until it heals (default: the end of the transport's run)",
+    "duration": "seconds until it heals (default: the end of the transport's run, or of "
+                "its step)",
+    "step": "a synchronous job's step (from 0, counted over iterations) the fault acts in: "
+            "`at` counts from the step's first write, and it heals when the step ends "
+            "unless `duration` says sooner; none for `stream` or `exec` (default: none)",
     "period": "`flap`: seconds per down and up cycle",
     "duty": "`flap`: the fraction of each period the link is down",
 }
@@ -383,11 +396,14 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                           or (k == "dst" and kind not in ("single", "incast"))):
             raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
                               "remove it")
-    if "steps" in data and kind != "permutation":
-        raise ConfigError(source, "workload.steps", data["steps"], f"does not apply to {kind}",
-                          "remove it (it is for kind: permutation)")
+    for k in ("steps", "repeat"):
+        if k in data and kind != "permutation":
+            raise ConfigError(source, f"workload.{k}", data[k], f"does not apply to {kind}",
+                              "remove it (it is for kind: permutation)")
     steps = int(_number(source, "workload.steps", data.get("steps", 1), 1, 10000,
                         "use a whole number of steps, e.g. 20", whole=True))
+    repeat = int(_number(source, "workload.repeat", data.get("repeat", 1), 1, 100,
+                         "how many times each permutation runs, e.g. 2", whole=True))
     leaf_of = tuple(topo.leaf_of(h) for h in range(topo.hosts))
     if kind == "permutation" and topo.hosts_per_leaf * 2 > topo.hosts:
         raise ConfigError(source, "workload.kind", kind,
@@ -395,7 +411,7 @@ def _workload(source: str, data: Any, topo: Topology) -> Workload:
                           f"has {topo.hosts_per_leaf} of {topo.hosts} on a leaf",
                           "use a topology with two leaves or more")
     return Workload(kind, size, iterations, src, dst, senders, sweep=sweep, qps=qps,
-                    steps=steps, leaf_of=leaf_of)
+                    steps=steps, leaf_of=leaf_of, repeat=repeat)
 
 
 # The workloads of steps whose size defaults to a bandwidth-bound one.
@@ -485,7 +501,10 @@ _PARAM_FIX = {"value": "e.g. value: 1 (loss: percent lost; degrade: percent of t
               "duty": "e.g. duty: 0.5 (with period: 0.5)"}
 
 
-def _fault(source: str, i: int, data: Any, layout: Layout) -> list[TimedFault]:
+def _fault(source: str, i: int, data: Any, layout: Layout,
+           steps: int | None) -> list[TimedFault]:
+    """One entry of `faults`, as the faults it makes (one per target); `steps`: the
+    workload's steps a fault may name, None where it has none."""
     where = f"faults[{i}]"
     data = yamlfile.fields(source, where, data, _FAULT,
                            "e.g. {at: 1.0, kind: switch-down, target: p3s1}")
@@ -504,7 +523,8 @@ def _fault(source: str, i: int, data: Any, layout: Layout) -> list[TimedFault]:
         if "every" in data:
             raise ConfigError(source, f"{where}.every", data["every"], "needs targets",
                               "e.g. targets: [h0-p0, h0-p1], every: 2")
-        return [_one_fault(source, where, "target", data, float(at), data["target"], layout)]
+        return [_one_fault(source, where, "target", data, float(at), data["target"], layout,
+                           steps)]
     # A sequence (`every` seconds apart, each lasting `duration`) or, with no `every`, a
     # group acting together: one fault per target, each checked as one.
     targets = data["targets"]
@@ -516,12 +536,24 @@ def _fault(source: str, i: int, data: Any, layout: Layout) -> list[TimedFault]:
                           "list each target once")
     every = float(_number(source, f"{where}.every", data.get("every", 0), 0, None,
                           "seconds between one target and the next, e.g. 2"))
-    return [_one_fault(source, where, f"targets[{j}]", data, float(at) + j * every, t, layout)
+    return [_one_fault(source, where, f"targets[{j}]", data, float(at) + j * every, t, layout,
+                       steps)
             for j, t in enumerate(targets)]
 
 
+def _step(source: str, where: str, data: dict, steps: int | None) -> int | None:
+    if data.get("step") is None:
+        return None
+    if steps is None:
+        raise ConfigError(source, f"{where}.step", data["step"],
+                          "needs a workload of steps (not a stream or programs)",
+                          "remove step, and give at in seconds from the start")
+    return int(_number(source, f"{where}.step", data["step"], 0, steps - 1,
+                       f"a step of the workload's {steps}, from 0, e.g. 1", whole=True))
+
+
 def _one_fault(source: str, where: str, tfield: str, data: dict, at: float, target: Any,
-               layout: Layout) -> TimedFault:
+               layout: Layout, steps: int | None) -> TimedFault:
     if data["kind"] not in FAULT_KINDS:
         close = difflib.get_close_matches(str(data["kind"]), FAULT_KINDS, n=1)
         raise ConfigError(source, f"{where}.kind", data["kind"], "is not a fault kind",
@@ -538,7 +570,8 @@ def _one_fault(source: str, where: str, tfield: str, data: dict, at: float, targ
         period=None if data.get("period") is None else float(_number(
             source, f"{where}.period", data["period"], 0.05, None, "seconds per cycle, e.g. 0.5")),
         duty=None if data.get("duty") is None else float(_number(
-            source, f"{where}.duty", data["duty"], 0.01, 0.99, "the down fraction, e.g. 0.5")))
+            source, f"{where}.duty", data["duty"], 0.01, 0.99, "the down fraction, e.g. 0.5")),
+        step=_step(source, where, data, steps))
     live = faults.Fault(kind, f.target, f.value, f.one_way, period=f.period, duty=f.duty)
     try:  # the same check live injection makes: a file that passes cannot fail mid-run
         faults.check(live)
@@ -612,7 +645,10 @@ def from_mapping(data: Any, source: str, name: str) -> Scenario:
     if not isinstance(raw_faults, list):
         raise ConfigError(source, "faults", raw_faults, "must be a list",
                           "e.g. faults: [{at: 1.0, kind: switch-down, target: p3s1}]")
-    faults = tuple(f for i, d in enumerate(raw_faults) for f in _fault(source, i, d, layout))
+    steps = (None if wl.kind in ("stream", "exec")
+             else len(wl.phases(topo.hosts)) * wl.iterations * len(wl.sizes))
+    faults = tuple(f for i, d in enumerate(raw_faults)
+                   for f in _fault(source, i, d, layout, steps))
     transports = data.get("transports", list(TRANSPORTS))
     if (not isinstance(transports, list) or not transports
             or any(t not in TRANSPORTS for t in transports) or len(set(transports)) != len(

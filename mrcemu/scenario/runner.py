@@ -8,6 +8,7 @@ collects the daemons' records for `analysis`. Nothing here computes a result.
 
 from __future__ import annotations
 
+import heapq
 import sys
 import threading
 import time
@@ -40,10 +41,13 @@ class FaultRecord:
     error: str | None = None
     spec: dict = field(default_factory=dict)
     dropped: int | None = None  # a path loss's drops, read as it was healed
+    t_step: float | None = None  # monotonic: its step's first write, for a step's fault
 
 
 class Timeline(threading.Thread):
-    """Applies timed faults relative to t0; heals what it injected when stopped."""
+    """Applies timed faults relative to t0, and a step's faults relative to that step's
+    first write (`step_started`), healing those when the step ends (`step_ended`); heals
+    what it injected when stopped."""
 
     def __init__(self, fault_list: tuple[TimedFault, ...], t0: float, layout: Layout,
                  pids: dict[str, int], notify: Notify) -> None:
@@ -52,31 +56,61 @@ class Timeline(threading.Thread):
         self.notify = notify
         self.records = [FaultRecord(f.kind, f.target, f.at, spec=f.__dict__.copy())
                         for f in fault_list]
-        self.plan: list[tuple[float, str, int]] = []
-        for i, f in enumerate(fault_list):
-            self.plan.append((t0 + f.at, "inject", i))
-            if f.duration is not None:
-                self.plan.append((t0 + f.at + f.duration, "heal", i))
-        self.plan.sort()
         self.faults = fault_list
+        self.plan: list[tuple[float, str, int]] = []  # a heap: (when, action, fault)
+        for i, f in enumerate(fault_list):
+            if f.step is None:
+                self._schedule(t0, i)
         self.halt = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
+
+    def _schedule(self, start: float, i: int) -> None:
+        f = self.faults[i]
+        heapq.heappush(self.plan, (start + f.at, "inject", i))
+        if f.duration is not None:
+            heapq.heappush(self.plan, (start + f.at + f.duration, "heal", i))
 
     def apply_at_start(self) -> None:
         """Apply the faults at t=0 now, before the workload starts (the run's thread then
         begins after them): a fault at 0 is in place from the first packet on, however
         long injecting it takes (host-loss on 8 hosts takes ~1 s of nft calls)."""
         while self.plan and self.plan[0][0] <= self.t0:
-            _, action, i = self.plan.pop(0)
+            _, action, i = heapq.heappop(self.plan)
             self._apply(action, i)
 
+    def step_started(self, step: int, t: float) -> None:
+        """Step `step` (counted over the run) posts its first write at `t`: its faults
+        are due from then."""
+        with self.lock:
+            for i, f in enumerate(self.faults):
+                if f.step == step:
+                    self.records[i].t_step = t
+                    self._schedule(t, i)
+            self.lock.notify_all()
+
+    def step_ended(self, step: int) -> None:
+        """Step `step` is over (its last write done, or given up): its faults heal now,
+        and one not yet due never acts, its record says so."""
+        with self.lock:
+            mine = {i for i, f in enumerate(self.faults) if f.step == step}
+            self.plan = [p for p in self.plan if p[2] not in mine]
+            heapq.heapify(self.plan)
+            for i in sorted(mine):
+                rec = self.records[i]
+                if rec.t_inject is None and rec.error is None:
+                    rec.error = "not injected: its step ended before it was due"
+                else:
+                    self._apply("heal", i)
+            self.lock.notify_all()
+
     def run(self) -> None:
-        for when, action, i in self.plan:
-            if self.halt.wait(max(0.0, when - time.monotonic())):
-                return
-            with self.lock:
-                if self.halt.is_set():
-                    return
+        with self.lock:
+            while not self.halt.is_set():
+                due = self.plan[0][0] - time.monotonic() if self.plan else None
+                if due is None or due > 0:
+                    self.lock.wait(due)
+                    continue
+                _, action, i = heapq.heappop(self.plan)
                 self._apply(action, i)
 
     def _apply(self, action: str, i: int) -> None:
@@ -90,6 +124,8 @@ class Timeline(threading.Thread):
                 (healed,) = inject.heal(self.layout, self.pids, f"{f.kind}:{f.target}")
                 rec.t_heal = time.monotonic()
                 rec.dropped = healed.dropped
+            else:
+                return
         except MrcemuError as e:
             rec.error = str(e)
         self.notify("fault", {"action": action, "kind": f.kind, "target": f.target,
@@ -99,6 +135,7 @@ class Timeline(threading.Thread):
         """Stop the timeline and heal whatever it left active."""
         with self.lock:
             self.halt.set()
+            self.lock.notify_all()
             for i, rec in enumerate(self.records):
                 if rec.t_inject is not None and rec.t_heal is None:
                     self._apply("heal", i)
@@ -139,6 +176,35 @@ class MapRecorder(threading.Thread):
                 "window_s": self.mapper.window, "probes_sent": self.mapper.sent,
                 "probes_answered": self.mapper.answered, "error": self.error,
                 "samples": self.samples}
+
+
+class StepPorts:
+    """Each step's packets per switch port (by port name; the ports that carried any),
+    from the switch programs' counters read at the barriers, outside any step's time."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.name = {i.mac: i.name for ifs in layout.interfaces.values() for i in ifs}
+        self.steps: list[dict] = []
+
+    def read(self) -> dict[str, int] | None:
+        from mrcemu.fabric import state
+
+        st = state.load_state()
+        try:
+            got = (of_running(st) if st else Servers()).counters()["state"]
+        except (MrcemuError, OSError) as e:
+            print(f"runner: a step's port counters not read: {e}", file=sys.stderr)
+            return None
+        return {self.name[m]: int(c.get("packets", 0)) for m, c in got.items()
+                if m in self.name}
+
+    def add(self, step: int, before: dict[str, int] | None) -> None:
+        after = self.read()
+        if before is None or after is None:
+            self.steps.append({"step": step, "packets": None})
+            return
+        self.steps.append({"step": step, "packets": {
+            k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}})
 
 
 def _with_slowdown(notify: Notify, k: float) -> Notify:
@@ -195,6 +261,9 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             mapper.start()
         timeline.apply_at_start()
         timeline.start()
+        # Where a fault acts inside a step, each step's packets per switch port say
+        # which links its flows crossed (a hashed flow's spine is the kernel's choice).
+        counted = StepPorts(layout) if any(f.step is not None for f in sc.faults) else None
         # A sweep runs its iterations at each size in turn; its iterations are numbered
         # on across sizes, and each record says its size.
         runs = [(size, replace(sc.workload, size=size).phases(sc.topology.hosts))
@@ -211,8 +280,14 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
                     rec["complete"] = _run_programs(sc, transport, rec, t0, stop)
                 else:
                     for ph, flows in enumerate(phases):
+                        step = it * len(phases) + ph
+                        before = counted.read() if counted else None
+                        timeline.step_started(step, time.monotonic())
                         done = _run_phase(client, sc, transport, it, ph, flows, rec, t0,
                                           stop)
+                        timeline.step_ended(step)
+                        if counted:
+                            counted.add(step, before)
                         if not done:
                             break
                     else:
@@ -242,6 +317,8 @@ def run_transport(sc: Scenario, transport: str, layout: Layout, pids: dict[str, 
             raw["t_end"] = time.monotonic()
             timeline.stop()
             raw["faults"] = [r.__dict__ for r in timeline.records]
+            if counted:
+                raw["step_ports"] = counted.steps
             raw["fabric_after"] = fabric_counters(pids)
             if mapper is not None:
                 raw["map"] = mapper.stop()

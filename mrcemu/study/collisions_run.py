@@ -5,41 +5,23 @@ collisions.py. A run that is not faithful after its reruns is kept, and says so.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mrcemu.study import collisions
+from mrcemu.study import collisions, paced_run
 from mrcemu.study.collisions import Run
 
-Ui = Callable[[str, dict], None]
-
-
-class Interrupted(Exception):
-    """A run was stopped (Ctrl-C, SIGTERM): nothing after it starts."""
+Ui = paced_run.Ui
+Interrupted = paced_run.Interrupted
 
 
 def _one(r: Run, steps: int, seed: int, slowdown: float | str, runs_dir: Path,
          ui: Ui) -> dict:
     """One run to its report, `auto` rerun slower while not faithful; its figures."""
-    from mrcemu.scenario.job import run as run_job
-    from mrcemu.scenario.model import from_mapping
-    from mrcemu.scenario.pace import paced, until_faithful
-
-    full = from_mapping(r.mapping(steps, seed), f"<study {r.hosts} hosts {r.label}>",
-                        f"study-{r.hosts}h-{r.label}")
-    first, pick = paced(full, slowdown, ui)
-
-    def job_at(k: float, rerun: dict | None) -> tuple[Path, dict]:
-        folder = run_job(full.as_run(k), runs_dir, ui, pace=rerun or pick)
-        report = json.loads((folder / "report.json").read_text())
-        if report.get("interrupted"):
-            raise Interrupted(r.label)
-        return folder, report
-
-    folder, report, k, tried = until_faithful(f"{r.hosts} hosts {r.label}", first.slowdown,
-                                              slowdown == "auto", ui, job_at)
+    folder, report, k, tried = paced_run.run(r.mapping(steps, seed), f"{r.hosts} hosts {r.label}",
+                                             f"study-{r.hosts}h-{r.label}", slowdown,
+                                             runs_dir, ui)
     got = report["transports"].get(r.transport, {})
     fid = report.get("fidelity") or {}
     return {"label": r.label, "transport": r.transport, "qps": r.qps, "alone": r.alone,

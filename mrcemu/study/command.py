@@ -183,6 +183,72 @@ def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int,
 
 
 @study.command()
+@click.option("--hosts", "hosts", type=CountsType(), default="8,16", show_default=True,
+              help="The sizes, in hosts: MRC on default, rack4, rack4x8, rack8x8 (8, 16, 32, "
+                   "64), RoCE with one QP a pair on their ECMP twins.")
+@click.option("--trials", type=click.IntRange(1, 200), default=20, show_default=True,
+              help="Trials a size and transport, a link down and a gray link in turn: each "
+                   "a permutation run twice, the fault inside the second.")
+@click.option("--seed", default=1, show_default=True,
+              help="Seed of the permutations, the links and the moments.")
+@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
+              help="Every run's slowdown, or auto: each run's pick, run again slower while "
+                   "it is not faithful.")
+@click.option("--quick", is_flag=True, help="8 hosts, 4 trials.")
+@click.option("--out", "out", default="study", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for study.json (its `failures` section) and the runs' folders "
+                   "(runs/).")
+def failures(hosts: list[int], trials: int, seed: int, slowdown: float | str, quick: bool,
+             out: str) -> None:
+    """Failures inside a step: a leaf-spine link down or gray at a random moment of a
+    synchronous step, healed when the step ends; the step's extra time over its twin
+    without the fault, whether the link carried the step's flows, and whom it idled."""
+    if quick:
+        hosts, trials = [8], 4
+    friendly(_failures)(hosts, trials, seed, slowdown, Path(out))
+
+
+def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
+              out: Path) -> None:
+    from mrcemu.study import failures_run, paced_run, results
+    from mrcemu.study.fabrics import MRC_FABRICS
+
+    _check_counts(hosts, MRC_FABRICS, "study", [1])
+    results.load(out)
+    need_root("study failures")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sizes: list[dict] = []
+
+    def keep(s: dict) -> None:
+        sizes.append(s)
+        results.write(out, "failures", {"seed": seed, "trials": trials, "slowdown": slowdown,
+                                        "sizes": sizes})
+        for r in s["runs"]:
+            for kind, k in r["summary"].items():
+                if not isinstance(k, dict):
+                    continue
+                click.echo(f"{s['hosts']:>3} hosts, {r['transport']}, {kind}: "
+                           f"{k['acted']} of {k['trials']} acted, P_hit {k['p_hit']}; "
+                           f"extra {k['extra_rtts_median']} base RTTs median, "
+                           f"{k['extra_rtts_max']} at most; amplification "
+                           f"{k['amplification_median']}"
+                           + ("" if r["faithful"] else " (NOT faithful)"))
+
+    def ui(event: str, d: dict) -> None:
+        if event == "stage":
+            err.print(d["text"], highlight=False)
+
+    try:
+        failures_run.run(hosts, trials, seed, slowdown, out / "runs", ui, keep)
+    except (KeyboardInterrupt, paced_run.Interrupted):
+        err.print("mrcemu: study failures interrupted: its fabric was torn down; the sizes "
+                  f"done are in {out / results.FILE}", highlight=False)
+        sys.exit(130)
+    click.echo(f"wrote {out / results.FILE}")
+
+
+@study.command()
 @click.option("--draws", type=click.IntRange(10, 100_000), default=300, show_default=True,
               help="The model's draws a size and transport (permutations and hashes).")
 @click.option("--seed", default=1, show_default=True, help="Seed of the model's draws.")

@@ -75,3 +75,24 @@ def test_a_collision_study_refuses_a_size_or_pace_it_cannot_run(tmp_path, tidy):
     assert r.returncode == 2 and "is below 1: a run can be slowed, not sped up" in r.stderr
     assert not (tmp_path / "study.json").exists()
     assert_clean()
+
+
+def test_a_failure_study_puts_each_fault_inside_its_step_and_heals_it_there(tmp_path, tidy):
+    r = mrcemu("study", "failures", "--hosts", "8", "--trials", "1", "--slowdown", "5",
+               "--out", str(tmp_path), timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    doc = json.loads((tmp_path / "study.json").read_text())["failures"]
+    (size,) = doc["sizes"]
+    assert [x["transport"] for x in size["runs"]] == ["mrc", "roce"]
+    for run in size["runs"]:
+        # both twins ran to the end and every write arrived intact, the fault's too
+        assert run["completed"] and run["intact"] and run["slowdown"] == 5
+        (trial,) = run["trials"]
+        assert trial["step"] == 1 and trial["kind"] == "link-down" and not trial["error"]
+        # injected inside its step, after its first write and before its last
+        assert 0 <= trial["at_s"] < trial["step_s"]
+        # the twin's packets over the link say whether the step's flows crossed it
+        assert trial["crossed"] in (True, False)
+        assert run["summary"]["link-down"]["acted"] == 1
+    assert "8 hosts, roce, link-down: 1 of 1 acted" in r.stdout
+    assert_clean()

@@ -162,6 +162,16 @@ def test_workload_phases():
     ({"workload": {"kind": "all-to-all", "size": "1MiB", "steps": 3}}, "workload.steps",
      "kind: permutation"),
     ({"workload": {"kind": "permutation", "steps": 0}}, "workload.steps", "e.g. 20"),
+    ({"workload": {"kind": "all-to-all", "size": "1MiB", "repeat": 2}}, "workload.repeat",
+     "kind: permutation"),
+    # BASE: an all-to-all of 2 iterations, a step each
+    ({"faults": [{"at": 0, "step": 2, "kind": "link-down", "target": "p0l0-p0s0"}]},
+     "faults[0].step", "of the workload's 2"),
+    ({"faults": [{"at": 0, "step": 0.5, "kind": "link-down", "target": "p0l0-p0s0"}]},
+     "faults[0].step", "whole number"),
+    ({"workload": {"kind": "stream", "size": "1MiB", "duration": 1},
+      "faults": [{"at": 0, "step": 0, "kind": "link-down", "target": "p0l0-p0s0"}]},
+     "faults[0].step", "needs a workload of steps"),
     ({"topology": "default", "workload": {"kind": "single"}}, "workload.size", "required"),
 ])
 def test_bad_scenarios_name_file_field_and_fix(tmp_path, patch, field, words):
@@ -371,6 +381,20 @@ def test_a_synchronous_job_draws_its_steps_from_the_seed_bandwidth_bound_by_defa
     shifted = load(write(tmp_path, {"topology": "default",
                                     "workload": {"kind": "all-to-all-steps"}}, "a.yaml"))
     assert len(shifted.workload.phases(8)) == 7
+
+
+def test_a_permutation_repeated_runs_each_draw_as_twins_and_a_fault_may_name_a_step(tmp_path):
+    once = load(write(tmp_path, {"topology": "rack4", "workload": {"kind": "permutation",
+                                                                   "steps": 3}}))
+    twice = load(write(tmp_path, {"topology": "rack4", "workload": {
+        "kind": "permutation", "steps": 3, "repeat": 2}, "faults": [
+        {"step": 5, "at": 0.1, "kind": "gray", "target": "p0l0-p0s0"}]}, "t.yaml"))
+    a, b = once.workload.phases(16), twice.workload.phases(16)
+    assert b == [a[0], a[0], a[1], a[1], a[2], a[2]]
+    (f,) = twice.faults
+    assert (f.step, f.at, f.duration) == (5, 0.1, None)
+    # slowed, its moment inside the step is slowed too; the step it names is the same
+    assert (twice.slowed(4).faults[0].at, twice.slowed(4).faults[0].step) == (0.4, 5)
 
 
 def test_a_permutation_on_one_leaf_is_refused_naming_the_fix(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -187,3 +188,76 @@ def test_a_sweep_runs_each_size_in_turn_and_roce_splits_over_its_qps(monkeypatch
     # the fake completes each write 0.5 s after posting: busbw = bytes a host sent / 0.5 s
     assert s["per_size"]["65536"]["busbw_mbps"] == pytest.approx(3 * 65536 * 8 / 0.5 / 1e6,
                                                                  abs=0.01)
+
+
+class StepFaultNics(FakeNics):
+    """Completes each write at once, except while the timeline has a fault due in the
+    step: the step's writes then wait (a while at most) for it to be injected, as a
+    step longer than its fault's moment would."""
+
+    def __init__(self, injected: threading.Event) -> None:
+        super().__init__(qp_fails=False)
+        self.injected = injected
+        self.hold = False
+
+    def one(self, req: dict) -> dict:
+        if req["op"] == "msg" and self.hold:
+            assert self.injected.wait(5), "the step's fault was never injected"
+        return super().one(req)
+
+
+def test_a_steps_fault_acts_from_its_steps_start_and_heals_at_its_end(monkeypatch, tmp_path):
+    events: list[tuple[str, str]] = []
+    injected = threading.Event()
+    nics = StepFaultNics(injected)
+    monkeypatch.setattr(client, "request", nics)
+
+    def fake_inject(layout, pids, fault):
+        events.append(("inject", fault.target))
+        injected.set()
+        return runner.replace(fault, at=time.monotonic())
+
+    def fake_heal(layout, pids, key):
+        events.append(("heal", key.split(":", 1)[1]))
+        return [type("Healed", (), {"dropped": None})()]
+
+    monkeypatch.setattr(runner.inject, "inject", fake_inject)
+    monkeypatch.setattr(runner.inject, "heal", fake_heal)
+    # The switch counters as read at the barriers: the r-th read finds r squared packets
+    # on one port of p0l0-p0s0 and none on the other, so each step's count differs.
+    reads = iter(range(100))
+    monkeypatch.setattr(runner.StepPorts, "read", lambda self: {
+        "p0l0-s0": next(reads) ** 2, "p0s0-l0": 0})
+    started = runner.Timeline.step_started
+
+    def hold_step_1(self, step, t):
+        nics.hold = step == 1
+        started(self, step, t)
+
+    monkeypatch.setattr(runner.Timeline, "step_started", hold_step_1)
+    p = tmp_path / "s.yaml"
+    p.write_text("topology: default\nworkload: {kind: permutation, steps: 2, repeat: 2}\n"
+                 "transports: [mrc]\nmap_interval_ms: 0\nfaults:\n"
+                 "  - {step: 1, at: 0, kind: link-down, target: p0l0-p0s0}\n"
+                 "  - {step: 3, at: 1000, kind: gray, target: p1l0-p1s1}\n")
+    sc = load(p)
+    layout = Layout(sc.topology)
+    raw = runner.run_transport(sc, "mrc", layout, {}, lambda *_: None, threading.Event())
+    assert raw["completed"]
+    # injected inside step 1, healed when it ended: before step 2's writes went out
+    assert events == [("inject", "p0l0-p0s0"), ("heal", "p0l0-p0s0")]
+    down, gray = raw["faults"]
+    assert down["t_step"] is not None and not down["error"]
+    assert down["t_heal"] < raw["t_end"]  # by the step's end, not by the run's
+    # a fault due after its step ended never acts, and says so
+    assert gray["t_inject"] is None and "step ended before it was due" in gray["error"]
+    assert [s["step"] for s in raw["step_ports"]] == [0, 1, 2, 3]
+    s = analysis.summarize(raw, layout, 64)
+    first, second = s["step_faults"]
+    assert (first["step"], first["kind"], first["error"]) == (1, "link-down", None)
+    assert first["at_s"] is not None and first["healed_s"] >= first["at_s"]
+    assert second["at_s"] is None and second["healed_s"] is None
+    # the packets over each fault's link in its step and the one before, from the reads
+    per_step = [s["packets"] for s in raw["step_ports"]]
+    assert first["link_packets"] == sum(per_step[1].values())
+    assert first["link_packets_step_before"] == sum(per_step[0].values())
