@@ -581,10 +581,101 @@ def study_model(doc: dict) -> str:
             "agrees |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
+def failures_table(doc: dict) -> str:
+    """The failure study's rows (`mrcemu study failures`): a size, transport and kind a
+    row; the worst extra time in bold, the measure S4 is judged by."""
+    from mrcemu.study.failures import KINDS
+
+    def f(x: float | None, fmt: str = ".2f") -> str:
+        return "n/a" if x is None else format(x, fmt)
+
+    rows = []
+    for s in doc["sizes"]:
+        for r in s["runs"]:
+            for kind in KINDS:
+                k = r["summary"][kind]
+                rows.append(
+                    f"| {s['hosts']} | {'MRC' if r['transport'] == 'mrc' else 'RoCE, 1 QP'} | "
+                    f"{r['topology']} | {kind} | {k['acted']} of {k['trials']} | "
+                    f"{f(k['p_hit'])} | **{f(k['extra_rtts_max'])}** | "
+                    f"{f(k['extra_rtts_median'])} [{f(k['extra_rtts_p90'])}] | "
+                    f"{f(k['extra_s_median'], '.3f')} | {f(k['amplification_median'])} | "
+                    f"{f(k['missed_extra_rtts_median'])} | {r['slowdown']:g} | "
+                    + ("yes" if r["faithful"] else "**no**") + " |")
+    return ("| hosts | transport | fabric | fault | trials acted | P_hit | worst extra "
+            "(base RTTs) | median [p90] | median extra (s) | amplification | extra where "
+            "the link carried none of the step | slowdown | faithful |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def failures_verdict(doc: dict) -> str:
+    """What the sizes say together: MRC's worst extra time against 4 base round trips
+    and whether it grows with the size; RoCE's against its reconvergence and timeout."""
+    from mrcemu.study.failures import KINDS, grows
+    from mrcemu.transport.config import TransportConfig
+
+    def worst(transport: str, s: dict) -> float:
+        (r,) = [r for r in s["runs"] if r["transport"] == transport]
+        return max(r["summary"][k]["extra_rtts_max"] or 0.0 for k in KINDS)
+
+    def median_s(s: dict) -> float:
+        (r,) = [r for r in s["runs"] if r["transport"] == "roce"]
+        got = [r["summary"][k]["extra_s_median"] for k in KINDS]
+        return max(x for x in got if x is not None)
+
+    sizes = doc["sizes"]
+    mrc = [worst("mrc", s) for s in sizes]
+    cfg = TransportConfig()
+    hosts = ", ".join(str(s["hosts"]) for s in sizes)
+    return (f"At {hosts} hosts, a link failing inside an MRC step cost the step at most "
+            + ", ".join(f"{x:.2f}" for x in mrc) + " base round trips: "
+            + ("within 4 at every size" if max(mrc) <= 4 else
+               f"above 4 at {sum(x > 4 for x in mrc)} of {len(mrc)} sizes")
+            + (", growing with the size" if grows(mrc) else ", not growing with the size")
+            + ". RoCE's median extra time where the link carried the step's flows was "
+            + ", ".join(f"{median_s(s):.2f}" for s in sizes) + " s (the worse kind), "
+            f"against its routing reconvergence of {cfg.roce_reconvergence:g} s and its "
+            f"{cfg.roce_timeout:g} s timeout doubling on each retry: a flow on the link "
+            "waits for both."
+            + (" Not every run was faithful: see the last column."
+               if not all(s["faithful"] for s in sizes) else " Every run was faithful."))
+
+
+def study_failures(doc: dict) -> str:
+    """The failure study as the study's page gives it: when and where, the rows, the
+    verdict."""
+    c = doc["failures"]
+    return (_wrap(f"Measured {c['measured'][:10]} on {c['machine']}"
+                  + (f" at `{c['commit']}`" if c.get("commit") else "")
+                  + f", seed {c['seed']}, {c['trials']} trials a size and transport, "
+                  f"slowdown {c['slowdown']}.")
+            + "\n\n" + failures_table(c) + "\n" + _wrap(failures_verdict(c)) + "\n")
+
+
+def study_failure_model(doc: dict) -> str:
+    """The model's chance that a failed link touches a step against the failure study's
+    trials, as the study's page gives it."""
+    m = doc["model"]
+    rows = [f"| {r['hosts']} | {'MRC' if r['transport'] == 'mrc' else 'RoCE, 1 QP'} | "
+            f"{r['topology']} | {r['model_p_hit']:.3f} | {r['band'][0]}-{r['band'][1]} | "
+            f"{r['crossed']} of {r['acted']} | " + ("yes" if r["agrees"] else "**no**")
+            + ("" if r["faithful"] else " (run not faithful)") + " |"
+            for r in m.get("failures", [])]
+    agree = sum(r["agrees"] for r in m.get("failures", []))
+    return (_wrap(f"Computed {m['measured'][:10]} at `{m['commit']}`, {m['draws']} draws a "
+                  f"case, seed {m['seed']}. {agree} of {len(rows)} agree: the trials whose "
+                  "link carried the step are inside the 95 % band a binomial of the "
+                  "model's chance gives for the trials that acted.")
+            + "\n\n| hosts | transport | fabric | model's P_hit | 95 % band | link carried "
+            "the step | agrees |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
 REGIONS: dict[str, tuple[Path | None, Callable[[dict], str]]] = {
     "study-model": (STUDY, study_model),
     "study-census": (STUDY, study_census),
     "study-collisions": (STUDY, study_collisions),
+    "study-failures": (STUDY, study_failures),
+    "study-failure-model": (STUDY, study_failure_model),
     "paper-verdicts": (PAPER, paper_verdicts),
     "paper-table": (PAPER, paper_table),
     "demo-table": (DEMO, demo_table),

@@ -54,3 +54,28 @@ def compare(collisions: dict, draws: int, seed: int) -> list[dict]:
                                                           or band.p10 <= got <= band.p90),
                         "faithful": _faithful(s, name)})
     return out
+
+
+def compare_failures(failures: dict, draws: int, seed: int) -> list[dict]:
+    """A row a size and transport the failure study measured: the trials whose link
+    carried the step's flows, against the model's P_hit and the counts a binomial of
+    that chance holds 95 % of the time for the trials that acted."""
+    from mrcemu.atscale.failure import p_hit
+    from mrcemu.study.collisions import bucket_band
+    from mrcemu.study.failures import KINDS
+
+    out = []
+    for s in failures["sizes"]:
+        for r in s["runs"]:
+            acted = sum(r["summary"][k]["acted"] for k in KINDS)
+            crossed = sum(1 for t in r["trials"] if t.get("crossed") and "extra_s" in t)
+            if not acted:
+                continue
+            topo = load(r["topology"])
+            p = p_hit(clos_of(topo), Transport(sprayed=r["transport"] == "mrc"), draws, seed)
+            lo, hi = bucket_band(p, acted)
+            out.append({"hosts": s["hosts"], "transport": r["transport"],
+                        "topology": topo.name, "model_p_hit": round(p, 4), "band": [lo, hi],
+                        "acted": acted, "crossed": crossed, "agrees": lo <= crossed <= hi,
+                        "faithful": r["faithful"]})
+    return out

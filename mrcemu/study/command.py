@@ -197,8 +197,8 @@ def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int,
 @click.option("--quick", is_flag=True, help="8 hosts, 4 trials.")
 @click.option("--out", "out", default="study", show_default=True,
               type=click.Path(file_okay=False),
-              help="Folder for study.json (its `failures` section) and the runs' folders "
-                   "(runs/).")
+              help="Folder for study.json (its `failures` section), failures.png and the "
+                   "runs' folders (runs/).")
 def failures(hosts: list[int], trials: int, seed: int, slowdown: float | str, quick: bool,
              out: str) -> None:
     """Failures inside a step: a leaf-spine link down or gray at a random moment of a
@@ -211,7 +211,7 @@ def failures(hosts: list[int], trials: int, seed: int, slowdown: float | str, qu
 
 def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
               out: Path) -> None:
-    from mrcemu.study import failures_run, paced_run, results
+    from mrcemu.study import failures_run, paced_run, plots, results
     from mrcemu.study.fabrics import MRC_FABRICS
 
     _check_counts(hosts, MRC_FABRICS, "study", [1])
@@ -224,6 +224,7 @@ def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
         sizes.append(s)
         results.write(out, "failures", {"seed": seed, "trials": trials, "slowdown": slowdown,
                                         "sizes": sizes})
+        plots.failures(sizes, out / "failures.png")
         for r in s["runs"]:
             for kind, k in r["summary"].items():
                 if not isinstance(k, dict):
@@ -245,7 +246,7 @@ def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
         err.print("mrcemu: study failures interrupted: its fabric was torn down; the sizes "
                   f"done are in {out / results.FILE}", highlight=False)
         sys.exit(130)
-    click.echo(f"wrote {out / results.FILE}")
+    click.echo(f"wrote {out / results.FILE} and {out / 'failures.png'}")
 
 
 @study.command()
@@ -258,7 +259,8 @@ def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
 def model(draws: int, seed: int, out: str) -> None:
     """The collision model against the emulated steps: for each size and transport the
     study measured, what the model gives for the same fabric, QPs and lone-flow
-    efficiency (no root, no fabric)."""
+    efficiency; and, where the study measured failures, the model's chance that a failed
+    link touches a step against the trials' (no root, no fabric)."""
     friendly(_model)(draws, seed, Path(out))
 
 
@@ -270,11 +272,19 @@ def _model(draws: int, seed: int, out: Path) -> None:
         raise results.MissingSection(f"{out / results.FILE} has no collisions: run `mrcemu study "
                           f"collisions --out {out}` first")
     rows = against_model.compare(doc["collisions"], draws, seed)
+    hits = (against_model.compare_failures(doc["failures"], draws, seed)
+            if "failures" in doc else [])
     results.write(out, "model", {"draws": draws, "seed": seed,
-                                 "within": against_model.WITHIN, "rows": rows})
+                                 "within": against_model.WITHIN, "rows": rows,
+                                 "failures": hits})
     for r in rows:
         click.echo(f"{r['hosts']:>3} hosts, {r['transport']}: model {r['model_mean']:.2f} "
                    f"[{r['model_p10']:.2f}-{r['model_p90']:.2f}], measured "
                    f"{r['measured_mean']:.2f} ({r['off']:+.0%}): "
+                   + ("agrees" if r["agrees"] else "does not agree"))
+    for r in hits:
+        click.echo(f"{r['hosts']:>3} hosts, {r['transport']}: a failed link touched the step "
+                   f"in {r['crossed']} of {r['acted']} trials; the model's P_hit "
+                   f"{r['model_p_hit']:.2f} holds {r['band'][0]}-{r['band'][1]} of them: "
                    + ("agrees" if r["agrees"] else "does not agree"))
     click.echo(f"wrote {out / results.FILE}")

@@ -1,11 +1,13 @@
 """The failure study, pure: what one link failure inside a step of a synchronous job
 costs, and whom it idles.
 
-Each trial is a pair of steps running one cross-leaf permutation twice (twins: the same
-flows, on the same QPs, hashed onto the same spines). A link of the fabric between a
-leaf and a spine fails at a random moment inside the second twin, down or gray in
-turn, and heals when that step ends; the first twin is the step's time without it. No
-fabric here: failures_run.py runs what this plans, and `trial_rows` reads its report."""
+Each trial is three steps running one cross-leaf permutation (the same flows, on the
+same QPs, hashed onto the same spines): the twin, untouched; the faulted step, inside
+which a link between a leaf and a spine fails at a random moment, down or gray in turn,
+healing when the step ends; and the step after, healed. The twin is the step's time
+without the fault; the step after says what the fault still costs once healed (its QPs'
+state), and carries that cost instead of the next trial's twin. No fabric here:
+failures_run.py runs what this plans, and `trial_rows` reads its report."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from mrcemu.study.fabrics import ECMP_FABRICS, MRC_FABRICS
 
 KINDS = ("link-down", "gray")
+STEPS_A_TRIAL = 3  # the twin, the faulted step, the step after
 # The transports a size runs: MRC on the multi-plane fabric, RoCE with one QP a pair on
 # its ECMP twin (the paper's baseline, and the census's).
 TRANSPORTS = ("mrc", "roce")
@@ -34,8 +37,8 @@ class Trial:
 
     @property
     def step(self) -> int:
-        """The faulted twin's step; the step before is its twin without the fault."""
-        return 2 * self.index + 1
+        """The faulted step; the one before is its twin, the one after its aftermath."""
+        return STEPS_A_TRIAL * self.index + 1
 
 
 def topology_of(hosts: int, transport: str) -> str:
@@ -75,17 +78,17 @@ def base_rtt_s(topology: str) -> float:
 
 
 def mapping(hosts: int, transport: str, n: int, seed: int) -> dict:
-    """The run as a scenario file's mapping: `n` permutations run twice each, a fault in
-    each second run. Clustermapper stays off: nothing here reads its map, and its probes
-    would take CPU from the fabric."""
+    """The run as a scenario file's mapping: `n` permutations run three times each, a
+    fault in each second run. Clustermapper stays off: nothing here reads its map, and
+    its probes would take CPU from the fabric."""
     topology = topology_of(hosts, transport)
     ideal = ideal_step_s(topology)
     return {"description": f"failure study, {hosts} hosts: {transport}",
             "topology": topology, "transports": [transport], "seed": seed,
-            "workload": {"kind": "permutation", "steps": n, "repeat": 2},
+            "workload": {"kind": "permutation", "steps": n, "repeat": STEPS_A_TRIAL},
             "faults": [{"step": t.step, "at": round(t.at_share * ideal, 6), "kind": t.kind,
                         "target": t.target} for t in trials(topology, n, seed)],
-            "timeout_s": 600 + 30 * n, "map_interval_ms": 0}
+            "timeout_s": 600 + 45 * n, "map_interval_ms": 0}
 
 
 def _flow_times(step: dict, port_bytes_s: float, size: int) -> list[float | None]:
@@ -94,11 +97,12 @@ def _flow_times(step: dict, port_bytes_s: float, size: int) -> list[float | None
 
 
 def trial_rows(summary: dict, hosts: int, transport: str) -> list[dict]:
-    """Each trial from a run's summary (its transport's part of report.json): the twins'
-    times, the extra time in seconds and base round trips, whether a flow of the step
-    crossed the link (its packets in the twin), and the amplification: the hosts the
-    extra time idled, over the flows' own extra time (N where one flow alone is late
-    and every host waits; 1 where every flow is as late as the step)."""
+    """Each trial from a run's summary (its transport's part of report.json): the three
+    steps' times; the faulted step's extra time over its twin, in seconds and base
+    round trips, and the step after's (healed); whether a flow of the step crossed the
+    link (its packets in the twin); and the amplification: the hosts the extra time
+    idled, over the flows' own extra time (N where one flow alone is late and every host
+    waits; 1 where every flow is as late as the step)."""
     from mrcemu.scenario.model import default_step_size
     from mrcemu.topology import load
 
@@ -111,7 +115,7 @@ def trial_rows(summary: dict, hosts: int, transport: str) -> list[dict]:
             if e["iteration"] == 0}
     out = []
     for f in summary.get("step_faults", []):
-        twin, hit = each.get(f["step"] - 1), each.get(f["step"])
+        twin, hit, after = (each.get(f["step"] + k) for k in (-1, 0, 1))
         row = {"step": f["step"], "kind": f["kind"], "target": f["target"],
                "at_s": f["at_s"], "error": f["error"],
                "crossed": None if f["link_packets_step_before"] is None
@@ -125,6 +129,9 @@ def trial_rows(summary: dict, hosts: int, transport: str) -> list[dict]:
                        extra_rtts=round(extra / rtt, 2),
                        amplification=round(hosts * max(0.0, extra) / sum(late), 2)
                        if sum(late) > 0 else None)
+            if after:
+                row.update(after_s=after["time_s"],
+                           after_rtts=round((after["time_s"] - twin["time_s"]) / rtt, 2))
         out.append(row)
     return out
 
@@ -138,8 +145,9 @@ def _pct(xs: list[float], q: float) -> float | None:
 def summarize(rows: list[dict], hosts: int, transport: str) -> dict:
     """A transport's trials at a size, per kind: how many acted, the share whose link
     carried a flow of the step (P_hit), and over those, the extra step time (median,
-    p90, max, in base round trips and seconds) and the median amplification; over the
-    others, the median extra (what a step varies by without a fault on its flows)."""
+    p90, max, in base round trips and seconds), the step after's (median, max) and the
+    median amplification; over the others, the median extra (what a step varies by
+    without a fault on its flows)."""
     out: dict = {"base_rtt_s": base_rtt_s(topology_of(hosts, transport))}
     for kind in KINDS:
         acted = [r for r in rows if r["kind"] == kind and "extra_s" in r]
@@ -147,6 +155,7 @@ def summarize(rows: list[dict], hosts: int, transport: str) -> dict:
         missed = [r for r in acted if r["crossed"] is False]
         rtts = [r["extra_rtts"] for r in hit]
         amp = [r["amplification"] for r in hit if r["amplification"] is not None]
+        after = [r["after_rtts"] for r in hit if "after_rtts" in r]
         out[kind] = {
             "trials": sum(1 for r in rows if r["kind"] == kind), "acted": len(acted),
             "p_hit": round(len(hit) / len(acted), 3) if acted else None,
@@ -155,6 +164,8 @@ def summarize(rows: list[dict], hosts: int, transport: str) -> dict:
             "extra_rtts_max": _round(max(rtts, default=None)),
             "extra_s_median": _round(statistics.median([r["extra_s"] for r in hit])
                                      if hit else None, 4),
+            "after_rtts_median": _round(statistics.median(after) if after else None),
+            "after_rtts_max": _round(max(after, default=None)),
             "amplification_median": _round(statistics.median(amp) if amp else None),
             "missed_extra_rtts_median": _round(statistics.median(
                 [r["extra_rtts"] for r in missed]) if missed else None)}

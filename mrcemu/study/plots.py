@@ -3,6 +3,7 @@ gives, a panel a size."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -76,6 +77,57 @@ def collisions(sizes: list[dict], dest: Path) -> None:
     ax.set_title("A synchronous step's efficiency: cross-leaf permutations", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(dest, dpi=110)
+    plt.close(fig)
+
+
+def failures(sizes: list[dict], dest: Path) -> None:
+    """Each trial's extra step time (over its twin without the fault) in base round
+    trips against the fabric's hosts, a colour a transport and a marker a kind, the
+    trials whose link carried none of the step's flows hollow; each transport's median
+    over the others as a line."""
+    from mrcemu.study.failures import KINDS
+
+    fig, ax = plt.subplots(figsize=(8.0, 4.0))
+    colours = {"mrc": "#1f77b4", "roce": "#d62728"}
+    side = {"mrc": -0.15, "roce": 0.15}  # each transport's trials a little aside, log2 x
+    marks = dict(zip(KINDS, ("o", "s"), strict=True))
+    hosts = sorted({s["hosts"] for s in sizes})
+    for transport, colour in colours.items():
+        med = []
+        for s in sizes:
+            for r in (r for r in s["runs"] if r["transport"] == transport):
+                for kind in KINDS:
+                    rows = [t for t in r["trials"] if t["kind"] == kind and "extra_rtts" in t]
+                    # spread along x, so a size's trials do not hide each other
+                    n = max(1, len(rows) - 1)
+                    xs = [s["hosts"] * 2 ** (side[transport] + 0.12 * (i / n - 0.5))
+                          for i in range(len(rows))]
+                    for x, t in zip(xs, rows, strict=True):
+                        ax.plot([x], [max(t["extra_rtts"], 0.01)], marks[kind], color=colour,
+                                mfc=colour if t["crossed"] else "white", alpha=0.7, ms=4)
+                hit = [t["extra_rtts"] for t in r["trials"]
+                       if t.get("crossed") and "extra_rtts" in t]
+                if hit:
+                    med.append((s["hosts"], max(statistics.median(hit), 0.01)))
+        if med:
+            ax.plot(*zip(*med, strict=True), "-D", color=colour, ms=6,
+                    label=("MRC (sprayed)" if transport == "mrc" else "RoCE, 1 QP a pair")
+                    + ": median")
+    for kind, m in marks.items():
+        ax.plot([], [], m, color="grey", label=kind)
+    ax.axhline(4, ls="--", color="grey", lw=1, label="4 base round trips")
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(hosts[0] / 1.6, hosts[-1] * 1.6)
+    ax.set_yscale("log")
+    ax.set_xticks(hosts, [str(h) for h in hosts])
+    ax.set_xlabel("hosts")
+    ax.set_ylabel("extra step time (base round trips)")
+    ax.set_title("One link failing inside a synchronous step: what the step loses",
+                 fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(dest, dpi=110)
     plt.close(fig)

@@ -16,6 +16,7 @@ SECTIONS = [
     "ecmp_spread",
     "hash_census",
     "collisions",
+    "step_failures",
     "bpf_cost",
     "usid_engine_cost",
     "failover",

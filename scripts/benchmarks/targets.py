@@ -244,6 +244,14 @@ TARGETS: dict[str, list[Target]] = {
                r"at 16 hosts \(the paper's appendix testbed\): \*\*(yes|no)\*\*",
                yes_no=True),
     ],
+    "step_failures": [
+        Target("MRC: a link down or gray inside a synchronous step, the step's worst extra "
+               "time over its twin, at every size", "<=", 4,
+               r"^\| \d+ \| MRC \|(?: [^|]+ \|){4} \*\*([\d.-]+)\*\*", "base RTTs",
+               worst=True),
+        Target("MRC: that worst extra time does not grow with the size", ">=", 1,
+               r"not growing with each\): \*\*(yes|no)\*\*", yes_no=True),
+    ],
     "program_pace": [
         Target("every run of real programs faithful at auto's first pick (ib_write_lat and "
                "perftest-failover, three trials each, from scratch)", ">=", 1,

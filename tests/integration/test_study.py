@@ -95,4 +95,5 @@ def test_a_failure_study_puts_each_fault_inside_its_step_and_heals_it_there(tmp_
         assert trial["crossed"] in (True, False)
         assert run["summary"]["link-down"]["acted"] == 1
     assert "8 hosts, roce, link-down: 1 of 1 acted" in r.stdout
+    assert (tmp_path / "failures.png").stat().st_size > 0
     assert_clean()

@@ -52,3 +52,28 @@ def test_the_command_writes_the_model_section_and_refuses_a_study_without_steps(
     empty = tmp_path / "empty"
     r = CliRunner().invoke(study, ["model", "--out", str(empty)])
     assert r.exit_code == 2 and "has no collisions" in r.output
+
+
+def _failures(crossed: int, acted: int = 20) -> dict:
+    def run(transport: str, topology: str) -> dict:
+        trials = [{"kind": "gray", "crossed": i < crossed, "extra_s": 0.0}
+                  for i in range(acted)]
+        return {"transport": transport, "topology": topology, "faithful": True,
+                "trials": trials, "summary": {"link-down": {"acted": 0},
+                                             "gray": {"acted": acted}}}
+
+    return {"sizes": [{"hosts": 16, "runs": [run("mrc", "rack4"),
+                                             run("roce", "rack4-ecmp")]}]}
+
+
+def test_the_trials_a_failed_link_touched_against_the_models_chance():
+    rows = {r["transport"]: r for r in am.compare_failures(_failures(20), 400, seed=1)}
+    # sprayed: every link of a sending leaf carries the step; hashed on 4 spines, a
+    # leaf's 4 flows out and 4 in: all but (3/4)^8 of the time
+    assert rows["mrc"]["model_p_hit"] == 1.0 and rows["mrc"]["agrees"]
+    assert rows["roce"]["model_p_hit"] == pytest.approx(1 - 0.75 ** 8, abs=0.03)
+    assert rows["roce"]["agrees"] and rows["roce"]["band"][1] == 20
+    some = {r["transport"]: r for r in am.compare_failures(_failures(18), 400, seed=1)}
+    assert some["roce"]["agrees"] and not some["mrc"]["agrees"]  # 1.0 leaves no miss
+    few = {r["transport"]: r for r in am.compare_failures(_failures(12), 400, seed=1)}
+    assert not few["roce"]["agrees"] and few["roce"]["band"][0] > 12

@@ -1,0 +1,45 @@
+"""`make bench`, section "A failure inside a synchronous step": `mrcemu study failures` at
+8 and 16 hosts, into the committed results file its docs page is generated from
+(docs/assets/study/)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from figures import failures_table, failures_verdict
+
+from benchmarks.common import ROOT, BenchError, mrcemu
+
+TITLE = "A failure inside a synchronous step"
+OUT = ROOT / "docs" / "assets" / "study"
+HOSTS = "8,16"
+
+
+def run() -> str:
+    if os.geteuid() != 0:
+        return "_skipped: needs root_\n"
+    mrcemu("clean")
+    r = mrcemu("study", "failures", "--hosts", HOSTS, "--out", str(OUT), timeout=4 * 3600)
+    if r.returncode:
+        raise BenchError(f"`mrcemu study failures` failed: {r.stderr.strip()[-300:]}")
+    return describe(json.loads((OUT / "study.json").read_text())["failures"])
+
+
+def describe(c: dict) -> str:
+    from mrcemu.study.failures import KINDS, grows
+
+    worst = [max(r["summary"][k]["extra_rtts_max"] or 0.0 for k in KINDS)
+             for s in c["sizes"] for r in s["runs"] if r["transport"] == "mrc"]
+    minutes = sum(s["seconds"] for s in c["sizes"]) / 60
+    return (f"What it runs: `mrcemu study failures --hosts {HOSTS}` (written to "
+            "docs/assets/study/study.json): at each size, MRC on the multi-plane fabric and "
+            f"RoCE with one QP a pair on its ECMP twin, {c['trials']} trials each. A trial "
+            "runs a cross-leaf permutation twice; inside the second, at a random moment, a "
+            "random leaf-spine link goes down (or gray, in turn) and heals when the step "
+            "ends. The extra time is the faulted step's over its twin's. Each run at "
+            "`auto`'s pick, run again slower while not faithful. The whole study took "
+            f"{minutes:.0f} minutes here.\n\n"
+            + failures_table(c) + "\n" + failures_verdict(c) + "\n\n"
+            + "MRC's worst extra step time level across sizes (not growing with each): "
+            f"**{'no' if grows(worst) else 'yes'}**.\n")
