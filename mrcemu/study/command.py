@@ -218,23 +218,21 @@ def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
     results.load(out)
     need_root("study failures")
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    sizes: list[dict] = []
 
-    def keep(s: dict) -> None:
-        sizes.append(s)
+    def keep(sizes: list[dict]) -> None:
         results.write(out, "failures", {"seed": seed, "trials": trials, "slowdown": slowdown,
                                         "sizes": sizes})
         plots.failures(sizes, out / "failures.png")
-        for r in s["runs"]:
-            for kind, k in r["summary"].items():
-                if not isinstance(k, dict):
-                    continue
-                click.echo(f"{s['hosts']:>3} hosts, {r['transport']}, {kind}: "
-                           f"{k['acted']} of {k['trials']} acted, P_hit {k['p_hit']}; "
-                           f"extra {k['extra_rtts_median']} base RTTs median, "
-                           f"{k['extra_rtts_max']} at most; amplification "
-                           f"{k['amplification_median']}"
-                           + ("" if r["faithful"] else " (NOT faithful)"))
+        s, r = sizes[-1], sizes[-1]["runs"][-1]
+        for kind, k in r["summary"].items():
+            if not isinstance(k, dict):
+                continue
+            click.echo(f"{s['hosts']:>3} hosts, {r['transport']}, {kind}: "
+                       f"{k['acted']} of {k['trials']} acted, P_hit {k['p_hit']}; "
+                       f"extra {k['extra_rtts_median']} base RTTs median, "
+                       f"{k['extra_rtts_max']} at most, {k['after_rtts_median']} the step "
+                       f"after; amplification {k['amplification_median']}"
+                       + ("" if r["faithful"] else " (NOT faithful)"))
 
     def ui(event: str, d: dict) -> None:
         if event == "stage":
@@ -243,7 +241,7 @@ def _failures(hosts: list[int], trials: int, seed: int, slowdown: float | str,
     try:
         failures_run.run(hosts, trials, seed, slowdown, out / "runs", ui, keep)
     except (KeyboardInterrupt, paced_run.Interrupted):
-        err.print("mrcemu: study failures interrupted: its fabric was torn down; the sizes "
+        err.print("mrcemu: study failures interrupted: its fabric was torn down; the runs "
                   f"done are in {out / results.FILE}", highlight=False)
         sys.exit(130)
     click.echo(f"wrote {out / results.FILE} and {out / 'failures.png'}")

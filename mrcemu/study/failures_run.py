@@ -31,24 +31,20 @@ def _one(hosts: int, transport: str, n: int, seed: int, slowdown: float | str,
             "trials": rows, "summary": failures.summarize(rows, hosts, transport)}
 
 
-def size(hosts: int, n: int, seed: int, slowdown: float | str, runs_dir: Path,
-         ui: Ui) -> dict:
-    t0 = time.monotonic()
-    runs = []
-    for transport in failures.TRANSPORTS:
-        ui("stage", {"text": f"{hosts} hosts: {transport}, {n} trials on "
-                             f"{failures.topology_of(hosts, transport)}"})
-        runs.append(_one(hosts, transport, n, seed, slowdown, runs_dir, ui))
-    return {"hosts": hosts, "trials": n, "runs": runs,
-            "faithful": all(r["faithful"] for r in runs),
-            "seconds": round(time.monotonic() - t0, 1)}
-
-
 def run(hosts: list[int], n: int, seed: int, slowdown: float | str, runs_dir: Path, ui: Ui,
-        done: Callable[[dict], None]) -> list[dict]:
-    """Every size, smallest first; `done(size)` as each finishes."""
-    out = []
+        done: Callable[[list[dict]], None]) -> list[dict]:
+    """Every size, smallest first, each transport in turn; `done(sizes)` after each run,
+    a size holding the runs done so far, so that a long study stopped keeps them."""
+    out: list[dict] = []
     for h in sorted(set(hosts)):
-        out.append(size(h, n, seed, slowdown, runs_dir, ui))
-        done(out[-1])
+        t0 = time.monotonic()
+        size: dict = {"hosts": h, "trials": n, "runs": []}
+        out.append(size)
+        for transport in failures.TRANSPORTS:
+            ui("stage", {"text": f"{h} hosts: {transport}, {n} trials on "
+                                 f"{failures.topology_of(h, transport)}"})
+            size["runs"].append(_one(h, transport, n, seed, slowdown, runs_dir, ui))
+            size.update(faithful=all(r["faithful"] for r in size["runs"]),
+                        seconds=round(time.monotonic() - t0, 1))
+            done(out)
     return out
