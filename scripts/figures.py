@@ -599,46 +599,58 @@ def failures_table(doc: dict) -> str:
                     f"{r['topology']} | {kind} | {k['acted']} of {k['trials']} | "
                     f"{f(k['p_hit'])} | **{f(k['extra_rtts_max'])}** | "
                     f"{f(k['extra_rtts_median'])} [{f(k['extra_rtts_p90'])}] | "
+                    f"{f(k['after_rtts_median'])}, {f(k['after_rtts_max'])} | "
                     f"{f(k['extra_s_median'], '.3f')} | {f(k['amplification_median'])} | "
                     f"{f(k['missed_extra_rtts_median'])} | {r['slowdown']:g} | "
                     + ("yes" if r["faithful"] else "**no**") + " |")
     return ("| hosts | transport | fabric | fault | trials acted | P_hit | worst extra "
-            "(base RTTs) | median [p90] | median extra (s) | amplification | extra where "
-            "the link carried none of the step | slowdown | faithful |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            "(base RTTs) | median [p90] | the step after: median, worst | median extra (s) "
+            "| amplification | extra where the link carried none of the step | slowdown | "
+            "faithful |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+            + "\n")
+
+
+def _runs_of(doc: dict, transport: str) -> list[tuple[int, dict]]:
+    return [(s["hosts"], r) for s in doc["sizes"] for r in s["runs"]
+            if r["transport"] == transport]
 
 
 def failures_verdict(doc: dict) -> str:
     """What the sizes say together: MRC's worst extra time against 4 base round trips
-    and whether it grows with the size; RoCE's against its reconvergence and timeout."""
+    and whether it grows with the size, and the step after's; RoCE's against its
+    reconvergence and timeout."""
     from mrcemu.study.failures import KINDS, grows
     from mrcemu.transport.config import TransportConfig
 
-    def worst(transport: str, s: dict) -> float:
-        (r,) = [r for r in s["runs"] if r["transport"] == transport]
-        return max(r["summary"][k]["extra_rtts_max"] or 0.0 for k in KINDS)
+    def worst(r: dict, key: str) -> float:
+        return max(r["summary"][k][key] or 0.0 for k in KINDS)
 
-    def median_s(s: dict) -> float:
-        (r,) = [r for r in s["runs"] if r["transport"] == "roce"]
-        got = [r["summary"][k]["extra_s_median"] for k in KINDS]
-        return max(x for x in got if x is not None)
-
-    sizes = doc["sizes"]
-    mrc = [worst("mrc", s) for s in sizes]
+    mrc = _runs_of(doc, "mrc")
+    roce = _runs_of(doc, "roce")
     cfg = TransportConfig()
-    hosts = ", ".join(str(s["hosts"]) for s in sizes)
-    return (f"At {hosts} hosts, a link failing inside an MRC step cost the step at most "
-            + ", ".join(f"{x:.2f}" for x in mrc) + " base round trips: "
-            + ("within 4 at every size" if max(mrc) <= 4 else
-               f"above 4 at {sum(x > 4 for x in mrc)} of {len(mrc)} sizes")
-            + (", growing with the size" if grows(mrc) else ", not growing with the size")
-            + ". RoCE's median extra time where the link carried the step's flows was "
-            + ", ".join(f"{median_s(s):.2f}" for s in sizes) + " s (the worse kind), "
-            f"against its routing reconvergence of {cfg.roce_reconvergence:g} s and its "
-            f"{cfg.roce_timeout:g} s timeout doubling on each retry: a flow on the link "
-            "waits for both."
-            + (" Not every run was faithful: see the last column."
-               if not all(s["faithful"] for s in sizes) else " Every run was faithful."))
+    extra = [worst(r, "extra_rtts_max") for _, r in mrc]
+    text = (f"At {', '.join(str(h) for h, _ in mrc)} hosts, a link failing inside an MRC "
+            "step cost the step at most " + ", ".join(f"{x:.2f}" for x in extra)
+            + " base round trips: " + ("within 4 at every size" if max(extra) <= 4 else
+                                       f"above 4 at {sum(x > 4 for x in extra)} of "
+                                       f"{len(extra)} sizes")
+            + (", growing with the size" if grows(extra) else ", not growing with the size")
+            + "; the step after it, healed, took at most "
+            + ", ".join(f"{worst(r, 'after_rtts_max'):.2f}" for _, r in mrc)
+            + " base round trips more than its twin.")
+    if roce:
+        medians = [max(x for x in (r["summary"][k]["extra_s_median"] for k in KINDS)
+                       if x is not None) for _, r in roce]
+        text += (f" At {', '.join(str(h) for h, _ in roce)} hosts, RoCE's median extra time "
+                 "where the link carried the step's flows was "
+                 + ", ".join(f"{x:.2f}" for x in medians) + " s (the worse kind), against "
+                 f"its routing reconvergence of {cfg.roce_reconvergence:g} s and its "
+                 f"{cfg.roce_timeout:g} s timeout doubling on each retry: a flow on the link "
+                 "waits for both.")
+    runs = [r for s in doc["sizes"] for r in s["runs"]]
+    return text + (" Not every run was faithful: see the last column."
+                   if not all(r["faithful"] for r in runs) else " Every run was faithful.")
 
 
 def study_failures(doc: dict) -> str:

@@ -27,19 +27,24 @@ def run() -> str:
 
 
 def describe(c: dict) -> str:
-    from mrcemu.study.failures import KINDS, grows
+    from mrcemu.study.failures import KINDS, TRANSPORTS, grows
 
     worst = [max(r["summary"][k]["extra_rtts_max"] or 0.0 for k in KINDS)
              for s in c["sizes"] for r in s["runs"] if r["transport"] == "mrc"]
     minutes = sum(s["seconds"] for s in c["sizes"]) / 60
+    missing = [f"{s['hosts']} hosts {t}" for s in c["sizes"] for t in TRANSPORTS
+               if t not in {r["transport"] for r in s["runs"]}]
     return (f"What it runs: `mrcemu study failures --hosts {HOSTS}` (written to "
             "docs/assets/study/study.json): at each size, MRC on the multi-plane fabric and "
             f"RoCE with one QP a pair on its ECMP twin, {c['trials']} trials each. A trial "
-            "runs a cross-leaf permutation twice; inside the second, at a random moment, a "
+            "runs a cross-leaf permutation three times; inside the second, at a random moment, a "
             "random leaf-spine link goes down (or gray, in turn) and heals when the step "
-            "ends. The extra time is the faulted step's over its twin's. Each run at "
+            "ends; a third run follows, healed. The extra time is the faulted step's over "
+            "the first run's (its twin), and the step after's too. Each run at "
             "`auto`'s pick, run again slower while not faithful. The whole study took "
-            f"{minutes:.0f} minutes here.\n\n"
+            f"{minutes:.0f} minutes here"
+            + (f"; it was stopped before {', '.join(missing)}, which it does not measure"
+               if missing else "") + ".\n\n"
             + failures_table(c) + "\n" + failures_verdict(c) + "\n\n"
             + "MRC's worst extra step time level across sizes (not growing with each): "
             f"**{'no' if grows(worst) else 'yes'}**.\n")

@@ -249,6 +249,10 @@ TARGETS: dict[str, list[Target]] = {
                "time over its twin, at every size", "<=", 4,
                r"^\| \d+ \| MRC \|(?: [^|]+ \|){4} \*\*([\d.-]+)\*\*", "base RTTs",
                worst=True),
+        Target("MRC: the step after, the link healed, its worst extra time over the twin, at "
+               "every size (what the fault still costs the job)", "<=", 4,
+               r"^\| \d+ \| MRC \|(?: [^|]+ \|){6} [\d.-]+, ([\d.-]+) \|", "base RTTs",
+               worst=True),
         Target("MRC: that worst extra time does not grow with the size", ">=", 1,
                r"not growing with each\): \*\*(yes|no)\*\*", yes_no=True),
     ],
