@@ -43,6 +43,13 @@ def _check_counts(hosts: list[int], fabrics: dict[int, str], what: str,
         raise click.BadParameter(f"a pair has {MAX_QPS} RoCE QPs at most", param_hint="--qps")
 
 
+# A study of runs: each at auto's pick, rerun slower while not faithful, or as given.
+paced_slowdown = click.option(
+    "--slowdown", default="auto", show_default=True, type=SLOWDOWN,
+    help="Every run's slowdown, or auto: each run's pick, run again slower while it is "
+         "not faithful.")
+
+
 # Imported by cli.py before the load-balancing policies are: nothing of the transport
 # here at import, so that a broken policy module is still one clear line there.
 @click.group()
@@ -125,9 +132,7 @@ def _census(hosts: list[int], draws: int, qps: list[int], seed: int, out: Path) 
 @click.option("--qps", type=CountsType(), default="1,4", show_default=True,
               help="RoCE QPs a pair (at most 16): a permutation run at each.")
 @click.option("--seed", default=1, show_default=True, help="Seed of the permutations.")
-@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
-              help="Every run's slowdown, or auto: each run's pick, run again slower while "
-                   "it is not faithful.")
+@paced_slowdown
 @click.option("--quick", is_flag=True, help="16 hosts, 2 steps, 1 QP a pair.")
 @click.option("--out", "out", default="study", show_default=True,
               type=click.Path(file_okay=False),
@@ -188,12 +193,10 @@ def _collisions(hosts: list[int], steps: int, qps: list[int], seed: int,
                    "64), RoCE with one QP a pair on their ECMP twins.")
 @click.option("--trials", type=click.IntRange(1, 200), default=20, show_default=True,
               help="Trials a size and transport, a link down and a gray link in turn: each "
-                   "a permutation run twice, the fault inside the second.")
+                   "a permutation run three times, the fault inside the second.")
 @click.option("--seed", default=1, show_default=True,
               help="Seed of the permutations, the links and the moments.")
-@click.option("--slowdown", default="auto", show_default=True, type=SLOWDOWN,
-              help="Every run's slowdown, or auto: each run's pick, run again slower while "
-                   "it is not faithful.")
+@paced_slowdown
 @click.option("--quick", is_flag=True, help="8 hosts, 4 trials.")
 @click.option("--out", "out", default="study", show_default=True,
               type=click.Path(file_okay=False),

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from figures import collisions_buckets, collisions_table, collisions_verdict
 
-from benchmarks.common import ROOT, BenchError, mrcemu
+from benchmarks.common import ROOT, study_section
 
 TITLE = "Collisions in a synchronous step"
 OUT = ROOT / "docs" / "assets" / "study"
@@ -19,11 +18,7 @@ HOSTS = "8,16,32"
 def run() -> str:
     if os.geteuid() != 0:
         return "_skipped: needs root_\n"
-    mrcemu("clean")
-    r = mrcemu("study", "collisions", "--hosts", HOSTS, "--out", str(OUT), timeout=4 * 3600)
-    if r.returncode:
-        raise BenchError(f"`mrcemu study collisions` failed: {r.stderr.strip()[-300:]}")
-    doc = json.loads((OUT / "study.json").read_text())
+    doc = study_section("collisions", HOSTS, OUT)
     return describe(doc["collisions"], doc.get("census"))
 
 

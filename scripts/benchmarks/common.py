@@ -108,3 +108,13 @@ def bad_evs(rep: dict, before: float = float("inf")) -> int:
     """EVs MRC retired (ASSUMED_BAD) before `before` seconds from the first write."""
     return sum(1 for c in rep["transports"]["mrc"]["ev_states"]["changes"]
                if c[5] == "ASSUMED_BAD" and c[0] < before)
+
+
+def study_section(part: str, hosts: str, out: Path) -> dict:
+    """`mrcemu study PART --hosts HOSTS --out OUT` on a clean machine; its results file's
+    sections (the part's, and those it is read beside)."""
+    mrcemu("clean")
+    r = mrcemu("study", part, "--hosts", hosts, "--out", str(out), timeout=4 * 3600)
+    if r.returncode:
+        raise BenchError(f"`mrcemu study {part}` failed: {r.stderr.strip()[-300:]}")
+    return json.loads((out / "study.json").read_text())

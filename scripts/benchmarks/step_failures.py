@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from figures import failures_table, failures_verdict
 
-from benchmarks.common import ROOT, BenchError, mrcemu
+from benchmarks.common import ROOT, study_section
 
 TITLE = "A failure inside a synchronous step"
 OUT = ROOT / "docs" / "assets" / "study"
@@ -19,11 +18,8 @@ HOSTS = "8,16"
 def run() -> str:
     if os.geteuid() != 0:
         return "_skipped: needs root_\n"
-    mrcemu("clean")
-    r = mrcemu("study", "failures", "--hosts", HOSTS, "--out", str(OUT), timeout=4 * 3600)
-    if r.returncode:
-        raise BenchError(f"`mrcemu study failures` failed: {r.stderr.strip()[-300:]}")
-    return describe(json.loads((OUT / "study.json").read_text())["failures"])
+    doc = study_section("failures", HOSTS, OUT)
+    return describe(doc["failures"])
 
 
 def describe(c: dict) -> str:
